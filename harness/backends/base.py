@@ -1,0 +1,91 @@
+"""The one interface every backend implements.
+
+A backend owns processes/containers, the Toxiproxy server and the addresses. Everything
+above it (network faults, process faults, observer, workload) goes through this API.
+"""
+
+from __future__ import annotations
+
+import abc
+from pathlib import Path
+
+from harness.builds import Build
+from harness.history import History
+from harness.topology import CLIENT, ClusterShape
+from harness.toxiproxy import ToxiproxyApi
+
+
+class Cluster(abc.ABC):
+    """A running KRaft cluster behind per-link Toxiproxy proxies."""
+
+    def __init__(self, build: Build, shape: ClusterShape, run_dir: Path, history: History):
+        self.build, self.shape, self.history = build, shape, history
+        self.run_dir = run_dir.resolve()
+
+    # -- lifecycle ------------------------------------------------------------------
+    @abc.abstractmethod
+    def start(self) -> None:
+        """Bring up proxies and every node; return when all brokers are registered and
+        unfenced. On failure everything already started is stopped before raising."""
+
+    @abc.abstractmethod
+    def teardown(self) -> None:
+        """Stop every process/container/proxy this cluster started. Idempotent."""
+
+    def __enter__(self) -> Cluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.teardown()
+
+    # -- addresses ------------------------------------------------------------------
+    @abc.abstractmethod
+    def client_bootstrap(self) -> str:
+        """bootstrap.servers for the harness's producers/consumers (proxied path)."""
+
+    @abc.abstractmethod
+    def observer_address(self, broker: int) -> tuple[str, int]:
+        """The untouched path to a broker, for the observer."""
+
+    @abc.abstractmethod
+    def controller_observer_address(self, controller: int) -> tuple[str, int]:
+        """The untouched path to a controller's CONTROLLER listener."""
+
+    @abc.abstractmethod
+    def toxiproxy(self) -> ToxiproxyApi:
+        """The API of this cluster's Toxiproxy server."""
+
+    def proxy_name(self, src: int, dst: int) -> str:
+        """Name of the proxy carrying connections opened by src to dst."""
+        return f"{'client' if src == CLIENT else src}->{dst}"
+
+    # -- processes ------------------------------------------------------------------
+    @abc.abstractmethod
+    def kill(self, node: int) -> None:
+        """SIGKILL the node's JVM (no clean-shutdown file is written)."""
+
+    @abc.abstractmethod
+    def stop_node(self, node: int, timeout_s: float = 60.0) -> None:
+        """Clean shutdown (SIGTERM), waiting for the JVM to exit."""
+
+    @abc.abstractmethod
+    def start_node(self, node: int) -> None:
+        """Start a stopped or killed node and wait until its server has started."""
+
+    @abc.abstractmethod
+    def pause(self, node: int) -> None: ...
+
+    @abc.abstractmethod
+    def resume(self, node: int) -> None: ...
+
+    @abc.abstractmethod
+    def is_running(self, node: int) -> bool: ...
+
+    @abc.abstractmethod
+    def data_dir(self, node: int) -> Path:
+        """Host path of the node's log dir (lose_unflushed edits it while the node is down)."""
+
+    @abc.abstractmethod
+    def log_path(self, node: int) -> Path:
+        """Host path of the node's server log."""

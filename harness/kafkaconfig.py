@@ -1,0 +1,105 @@
+"""server.properties for each node. Pure: backends pass in the addresses to use."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from harness.topology import ClusterShape, host_alias
+
+INTERNAL_PORT = 9092
+CONTROLLER_PORT = 9093
+CLIENT_PORT = 9094
+OBSERVER_PORT = 9095
+
+# Timeouts short enough that a fence or ISR shrink happens within seconds.
+TEST_FRIENDLY_BROKER = {
+    "broker.heartbeat.interval.ms": "500",
+    "broker.session.timeout.ms": "3000",
+    "replica.lag.time.max.ms": "3000",
+    "replica.socket.timeout.ms": "5000",
+    "replica.fetch.backoff.ms": "200",
+    "controller.quorum.request.timeout.ms": "2000",
+    "controller.socket.timeout.ms": "5000",
+    "auto.create.topics.enable": "false",
+    "auto.leader.rebalance.enable": "false",
+    "group.initial.rebalance.delay.ms": "0",
+    "num.partitions": "1",
+    "unclean.leader.election.interval.ms": "1000",
+    "log.flush.interval.messages": str(2**63 - 1),
+}
+TEST_FRIENDLY_CONTROLLER = {
+    "broker.session.timeout.ms": "3000",
+    "broker.heartbeat.interval.ms": "500",
+    "controller.quorum.election.timeout.ms": "1000",
+    "controller.quorum.fetch.timeout.ms": "2000",
+    "unclean.leader.election.interval.ms": "1000",
+}
+
+
+@dataclass(frozen=True)
+class NodeAddresses:
+    bind_host: str  # where the node's listeners bind
+    client_advertised: str  # host:port of the clients' (proxied) path to this broker
+    observer_advertised: str  # host:port of the observer's untouched path
+
+
+def voters(shape: ClusterShape) -> str:
+    return ",".join(f"{c}@{host_alias(c)}:{CONTROLLER_PORT}" for c in shape.controller_ids)
+
+
+def render(node: int, shape: ClusterShape, addr: NodeAddresses, data_dir: str,
+           overrides: Mapping[str, str] | None = None) -> str:
+    props = controller_props(node, shape, addr) if shape.is_controller(node) else broker_props(
+        node, shape, addr)
+    props["log.dirs"] = data_dir
+    props.update(overrides or {})
+    return "".join(f"{key}={value}\n" for key, value in props.items())
+
+
+def controller_props(node: int, shape: ClusterShape, addr: NodeAddresses) -> dict[str, str]:
+    return {
+        "process.roles": "controller",
+        "node.id": str(node),
+        "controller.quorum.voters": voters(shape),
+        "controller.listener.names": "CONTROLLER",
+        "listeners": f"CONTROLLER://{addr.bind_host}:{CONTROLLER_PORT}",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+        **TEST_FRIENDLY_CONTROLLER,
+    }
+
+
+def broker_props(node: int, shape: ClusterShape, addr: NodeAddresses) -> dict[str, str]:
+    internal_rf = str(min(3, shape.brokers))
+    return {
+        "process.roles": "broker",
+        "node.id": str(node),
+        "controller.quorum.voters": voters(shape),
+        "controller.listener.names": "CONTROLLER",
+        "listeners": (f"INTERNAL://{addr.bind_host}:{INTERNAL_PORT},"
+                      f"CLIENT://{addr.bind_host}:{CLIENT_PORT},"
+                      f"OBSERVER://{addr.bind_host}:{OBSERVER_PORT}"),
+        "advertised.listeners": (f"INTERNAL://{host_alias(node)}:{INTERNAL_PORT},"
+                                 f"CLIENT://{addr.client_advertised},"
+                                 f"OBSERVER://{addr.observer_advertised}"),
+        "listener.security.protocol.map": (
+            "INTERNAL:PLAINTEXT,CLIENT:PLAINTEXT,OBSERVER:PLAINTEXT,CONTROLLER:PLAINTEXT"),
+        "inter.broker.listener.name": "INTERNAL",
+        "offsets.topic.replication.factor": internal_rf,
+        "transaction.state.log.replication.factor": internal_rf,
+        "transaction.state.log.min.isr": "1",
+        **TEST_FRIENDLY_BROKER,
+    }
+
+
+def log_configs() -> dict[str, str]:
+    """File name -> content of logging configs every JVM gets (reload4j on 3.x, log4j2)."""
+    log4j1 = ("log4j.rootLogger=INFO, stdout\n"
+              "log4j.appender.stdout=org.apache.log4j.ConsoleAppender\n"
+              "log4j.appender.stdout.layout=org.apache.log4j.PatternLayout\n"
+              "log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n\n")
+    log4j2 = ("rootLogger.level=INFO\nrootLogger.appenderRef.stdout.ref=STDOUT\n"
+              "appender.stdout.type=Console\nappender.stdout.name=STDOUT\n"
+              "appender.stdout.layout.type=PatternLayout\n"
+              "appender.stdout.layout.pattern=[%d] %p %m (%c)%n\n")
+    return {"log4j.properties": log4j1, "log4j2.properties": log4j2}

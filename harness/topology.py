@@ -1,0 +1,59 @@
+"""Who is in a cluster and which links join them. Pure: no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+CONTROLLER_BASE = 100
+CLIENT = 250  # pseudo node id for the harness's own producers and consumers
+
+
+@dataclass(frozen=True)
+class ClusterShape:
+    brokers: int = 3
+    controllers: int = 1
+    elr: bool | None = None  # None: the build's default
+    broker_config: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.brokers <= 9:
+            raise ValueError(f"brokers={self.brokers}: choose 1..9")
+        if self.controllers not in (1, 3, 5):
+            raise ValueError(f"controllers={self.controllers}: choose 1, 3 or 5")
+
+    @property
+    def broker_ids(self) -> tuple[int, ...]:
+        return tuple(range(1, self.brokers + 1))
+
+    @property
+    def controller_ids(self) -> tuple[int, ...]:
+        return tuple(range(CONTROLLER_BASE, CONTROLLER_BASE + self.controllers))
+
+    @property
+    def nodes(self) -> tuple[int, ...]:
+        return self.broker_ids + self.controller_ids
+
+    def is_controller(self, node: int) -> bool:
+        return node >= CONTROLLER_BASE and node != CLIENT
+
+    def links(self) -> list[tuple[int, int]]:
+        """Directed links a connection can be opened on: (initiator, acceptor).
+
+        Brokers fetch from brokers and controllers; controllers talk to controllers;
+        the harness's clients talk to brokers. Controllers never dial brokers.
+        """
+        out = [(src, dst) for src in self.nodes for dst in self.nodes
+               if src != dst and not (self.is_controller(src) and not self.is_controller(dst))]
+        out += [(CLIENT, broker) for broker in self.broker_ids]
+        return out
+
+
+def node_name(node: int) -> str:
+    if node == CLIENT:
+        return "client"
+    return f"controller-{node}" if node >= CONTROLLER_BASE else f"broker-{node}"
+
+
+def host_alias(node: int) -> str:
+    """The name a node advertises; each node resolves it to its own proxy."""
+    return f"node-{node}"

@@ -1,0 +1,193 @@
+"""Fast tests of harness logic that needs no cluster."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import pytest
+
+from harness import builds, kafkaconfig, logfiles
+from harness.errors import BuildError, UsageError
+from harness.history import History, SchemaError, read_events
+from harness.network import Network
+from harness.topology import CLIENT, ClusterShape
+from harness.wait import WaitTimeout, until
+
+
+# -- topology and configs -----------------------------------------------------------------
+def test_links_never_let_controllers_dial_brokers() -> None:
+    shape = ClusterShape(brokers=3, controllers=1)
+    links = set(shape.links())
+    assert (1, 100) in links and (2, 1) in links and (CLIENT, 3) in links
+    assert (100, 1) not in links and (CLIENT, 100) not in links
+    assert len(links) == 3 * 2 + 3 + 3  # broker<->broker, broker->controller, client->broker
+
+
+def test_cluster_shape_rejects_bad_sizes() -> None:
+    with pytest.raises(ValueError, match="brokers=0"):
+        ClusterShape(brokers=0)
+    with pytest.raises(ValueError, match="controllers=2"):
+        ClusterShape(controllers=2)
+
+
+def test_broker_config_advertises_alias_and_overrides_win() -> None:
+    shape = ClusterShape(brokers=3)
+    addr = kafkaconfig.NodeAddresses("127.9.0.2", "127.9.250.2:9094", "127.9.0.2:9095")
+    text = kafkaconfig.render(2, shape, addr, "/d", {"replica.lag.time.max.ms": "9999"})
+    props = dict(line.split("=", 1) for line in text.splitlines())
+    assert props["advertised.listeners"].startswith("INTERNAL://node-2:9092,")
+    assert props["controller.quorum.voters"] == "100@node-100:9093"
+    assert props["replica.lag.time.max.ms"] == "9999"
+    assert props["auto.leader.rebalance.enable"] == "false"
+
+
+# -- builds ---------------------------------------------------------------------------------
+def test_bad_version_string_is_rejected_before_maven() -> None:
+    with pytest.raises(BuildError, match="not a version like"):
+        builds.from_maven("latest")
+
+
+def test_broken_dist_dir_names_the_input(tmp_path: Path) -> None:
+    with pytest.raises(BuildError, match="no such directory"):
+        builds.from_dist(tmp_path / "missing")
+    (tmp_path / "libs").mkdir()
+    with pytest.raises(BuildError, match="no kafka_2.13"):
+        builds.from_dist(tmp_path)
+
+
+def test_both_build_options_is_an_error() -> None:
+    with pytest.raises(BuildError, match="either"):
+        builds.resolve("4.3.1", "/tmp")
+
+
+# -- log files --------------------------------------------------------------------------------
+def _batch(base: int, records: int, epoch: int) -> bytes:
+    body = bytes(49 - 12)  # rest of a v2 header after baseOffset+length, zeros
+    length = len(body)
+    header = struct.pack(">qiib", base, length, epoch, 2)
+    raw = bytearray(header + body[5:])
+    struct.pack_into(">i", raw, 23, records - 1)
+    return bytes(raw)
+
+
+def _write_replica(tmp_path: Path) -> Path:
+    pdir = tmp_path / "t-0"
+    pdir.mkdir()
+    (pdir / "00000000000000000000.log").write_bytes(
+        _batch(0, 1, 0) + _batch(1, 2, 0) + _batch(3, 1, 1))
+    (pdir / "00000000000000000004.log").write_bytes(_batch(4, 1, 2))
+    (pdir / "00000000000000000000.index").write_bytes(b"x")
+    (pdir / "leader-epoch-checkpoint").write_text("0\n3\n0 0\n1 3\n2 4\n")
+    (tmp_path / "recovery-point-offset-checkpoint").write_text("0\n2\nt 0 5\nu 0 7\n")
+    (tmp_path / "replication-offset-checkpoint").write_text("")  # torn by the kill
+    return pdir
+
+
+def test_truncate_cuts_at_a_batch_boundary_and_fixes_checkpoints(tmp_path: Path) -> None:
+    pdir = _write_replica(tmp_path)
+    assert logfiles.log_end_offset(pdir) == 5
+    assert logfiles.truncate(tmp_path, "t", 0, 3) == 2
+    assert logfiles.log_end_offset(pdir) == 3
+    assert not (pdir / "00000000000000000004.log").exists()
+    assert not (pdir / "00000000000000000000.index").exists()
+    assert (pdir / "leader-epoch-checkpoint").read_text() == "0\n1\n0 0\n"
+    assert (tmp_path / "recovery-point-offset-checkpoint").read_text() == "0\n2\nt 0 3\nu 0 7\n"
+    assert (tmp_path / "replication-offset-checkpoint").read_text() == "0\n0\n"
+
+
+def test_truncate_inside_a_batch_lists_the_boundaries(tmp_path: Path) -> None:
+    _write_replica(tmp_path)
+    with pytest.raises(UsageError, match=r"not a batch boundary.*\[0, 1, 3, 4, 5\]"):
+        logfiles.truncate(tmp_path, "t", 0, 2)
+
+
+# -- history ----------------------------------------------------------------------------------
+def test_history_events_are_sequenced_and_flushed(tmp_path: Path) -> None:
+    history = History(tmp_path / "r1")
+    history.record("fault", action="kill", params={"node": 1})
+    events = list(read_events(tmp_path / "r1"))  # readable before close: flushed
+    assert [e["seq"] for e in events] == [0, 1]
+    assert events[1]["kind"] == "fault" and events[1]["run_id"] == "r1"
+    history.close("CONFORMS")
+    meta = json.loads((tmp_path / "r1" / "run.json").read_text())
+    assert meta["verdict"] == "CONFORMS" and meta["ended_wall"] is not None
+
+
+def test_history_reader_rejects_unknown_major(tmp_path: Path) -> None:
+    History(tmp_path / "r2").close(None)
+    meta = json.loads((tmp_path / "r2" / "run.json").read_text())
+    meta["schema_version"] = "2.0"
+    (tmp_path / "r2" / "run.json").write_text(json.dumps(meta))
+    with pytest.raises(SchemaError, match="schema 2.0 is not supported"):
+        list(read_events(tmp_path / "r2"))
+
+
+def test_truncated_last_line_is_skipped(tmp_path: Path) -> None:
+    history = History(tmp_path / "r3")
+    history.record("fault", action="heal", params={})
+    with open(tmp_path / "r3" / "events.jsonl", "a") as fh:
+        fh.write('{"seq": 2, "kind": "ack"')  # crash mid-write
+    assert [e["kind"] for e in read_events(tmp_path / "r3")] == ["run_start", "fault"]
+
+
+# -- network fault table ----------------------------------------------------------------------
+class _FakeApi:
+    def __init__(self) -> None:
+        self.toxics: set[tuple[str, str]] = set()
+
+    def add_toxic(self, proxy: str, name: str, type_: str, stream: str, attrs: dict) -> None:
+        assert type_ == "timeout" and attrs == {"timeout": 0}
+        self.toxics.add((proxy, name))
+
+    def remove_toxic(self, proxy: str, name: str) -> None:
+        self.toxics.discard((proxy, name))
+
+    def reset(self) -> None:
+        self.toxics.clear()
+
+
+class _FakeCluster:
+    def __init__(self) -> None:
+        self.shape = ClusterShape(brokers=3, controllers=1)
+        self.api = _FakeApi()
+
+    def toxiproxy(self) -> _FakeApi:
+        return self.api
+
+    def proxy_name(self, src: int, dst: int) -> str:
+        return f"{src}->{dst}"
+
+
+def test_oneway_cut_blackholes_both_proxies_carrying_that_flow() -> None:
+    cluster = _FakeCluster()
+    net = Network(cluster)  # type: ignore[arg-type]
+    net.cut(3, 1, "oneway")
+    assert cluster.api.toxics == {("3->1", "blackhole-upstream"), ("1->3", "blackhole-downstream")}
+    assert not net.connected(3, 1) and net.connected(2, 1)
+
+
+def test_isolate_controller_cuts_brokers_links_to_it_and_heal_clears() -> None:
+    cluster = _FakeCluster()
+    net = Network(cluster)  # type: ignore[arg-type]
+    net.isolate(100)
+    assert ("1->100", "blackhole-upstream") in cluster.api.toxics
+    assert ("1->100", "blackhole-downstream") in cluster.api.toxics
+    assert all(not net.connected(b, 100) for b in (1, 2, 3))
+    net.heal()
+    assert not cluster.api.toxics and net.connected(1, 100)
+
+
+def test_unknown_node_is_a_usage_error() -> None:
+    net = Network(_FakeCluster())  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"unknown node\(s\) \[7\]"):
+        net.isolate(7)
+
+
+# -- waits --------------------------------------------------------------------------------------
+def test_until_returns_the_first_good_value_and_times_out_with_evidence() -> None:
+    values = iter(range(100))
+    assert until(lambda: next(values), lambda v: v >= 3, "count", 5, 0.001) == 3
+    with pytest.raises(WaitTimeout, match="last observed: 1"):
+        until(lambda: 1, lambda v: v > 1, "never", 0.2, 0.01)
