@@ -93,6 +93,18 @@ class Observer:
         except ObserveError:
             return set()
 
+    def quorum(self) -> dict[str, Any]:
+        """KRaft quorum of the metadata log: leader, epoch, high watermark, voters' lag."""
+        raw = self.admin().describe_metadata_quorum()
+        part = raw["topics"][0]["partitions"][0]
+        state = {"leader": part["leader_id"], "leader_epoch": part["leader_epoch"],
+                 "high_watermark": part["high_watermark"],
+                 "voters": {v["replica_id"]: v["log_end_offset"] for v in part["current_voters"]},
+                 "observers": {o["replica_id"]: o["log_end_offset"] for o in part["observers"]}}
+        if self.record:
+            self.cluster.history.record("quorum", state=state)
+        return state
+
     # -- partitions -----------------------------------------------------------------
     def partition_state(self, topic: str, partition: int = 0) -> tuple[dict[str, Any], int]:
         """(state, source broker) of one partition; state follows SCHEMA.md."""

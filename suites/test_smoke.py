@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness import logfiles
+from harness.wait import until
 from suites.helpers import TOPIC, create_topic, state, wait_state
 
 pytestmark = [pytest.mark.chaos, pytest.mark.key]
@@ -81,3 +82,15 @@ def test_lose_unflushed_restarts_unclean_with_chosen_log_end(chaos_cluster, faul
     assert 3 not in after["isr"]
     assert 3 not in (after["elr"] or []), "an unclean shutdown removes the broker from the ELR"
     assert state(observer)["hwm"] == 10
+
+
+
+def test_observer_reads_quorum_and_fenced_state_while_a_broker_is_isolated(
+        chaos_cluster, faults, observer):
+    quorum = observer.quorum()
+    assert quorum["leader"] == 100 and set(quorum["voters"]) == {100}
+    assert set(quorum["observers"]) == {1, 2, 3}
+    faults.isolate(2)  # broker 2's own view goes stale; the observer must not ask it
+    states = until(observer.broker_states, lambda b: b[2] and not b[1] and not b[3],
+                   "broker 2 fenced, the others not", 30)
+    assert states == {1: False, 2: True, 3: False}
