@@ -60,7 +60,8 @@ class Workload:
 
         def report(err: KafkaError | None, msg: Any) -> None:
             rid = msg.key().decode()
-            off = msg.offset() if err is None and msg.offset() >= 0 else None
+            raw_offset = msg.offset()  # None/-1 for acks=0: the broker never said where
+            off = raw_offset if err is None and raw_offset is not None and raw_offset >= 0 else None
             ack = Ack(rid, off, err.name() if err else None)
             acked[rid] = ack
             history.record("ack", record_id=rid, topic=topic, partition=partition, acks=str(acks),

@@ -105,3 +105,10 @@ def test_node_that_never_starts_reports_its_log_tail_and_cleans_up(tmp_path: Pat
         pass
     assert "log.segment.bytes" in str(info.value) and "Last lines of" in str(info.value)
     assert _wait_for(lambda: not _processes_mentioning(str(run_dir)), 15)
+
+
+def test_unknown_kafka_version_is_rejected_before_anything_starts() -> None:
+    from harness import builds
+    from harness.errors import BuildError
+    with pytest.raises(BuildError, match=r"9\.9\.9.*not on Maven Central"):
+        builds.from_maven("9.9.9")

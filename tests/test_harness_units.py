@@ -191,3 +191,34 @@ def test_until_returns_the_first_good_value_and_times_out_with_evidence() -> Non
     assert until(lambda: next(values), lambda v: v >= 3, "count", 5, 0.001) == 3
     with pytest.raises(WaitTimeout, match="last observed: 1"):
         until(lambda: 1, lambda v: v > 1, "never", 0.2, 0.01)
+
+
+# -- bad input and missing pieces -------------------------------------------------------------
+def test_missing_tool_names_it_and_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness import tools
+    from harness.errors import ToolMissing
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(ToolMissing, match=r"`mvn` not found on PATH: install Maven"):
+        tools.require("mvn")
+
+
+def test_unreachable_toxiproxy_is_a_network_error() -> None:
+    import socket
+
+    from harness.errors import NetworkError
+    from harness.toxiproxy import ToxiproxyApi
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(NetworkError, match=f"127.0.0.1:{port} unreachable"):
+        ToxiproxyApi("127.0.0.1", port).create_proxies({"a": ("127.0.0.1:1", "127.0.0.1:2")})
+
+
+def test_no_free_loopback_block_is_a_port_clash(monkeypatch: pytest.MonkeyPatch,
+                                                tmp_path: Path) -> None:
+    from harness.backends import local
+    from harness.errors import PortClash
+    monkeypatch.setattr(local, "_free", lambda host, port: False)
+    cluster = local.LocalCluster(None, ClusterShape(), tmp_path, None)  # type: ignore[arg-type]
+    with pytest.raises(PortClash, match="no free loopback block"):
+        cluster._choose_block()
