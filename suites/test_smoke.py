@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness import logfiles
+from harness.topology import CLIENT as CLIENT_ID
 from harness.wait import until
 from suites.helpers import TOPIC, create_topic, state, wait_state
 
@@ -94,3 +95,17 @@ def test_observer_reads_quorum_and_fenced_state_while_a_broker_is_isolated(
     states = until(observer.broker_states, lambda b: b[2] and not b[1] and not b[3],
                    "broker 2 fenced, the others not", 30)
     assert states == {1: False, 2: True, 3: False}
+
+
+def test_latency_on_the_client_link_delays_acks_and_heal_removes_it(chaos_cluster, faults,
+                                                                    observer, workload):
+    import time
+    create_topic(observer, [1, 2, 3], min_isr=2)
+    workload.produce(TOPIC, 1, acks="1")  # connections and metadata are warm
+    faults.latency(CLIENT_ID, 1, ms=400)
+    t0 = time.monotonic()
+    acks = workload.produce(TOPIC, 1, acks="1")
+    delayed = time.monotonic() - t0
+    assert acks[0].error is None and delayed >= 0.4, delayed  # one round trip at least
+    faults.heal()
+    assert workload.produce(TOPIC, 1, acks="1")[0].error is None
