@@ -9,6 +9,7 @@ own fault table knows, connected to the controllers.
 from __future__ import annotations
 
 import logging
+import subprocess
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -107,20 +108,53 @@ class Observer:
 
     # -- partitions -----------------------------------------------------------------
     def partition_state(self, topic: str, partition: int = 0) -> tuple[dict[str, Any], int]:
-        """(state, source broker) of one partition; state follows SCHEMA.md."""
+        """(state, source) of one partition; state follows SCHEMA.md. The source is the
+        broker asked, or a controller id when no broker had a current view and the state
+        was read from that controller's metadata log."""
         last: Exception | None = None
-        for node in self._current():
+        current = self._current()
+        for node in current:
             try:
                 state = self._describe(node, topic, partition)
                 state["fenced"] = sorted(b for b, f in self.broker_states(node).items() if f)
-                state["hwm"] = self.hwm(topic, partition, state["leader"])
-                if self.record:
-                    self.cluster.history.record("observation", topic=topic, partition=partition,
-                                                state=state, source=node)
-                return state, node
+                leader = state["leader"]
+                state["hwm"] = self.hwm(topic, partition, leader)
+                if state["hwm"] is None and leader in current:
+                    raise ObserveError(f"leader {leader} did not report its HWM yet")
+                return self._observed(topic, partition, state, node), node
             except Exception as exc:  # noqa: BLE001 - try the next broker
                 last = exc
+        from_log = None if current else self._from_controller_log(topic, partition)
+        if from_log is not None:
+            return self._observed(topic, partition, from_log[0], from_log[1]), from_log[1]
         raise ObserveError(f"no current broker described {topic}-{partition} ({last})")
+
+    def _observed(self, topic: str, partition: int, state: dict[str, Any],
+                  source: int) -> dict[str, Any]:
+        if self.record:
+            self.cluster.history.record("observation", topic=topic, partition=partition,
+                                        state=state, source=source)
+        return state
+
+    def _from_controller_log(self, topic: str, partition: int
+                             ) -> tuple[dict[str, Any], int] | None:
+        """The controller's committed view, decoded from its metadata log on disk."""
+        from harness import metadata_log
+        best: tuple[int, int] | None = None
+        for c in self.cluster.shape.controller_ids:
+            log_dir = self.cluster.data_dir(c) / "__cluster_metadata-0"
+            size = sum(f.stat().st_size for f in log_dir.glob("*.log")) if log_dir.is_dir() else 0
+            if size and (best is None or size > best[0]):
+                best = (size, c)
+        if best is None:
+            return None
+        try:
+            records = metadata_log.decode(self.cluster.build,
+                                          self.cluster.data_dir(best[1]) / "__cluster_metadata-0")
+        except (OSError, subprocess.SubprocessError, ValueError):
+            return None
+        state = metadata_log.replay(records, topic, partition, self.cluster.shape.broker_ids)
+        return (state, best[1]) if state is not None else None
 
     def _describe(self, node: int, topic: str, partition: int) -> dict[str, Any]:
         req = DescribeTopicPartitionsRequest(
