@@ -222,3 +222,34 @@ def test_no_free_loopback_block_is_a_port_clash(monkeypatch: pytest.MonkeyPatch,
     cluster = local.LocalCluster(None, ClusterShape(), tmp_path, None)  # type: ignore[arg-type]
     with pytest.raises(PortClash, match="no free loopback block"):
         cluster._choose_block()
+
+
+# -- the controller's metadata log --------------------------------------------------------------
+def test_replay_of_controller_records_follows_partition_changes_and_clear_elr() -> None:
+    from harness.metadata_log import replay
+    tid = "abc"
+    records = [
+        {"type": "REGISTER_BROKER_RECORD", "data": {"brokerId": b, "fenced": True}}
+        for b in (1, 2, 3)
+    ] + [{"type": "UNFENCE_BROKER_RECORD", "data": {"id": b}} for b in (1, 2, 3)] + [
+        {"type": "TOPIC_RECORD", "data": {"name": "t", "topicId": tid}},
+        {"type": "PARTITION_RECORD", "data": {"partitionId": 0, "topicId": tid,
+                                              "replicas": [1, 2, 3], "isr": [1, 2, 3],
+                                              "leader": 1}},
+        {"type": "BROKER_REGISTRATION_CHANGE_RECORD", "data": {"brokerId": 3, "fenced": 1}},
+        {"type": "PARTITION_CHANGE_RECORD", "data": {"partitionId": 0, "topicId": tid,
+                                                     "isr": [1], "eligibleLeaderReplicas": [3]}},
+        {"type": "PARTITION_CHANGE_RECORD", "data": {"partitionId": 0, "topicId": tid,
+                                                     "isr": [], "leader": -1,
+                                                     "eligibleLeaderReplicas": [1, 3],
+                                                     "lastKnownElr": [1]}},
+    ]
+    state = replay(records, "t", 0, (1, 2, 3))
+    assert state is not None
+    assert (state["leader"], state["isr"], state["elr"], state["last_known_elr"]) == (
+        None, [], [1, 3], [1])
+    assert state["fenced"] == [3]
+    cleared = replay(records + [{"type": "CLEAR_ELR_RECORD", "data": {"topicName": "t"}}],
+                     "t", 0, (1, 2, 3))
+    assert cleared is not None and cleared["elr"] == [] and cleared["last_known_elr"] == []
+    assert replay(records, "other", 0, (1, 2, 3)) is None
