@@ -42,10 +42,13 @@ class Workload:
         if acks not in self._producers:
             self._producers[acks] = Producer({
                 "bootstrap.servers": self.cluster.client_bootstrap(), "acks": acks, "log_level": 3,
-                "enable.idempotence": False, "max.in.flight.requests.per.connection": 1,
+                # Idempotence (acks=all only) keeps a retried request from writing a record
+                # twice while the leader waits out an ISR shrink.
+                "enable.idempotence": acks == "all", "max.in.flight.requests.per.connection": 1,
                 "linger.ms": 0, "batch.num.messages": 1,  # one record per batch: clean cut points
                 "message.timeout.ms": self.delivery_timeout_ms, "retry.backoff.ms": 100,
-                "socket.timeout.ms": 3000, "topic.metadata.refresh.interval.ms": 1000,
+                "request.timeout.ms": self.delivery_timeout_ms,
+                "topic.metadata.refresh.interval.ms": 1000,
                 "metadata.max.age.ms": 3000, "reconnect.backoff.max.ms": 500,
             })
         return self._producers[acks]
