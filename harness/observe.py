@@ -13,6 +13,7 @@ import subprocess
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import kafka.errors as kafka_errors
 from kafka import KafkaAdminClient
 from kafka.admin import OffsetSpec
 from kafka.protocol.admin import DescribeClusterRequest, DescribeTopicPartitionsRequest
@@ -117,10 +118,7 @@ class Observer:
             try:
                 state = self._describe(node, topic, partition)
                 state["fenced"] = sorted(b for b, f in self.broker_states(node).items() if f)
-                leader = state["leader"]
-                state["hwm"] = self.hwm(topic, partition, leader)
-                if state["hwm"] is None and leader in current:
-                    raise ObserveError(f"leader {leader} did not report its HWM yet")
+                state["hwm"] = self.hwm(topic, partition, state["leader"])
                 return self._observed(topic, partition, state, node), node
             except Exception as exc:  # noqa: BLE001 - try the next broker
                 last = exc
@@ -177,13 +175,16 @@ class Observer:
         raise ObserveError(f"{topic}-{partition} not found on broker {node}")
 
     def hwm(self, topic: str, partition: int, leader: int | None) -> int | None:
+        """The leader's HWM; None when there is no running leader, or when the leader does not
+        know its HWM yet (OFFSET_NOT_AVAILABLE: a new leader whose HWM cannot advance,
+        e.g. while the ISR is below min ISR). Other errors are raised: ask again."""
         if leader is None or not self.cluster.is_running(leader):
             return None
         tp = TopicPartition(topic, partition)
         admin = self.admin()
         req = admin._list_partition_offsets_request({tp: OffsetSpec.LATEST}, 0)
+        resp = self._send(leader, req)
         try:
-            resp = self._send(leader, req)
             return int(admin._list_partition_offsets_process_response(resp)[tp].offset)
-        except Exception:  # noqa: BLE001 - a leader in transition has no HWM to report
+        except kafka_errors.OffsetNotAvailableError:
             return None

@@ -27,7 +27,7 @@ class Ack:
 
 
 class Workload:
-    def __init__(self, cluster: Cluster, delivery_timeout_ms: int = 8000) -> None:
+    def __init__(self, cluster: Cluster, delivery_timeout_ms: int = 12000) -> None:
         self.cluster = cluster
         self.delivery_timeout_ms = delivery_timeout_ms
         self._ids = itertools.count()
@@ -47,7 +47,8 @@ class Workload:
                 "enable.idempotence": acks == "all", "max.in.flight.requests.per.connection": 1,
                 "linger.ms": 0, "batch.num.messages": 1,  # one record per batch: clean cut points
                 "message.timeout.ms": self.delivery_timeout_ms, "retry.backoff.ms": 100,
-                "request.timeout.ms": self.delivery_timeout_ms,
+                # A blackholed broker must not hold a request for long: fail over quickly.
+                "socket.timeout.ms": 4000,
                 "topic.metadata.refresh.interval.ms": 1000,
                 "metadata.max.age.ms": 3000, "reconnect.backoff.max.ms": 500,
             })
