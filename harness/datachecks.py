@@ -1,0 +1,134 @@
+"""Data checks over a run history: what the cluster did to the records themselves.
+
+One implementation, over the history's events (SCHEMA.md), used by the runner at the end
+of a run and by the report (which re-judges histories offline):
+
+- acked_lost: a record acknowledged with an offset (acks=1 or all) that the final read of
+  its partition does not contain. The final read is the last run of consecutive `consume`
+  events of that partition; with no read at all the check cannot say and passes.
+- above_hwm: a record consumed at an offset >= the HWM first observed after it was read.
+- hwm_regression: the observed HWM of a partition going down between two observations.
+- duplicates: one record id consumed at two different offsets.
+- gaps: a read whose offsets skip (a read starts wherever the consumer was assigned).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+CHECKS = ("acked_lost", "above_hwm", "hwm_regression", "duplicates", "gaps")
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    ok: bool
+    details: list[dict[str, Any]] = field(default_factory=list)
+
+
+def run_checks(events: Iterable[dict[str, Any]]) -> list[CheckResult]:
+    ordered = sorted(events, key=lambda e: e["seq"])
+    reads = _reads(ordered)
+    return [
+        _acked_lost(ordered, reads),
+        _above_hwm(ordered),
+        _hwm_regression(ordered),
+        _duplicates(ordered),
+        _gaps(reads),
+    ]
+
+
+def _tp(event: dict[str, Any]) -> tuple[str, int]:
+    return event.get("topic", ""), int(event.get("partition", 0))
+
+
+def _reads(events: list[dict[str, Any]]) -> dict[tuple[str, int], list[list[dict[str, Any]]]]:
+    """Per partition, runs of consecutive consume events (one run = one read)."""
+    out: dict[tuple[str, int], list[list[dict[str, Any]]]] = defaultdict(list)
+    previous: dict[str, Any] | None = None
+    for e in events:
+        if e["kind"] == "consume":
+            tp = _tp(e)
+            same_read = (previous is not None and previous["kind"] == "consume"
+                         and _tp(previous) == tp)
+            if same_read:
+                out[tp][-1].append(e)
+            else:
+                out[tp].append([e])
+        previous = e
+    return out
+
+
+def _acked_lost(events: list[dict[str, Any]],
+                reads: dict[tuple[str, int], list[list[dict[str, Any]]]]) -> CheckResult:
+    lost = []
+    for e in events:
+        if e["kind"] != "ack" or e.get("offset") is None or e.get("error"):
+            continue
+        partition_reads = reads.get(_tp(e))
+        if not partition_reads:
+            continue
+        final = {c["record_id"] for c in partition_reads[-1]}
+        if e["record_id"] not in final:
+            lost.append({"record_id": e["record_id"], "acks": e.get("acks"),
+                         "offset": e["offset"], "topic": e.get("topic"),
+                         "partition": e.get("partition")})
+    return CheckResult("acked_lost", not lost, lost)
+
+
+def _above_hwm(events: list[dict[str, Any]]) -> CheckResult:
+    found = []
+    pending: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+    for e in events:
+        if e["kind"] == "consume":
+            pending[_tp(e)].append(e)
+        elif e["kind"] == "observation":
+            hwm = (e.get("state") or {}).get("hwm")
+            if hwm is None:
+                continue
+            tp = _tp(e)
+            found += [{"record_id": c["record_id"], "offset": c["offset"], "hwm": hwm}
+                      for c in pending[tp] if c["offset"] >= hwm]
+            pending[tp] = []
+    return CheckResult("above_hwm", not found, found)
+
+
+def _hwm_regression(events: list[dict[str, Any]]) -> CheckResult:
+    found = []
+    last: dict[tuple[str, int], tuple[int, int]] = {}
+    for e in events:
+        if e["kind"] != "observation":
+            continue
+        hwm = (e.get("state") or {}).get("hwm")
+        if hwm is None:
+            continue
+        tp = _tp(e)
+        if tp in last and hwm < last[tp][0]:
+            found.append({"topic": tp[0], "partition": tp[1], "from": last[tp][0], "to": hwm,
+                          "seq": e["seq"]})
+        last[tp] = (hwm, e["seq"])
+    return CheckResult("hwm_regression", not found, found)
+
+
+def _duplicates(events: list[dict[str, Any]]) -> CheckResult:
+    offsets: dict[str, set[int]] = defaultdict(set)
+    for e in events:
+        if e["kind"] == "consume":
+            offsets[e["record_id"]].add(int(e["offset"]))
+    found = [{"record_id": rid, "offsets": sorted(offs)}
+             for rid, offs in sorted(offsets.items()) if len(offs) > 1]
+    return CheckResult("duplicates", not found, found)
+
+
+def _gaps(reads: dict[tuple[str, int], list[list[dict[str, Any]]]]) -> CheckResult:
+    found = []
+    for tp, runs in reads.items():
+        for run in runs:
+            offs = [int(c["offset"]) for c in run]
+            for a, b in zip(offs, offs[1:], strict=False):
+                if b != a + 1:
+                    found.append({"topic": tp[0], "partition": tp[1], "after": a, "next": b})
+    return CheckResult("gaps", not found, found)
