@@ -1,0 +1,138 @@
+"""`kafka-chaos run` and `kafka-chaos matrix`: scenarios on real builds, with verdicts."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness import builds, progress
+from harness.errors import UsageError
+from harness.runner import CONFORMS, DIVERGES, ERROR, UNSUPPORTED, Runner, RunResult, StepResult
+
+EXIT_CODES = {CONFORMS: 0, UNSUPPORTED: 0, DIVERGES: 1, ERROR: 2}
+
+
+def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    from harness.cli import add_build_options
+    run = sub.add_parser("run", help="run scenario files on a real cluster against the model")
+    run.add_argument("scenarios", nargs="+", type=Path, metavar="SCENARIO")
+    add_build_options(run)
+    run.add_argument("--profile", help="model profile (default: follows the build)")
+    run.add_argument("--step-timeout", type=float, default=30.0,
+                     help="seconds a step may take to settle (default 30)")
+    run.add_argument("--repeat", type=int, default=1,
+                     help="run each scenario N times and summarise the verdicts (flakiness)")
+    run.set_defaults(func=_run)
+    matrix = sub.add_parser("matrix", help="scenarios x builds -> markdown verdict table")
+    matrix.add_argument("scenarios", nargs="+", type=Path, metavar="SCENARIO")
+    matrix.add_argument("--versions", required=True,
+                        help="comma-separated Kafka versions, e.g. 3.9.1,4.0.2,4.1.2,4.3.1")
+    matrix.add_argument("--backend", default="local")
+    matrix.add_argument("--runs-dir", type=Path, default=Path("runs"))
+    matrix.add_argument("--out", type=Path, help="write the markdown table here too")
+    matrix.set_defaults(func=_matrix)
+
+
+def load_all(paths: list[Path]) -> list[Any]:
+    """Validate every scenario before any cluster starts."""
+    from harness.scenario import load_scenario
+    return [load_scenario(p) for p in paths]
+
+
+def _run(args: argparse.Namespace) -> int:
+    scenarios = load_all(args.scenarios)
+    build = builds.resolve(args.kafka_version, args.kafka_dist)
+    if args.repeat < 1:
+        raise UsageError(f"--repeat {args.repeat}: give a count of 1 or more")
+    results = []
+    for sc in scenarios:
+        for attempt in range(args.repeat):
+            runner = Runner(sc, build, args.backend, args.runs_dir, args.profile,
+                            args.step_timeout, on_step=_print_step)
+            progress.say(f"scenario {sc.name} on Kafka {build.version} (profile "
+                         f"{runner.profile}) run {attempt + 1}/{args.repeat}")
+            result = runner.run()
+            print_table(result)
+            results.append(result)
+    if args.repeat > 1:
+        print_repeat_summary(results)
+    return max(EXIT_CODES[r.verdict] for r in results)
+
+
+def print_repeat_summary(results: list[RunResult]) -> None:
+    by_name: dict[str, list[RunResult]] = {}
+    for r in results:
+        by_name.setdefault(r.scenario, []).append(r)
+    print("\nscenario | runs | verdicts | median wall s")
+    for name, runs in by_name.items():
+        counts: dict[str, int] = {}
+        for r in runs:
+            counts[r.verdict] = counts.get(r.verdict, 0) + 1
+        walls = sorted(r.wall_s for r in runs)
+        print(f"{name} | {len(runs)} | "
+              f"{', '.join(f'{v} {n}' for v, n in sorted(counts.items()))} | "
+              f"{walls[len(walls) // 2]:.1f}")
+
+
+def _print_step(step: StepResult) -> None:
+    progress.say(f"  -> {step.verdict}" + (f": {step.reason}" if step.reason else ""))
+
+
+def print_table(result: RunResult, out: Any = sys.stdout) -> None:
+    rows = [("#", "step", "predicted", "observed", "verdict")]
+    rows += [(str(s.index + 1), s.kind, s.predicted, s.observed,
+              s.verdict + (f" ({s.reason})" if s.reason and s.verdict != CONFORMS else ""))
+             for s in result.steps]
+    widths = [min(max(len(r[i]) for r in rows), 60) for i in range(4)]
+    print(f"\n{result.scenario} on Kafka {result.build}, profile {result.profile}", file=out)
+    for row in rows:
+        cells = [row[i][:60].ljust(widths[i]) for i in range(4)] + [row[4]]
+        print("  ".join(cells), file=out)
+    for check in result.checks:
+        status = "ok" if check["ok"] else "FAILED"
+        extra = ""
+        if check.get("predicted_by_model"):
+            extra = f" ({len(check['predicted_by_model'])} lost as the model predicts)"
+        elif check["details"]:
+            extra = f" ({len(check['details'])} findings)"
+        print(f"check {check['name']}: {status}{extra}", file=out)
+    print(f"VERDICT {result.verdict}" + (f": {result.reason}" if result.reason else "")
+          + f"\nhistory: {result.run_dir}", file=out)
+
+
+def _matrix(args: argparse.Namespace) -> int:
+    scenarios = load_all(args.scenarios)
+    versions = [v.strip() for v in args.versions.split(",") if v.strip()]
+    resolved = [builds.resolve(v) for v in versions]  # unknown versions fail before any run
+    cells: dict[tuple[str, str], RunResult] = {}
+    for build in resolved:
+        for sc in scenarios:
+            result = Runner(sc, build, args.backend, args.runs_dir, on_step=_print_step).run()
+            cells[(build.version, sc.name)] = result
+            progress.say(f"{sc.name} on {build.version}: {result.verdict}")
+    table = matrix_markdown([b.version for b in resolved], [s.name for s in scenarios], cells)
+    print(table)
+    if args.out:
+        args.out.write_text(table)
+    return max(EXIT_CODES[r.verdict] for r in cells.values())
+
+
+def matrix_markdown(versions: list[str], names: list[str],
+                    cells: dict[tuple[str, str], RunResult]) -> str:
+    lines = ["| build | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    notes = []
+    for version in versions:
+        row = []
+        for name in names:
+            r = cells[(version, name)]
+            row.append(f"{r.verdict} ({r.profile})")
+            if r.verdict != CONFORMS:
+                notes.append(f"- {version} × {name}: {r.verdict}: {r.reason or 'see history'}")
+            lost = [c for c in r.checks if c["name"] == "acked_lost" and c["details"]]
+            if lost:
+                notes.append(f"- {version} × {name}: {len(lost[0]['details'])} acked records "
+                             f"lost{' (as the model predicts)' if lost[0]['ok'] else ''}")
+        lines.append(f"| {version} | " + " | ".join(row) + " |")
+    return "\n".join(lines + [""] + notes) + "\n"

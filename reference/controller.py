@@ -1,0 +1,241 @@
+"""The controller: partition changes (ISR/ELR/LastKnownELR updates plus leader
+election), as PartitionChangeBuilder applies them, under a profile."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .election import (
+    Decision,
+    LocalLog,
+    LogInfo,
+    decide,
+    eligible,
+    kip1303_order,
+    longest_log,
+    pick,
+    recovery_ready,
+)
+from .elr import update_elr
+from .profiles import Profile
+from .state import Broker, World, evolve
+
+
+@dataclass(frozen=True, slots=True)
+class Ctx:
+    """What a transition needs besides the state: the profile, whether ELR is on,
+    and whether timing-dependent auto leader rebalance adds alternatives."""
+
+    profile: Profile
+    elr_on: bool
+    rebalance: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    leader: int | None
+    #: ISR := [leader], leader recovery state RECOVERING.
+    unclean: bool = False
+    #: The operator opted into possible data loss (unclean election enabled,
+    #: Aggressive recovery, ElectLeaders unclean / designated).
+    deliberate: bool = False
+
+
+def link(w: World, src: int, dst: int) -> bool:
+    """src can open connections to dst (FORMAT.md: cut src->dst blackholes them)."""
+    return (src, dst) not in w.cuts
+
+
+def active_controller(w: World) -> int | None:
+    """The KRaft quorum leader: the lowest id of a majority of controllers that reach
+    each other both ways (None: no quorum)."""
+    cs = w.controllers
+    if len(cs) == 1:
+        return cs[0]
+    for c in cs:
+        group = [d for d in cs if d == c or (link(w, c, d) and link(w, d, c))]
+        if len(group) * 2 > len(cs):
+            return min(group)
+    return None
+
+
+def session_ok(w: World, b: Broker) -> bool:
+    """The broker heartbeats the active controller (broker -> controller connection)."""
+    c = active_controller(w)
+    return b.alive and c is not None and link(w, b.id, c)
+
+
+def acceptable(b: Broker) -> bool:
+    """isAcceptableLeader: registered, unfenced, running."""
+    return b.alive and not b.fenced and not b.pending_registration
+
+
+def candidate_order(w: World, ctx: Ctx, replicas: Sequence[int]) -> list[int]:
+    """Assignment order, stably sorted by KIP-1303 local-log eligibility when on."""
+    cfg = w.config
+    if not ctx.profile.kip1303:
+        return list(replicas)
+
+    def ok(r: int) -> bool:
+        b = w.broker(r)
+        return eligible(LocalLog(b.local_log_start_ms, b.local_log_bytes), now_ms=w.now_ms,
+                        threshold_ms=cfg.eligible_local_log_ms,
+                        threshold_bytes=cfg.eligible_local_log_bytes)
+
+    return kip1303_order(replicas, ok)
+
+
+def unclean_recovery(w: World, ctx: Ctx, strategy: str, last_known_elr: frozenset[int]
+                     ) -> list[Choice]:
+    """KIP-966 unclean recovery: GetReplicaLogInfo to the unfenced replicas the
+    controller reaches; elect the highest (leader epoch, log end offset)."""
+    c = active_controller(w)
+    replies: dict[int, LogInfo] = {}
+    for r in w.partition.replicas:
+        b = w.broker(r)
+        if acceptable(b) and c is not None and link(w, c, r):
+            replies[r] = LogInfo(b.last_epoch(), b.leo)
+    if not recovery_ready(strategy, replies, last_known_elr):
+        return [Choice(None)]
+    best = longest_log(replies)
+    order = [r for r in candidate_order(w, ctx, w.partition.replicas) if r in best]
+    wins = pick(ctx.profile, order, lambda r: True)
+    return [Choice(x, unclean=True, deliberate=strategy == "Aggressive") for x in wins]
+
+
+def random_unclean(w: World, ctx: Ctx, deliberate: bool = True) -> list[Choice]:
+    """"The unclean leader election will be randomly choosing an unfenced replica"
+    (KIP) / the first live replica in assignment order (shipped)."""
+    order = candidate_order(w, ctx, w.partition.replicas)
+    wins = pick(ctx.profile, order, lambda r: acceptable(w.broker(r)))
+    return [Choice(x, unclean=True, deliberate=deliberate) for x in wins] or [Choice(None)]
+
+
+def choose_leader(w: World, ctx: Ctx, isr: frozenset[int], elr: frozenset[int],
+                  election: str) -> list[Choice]:
+    """Election alternatives for a partition with proposed ``isr``/``elr``.
+
+    ``election``: "online" (keep a valid leader, else elect), "preferred",
+    "unclean" (ElectLeaders UNCLEAN).
+    """
+    p = w.partition
+    prof = ctx.profile
+    cfg = w.config
+
+    def valid(r: int) -> bool:
+        if not acceptable(w.broker(r)):
+            return False
+        return r in isr or (not isr and ctx.elr_on and r in elr)
+
+    order = candidate_order(w, ctx, p.replicas)
+    if election == "preferred" and order and valid(order[0]):
+        return [Choice(order[0])]
+    if p.leader is not None and valid(p.leader):
+        return [Choice(p.leader)]
+    wins = pick(prof, order, valid)
+    if wins:
+        return [Choice(x) for x in wins]
+    if election == "preferred":
+        return [Choice(None)]
+    if not isr and ctx.elr_on and prof.unclean_recovery:
+        if cfg.unclean_recovery_manager:
+            strategy = cfg.unclean_recovery_strategy
+            d = decide(strategy, isr_available=False, unfenced_elr=False, fenced_elr=bool(elr),
+                       last_known_elr_all_unfenced=all(
+                           acceptable(w.broker(r)) for r in p.last_known_elr))
+            if d is Decision.UNCLEAN_RECOVERY:
+                return unclean_recovery(w, ctx, strategy, p.last_known_elr)
+            if election == "unclean":
+                return random_unclean(w, ctx)
+            return [Choice(None)]
+        # Delivery plan, unclean recovery not shipped or disabled.
+        if elr:
+            if cfg.unclean_leader_election or election == "unclean":
+                return random_unclean(w, ctx)
+            return [Choice(None)]
+        if cfg.unclean_leader_election or election == "unclean":
+            return random_unclean(w, ctx)
+        lkl = p.last_known_leader
+        if lkl is not None and acceptable(w.broker(lkl)):
+            # "elect the LastKnownLeader once it is unfenced": ISR := [it].
+            return [Choice(lkl, unclean=True)]
+        return [Choice(None)]
+    if (ctx.elr_on and prof.last_known_elr == "last-leader" and not isr and not elr
+            and len(p.last_known_elr) == 1):
+        (last,) = tuple(p.last_known_elr)
+        if last in p.replicas and acceptable(w.broker(last)):
+            return [Choice(last, unclean=True)]
+    if cfg.unclean_leader_election or election == "unclean":
+        return random_unclean(w, ctx)
+    return [Choice(None)]
+
+
+def partition_change(
+    w: World,
+    ctx: Ctx,
+    *,
+    proposed_isr: frozenset[int] | None = None,
+    unclean_shutdown: frozenset[int] = frozenset(),
+    election: str = "online",
+    choices: list[Choice] | None = None,
+) -> list[World]:
+    """Apply one PartitionChangeRecord: new ISR, ELR update, election. Returns one
+    world per allowed election outcome."""
+    p = w.partition
+    prof = ctx.profile
+    min_isr = w.min_isr
+    target = p.isr if proposed_isr is None else proposed_isr
+    if not ctx.elr_on and not target:
+        # ELR off: "prevent ISR drops to empty which keeps the last replica".
+        target = p.isr
+    if ctx.elr_on:
+        upd = update_elr(prof, isr=p.isr, elr=p.elr, last_known_elr=p.last_known_elr,
+                         proposed_isr=target, min_isr=min_isr, unclean_shutdown=unclean_shutdown)
+        elr, lk = upd.elr, upd.last_known_elr
+    else:
+        elr, lk = frozenset(), frozenset()
+    if choices is None:
+        choices = choose_leader(w, ctx, target, elr, election)
+    out: list[World] = []
+    for ch in choices:
+        isr2, elr2, lk2 = target, elr, lk
+        recovering = p.recovering
+        leader = ch.leader
+        if leader is not None and leader != p.leader and not ch.unclean and leader in elr2 \
+                and leader not in isr2:
+            # "this replica will be elected as leader, added to ISR, and removed from ELR"
+            isr2 = frozenset((leader,))
+            elr2 = elr2 - {leader}
+        if ch.unclean and leader is not None:
+            isr2 = frozenset((leader,))
+            recovering = True
+            elr2 = frozenset()
+            if prof.last_known_elr != "kip":
+                lk2 = frozenset()
+        lkl = p.last_known_leader
+        if ctx.elr_on and prof.last_known_elr == "last-leader":
+            if not ch.unclean and leader is None and len(p.last_known_elr) == 1:
+                lk2 = p.last_known_elr
+            if isr2 != p.isr and not isr2 and p.leader is not None \
+                    and p.last_known_elr != frozenset((p.leader,)):
+                lk2 = frozenset((p.leader,))
+        if ctx.elr_on and prof.last_known_elr == "kip":
+            # "The controller will record the last ISR member (the leader) when it is
+            # fenced. It will be cleaned when a new leader is elected."
+            if leader is not None and leader != p.leader:
+                lkl = None
+            elif not isr2 and p.isr and p.leader is not None:
+                lkl = p.leader
+        if not ctx.elr_on:
+            elr2, lk2 = frozenset(), frozenset()
+        leader_epoch = p.leader_epoch + (1 if leader != p.leader else 0)
+        np = evolve(p, leader=leader, leader_epoch=leader_epoch, isr=isr2, elr=elr2,
+                     last_known_elr=lk2, last_known_leader=lkl, recovering=recovering)
+        if np != p:
+            np = evolve(np, partition_epoch=p.partition_epoch + 1)
+        w2 = evolve(w, partition=np)
+        if ch.deliberate and leader is not None:
+            w2 = evolve(w2, unclean_elections=w2.unclean_elections + 1)
+        out.append(w2)
+    return out

@@ -1,0 +1,294 @@
+"""The reference model the runner drives: ``Model.apply(step)`` returns a
+``Prediction`` (the settled states the cluster may show), ``explain`` compares an
+observation, ``resolve`` narrows the model to the observed branch."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from . import steps as S
+from .controller import Ctx
+from .invariants import check
+from .profiles import Profile, get_profile
+from .protocol import Outcome, apply_step, initial_world
+from .state import NO_LEADER, ClusterSpec, Config, PartitionState, TopicSpec, World, fmt_value
+
+MAX_BRANCHES = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """The settled outcome of one step."""
+
+    #: Any one is acceptable once the cluster settles.
+    allowed: tuple[PartitionState, ...]
+    #: Acked record ids that must still be readable.
+    must_survive: frozenset[str]
+    hwm_may_move: bool
+    unsupported: str | None = None
+    #: For Produce: "acked" | "rejected" | "either".
+    expected_acks: str | None = None
+    #: Records a consumer may see (below the HWM in some branch) / must see (in all).
+    may_see: frozenset[str] = frozenset()
+    must_see: frozenset[str] = frozenset()
+    #: Acked records that are not guaranteed to survive (on the leader only, acks=1, ...).
+    at_risk: frozenset[str] = frozenset()
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def config_from(cluster: ClusterSpec, topic: TopicSpec, profile: Profile) -> Config:
+    """Read the configs the protocol uses from broker and topic properties (topic wins)."""
+    props: dict[str, str] = {**dict(cluster.broker_config), **dict(topic.config)}
+    cfg = Config(topic_min_isr=topic.min_insync_replicas,
+                 cluster_min_isr=int(cluster.broker_config.get("min.insync.replicas", "1")))
+    unclean = props.get("unclean.leader.election.enable", "false").lower() == "true"
+    strategy = props.get("unclean.recovery.strategy")
+    if strategy is None:
+        # "unclean.leader.election.enable.true -> Aggressive, false -> Balanced"
+        strategy = "Aggressive" if unclean else "Balanced"
+    strategy = "None" if strategy.lower() == "none" else strategy.capitalize()
+    return replace(
+        cfg,
+        unclean_leader_election=unclean,
+        unclean_recovery_strategy=strategy,
+        unclean_recovery_manager=props.get("unclean.recovery.manager.enabled", "true").lower()
+        == "true",
+        unclean_recovery_timeout_ms=int(props.get("unclean.recovery.timeout.ms", "300000")),
+        eligible_local_log_ms=int(props.get("leader.election.eligible.local.log.ms", "-1")),
+        eligible_local_log_bytes=int(props.get("leader.election.eligible.local.log.bytes", "-1")),
+        auto_leader_rebalance=props.get("auto.leader.rebalance.enable", "true").lower() == "true",
+    )
+
+
+def project(w: World, elr_on: bool) -> PartitionState:
+    """The observable partition state of one branch."""
+    p = w.partition
+    leader_hwm = w.partition_hwm()
+    return PartitionState(
+        leader=NO_LEADER if p.leader is None else p.leader,
+        leader_epoch=p.leader_epoch,
+        replicas=p.replicas,
+        isr=p.isr,
+        elr=p.elr if elr_on else frozenset(),
+        last_known_elr=p.last_known_elr if elr_on else frozenset(),
+        hwm=leader_hwm,
+        fenced=frozenset(b.id for b in w.brokers if b.fenced or not b.alive),
+    )
+
+
+def durable(w: World) -> frozenset[str]:
+    """Acked (acks=all) records the branch keeps: on the leader, or, while leaderless,
+    on some replica."""
+    acked = w.acked_all()
+    p = w.partition
+    if p.leader is not None:
+        return acked & frozenset(r for _, r in w.broker(p.leader).log)
+    return acked & frozenset(r for b in w.brokers for _, r in b.log)
+
+
+def visible(w: World) -> frozenset[str]:
+    p = w.partition
+    if p.leader is None:
+        return frozenset()
+    b = w.broker(p.leader)
+    return frozenset(r for _, r in b.log[: b.hwm])
+
+
+class Model:
+    """Reference model of one partition under a profile. Deterministic for a seed."""
+
+    def __init__(self, profile: str, cluster: ClusterSpec, topic: TopicSpec,
+                 elr_enabled: bool = True, seed: int = 0) -> None:
+        self.profile = get_profile(profile)
+        self.cluster = cluster
+        self.topic = topic
+        self.seed = seed
+        self.elr_on = self.profile.elr_on(elr_enabled)
+        self.ctx = Ctx(self.profile, self.elr_on, rebalance=True)
+        cfg = config_from(cluster, topic, self.profile)
+        self.branches: list[World] = [
+            initial_world(tuple(cluster.brokers), tuple(cluster.controllers),
+                          tuple(topic.replicas), cfg)]
+        self.steps_applied = 0
+        self._record_acks: dict[str, str] = {}
+        self._next_record = 0
+        self._violations: list[str] = []
+        self.last: Prediction | None = None
+
+    # -- stepping -----------------------------------------------------------------
+
+    def _record_ids(self, step: S.Produce) -> tuple[str, ...]:
+        if step.record_ids:
+            return step.record_ids
+        ids = []
+        for _ in range(step.count):
+            self._next_record += 1
+            ids.append(f"s{self.seed}-r{self._next_record}")
+        return tuple(ids)
+
+    def apply(self, step: S.Step) -> Prediction:
+        """Advance every branch by ``step`` and predict the settled state."""
+        ids: tuple[str, ...] = ()
+        if isinstance(step, S.Produce):
+            ids = self._record_ids(step)
+            for r in ids:
+                self._record_acks[r] = step.acks
+        before = {id(w): w.partition_hwm() for w in self.branches}
+        outcomes: list[tuple[World, Outcome]] = []
+        for w in self.branches:
+            for o in apply_step(w, self.ctx, step, ids):
+                outcomes.append((w, o))
+        new: list[World] = []
+        for _, o in outcomes:
+            if o.world not in new:
+                new.append(o.world)
+        if len(new) > MAX_BRANCHES:
+            new = new[:MAX_BRANCHES]
+        self.branches = new
+        self.steps_applied += 1
+        for w in new:
+            for name, msg in check(w, self.elr_on):
+                line = f"step {self.steps_applied}: {name}: {msg}"
+                if line not in self._violations:
+                    self._violations.append(line)
+        allowed: list[PartitionState] = []
+        for w in new:
+            s = project(w, self.elr_on)
+            if s not in allowed:
+                allowed.append(s)
+        must = frozenset.intersection(*(durable(w) for w in new)) if new else frozenset()
+        acked_any = frozenset().union(*(frozenset(r for r, _ in w.acked) for w in new))
+        hwm_moves = any(before[id(parent)] != o.world.partition_hwm() for parent, o in outcomes)
+        unsupported = next((o.unsupported for _, o in outcomes if o.unsupported), None)
+        expected = None
+        if isinstance(step, S.Produce):
+            kinds = {k for _, o in outcomes for _, k in o.acks}
+            expected = kinds.pop() if len(kinds) == 1 else ("either" if kinds else None)
+        vis = [visible(w) for w in new]
+        notes: list[str] = []
+        if isinstance(step, S.Await):
+            want = await_state(step, allowed[0] if allowed else None)
+            if want is not None and not any(want.matches(a) for a in allowed):
+                notes.append(f"await expects {want.to_json()} but the model predicts otherwise")
+        pred = Prediction(
+            allowed=tuple(allowed),
+            must_survive=must,
+            hwm_may_move=hwm_moves,
+            unsupported=unsupported,
+            expected_acks=expected,
+            may_see=frozenset().union(*vis) if vis else frozenset(),
+            must_see=frozenset.intersection(*vis) if vis else frozenset(),
+            at_risk=acked_any - must,
+            notes=tuple(notes),
+        )
+        self.last = pred
+        return pred
+
+    # -- observations -------------------------------------------------------------
+
+    def allowed(self) -> tuple[PartitionState, ...]:
+        out: list[PartitionState] = []
+        for w in self.branches:
+            s = project(w, self.elr_on)
+            if s not in out:
+                out.append(s)
+        return tuple(out)
+
+    def explain(self, observed: PartitionState) -> str | None:
+        """None if ``observed`` is allowed, else the first differing field with the
+        predicted values and the observed one."""
+        allowed = self.allowed()
+        if any(a.matches(observed) for a in allowed):
+            return None
+        candidates = list(allowed)
+        for name in PartitionState.FIELDS:
+            ov = getattr(observed, name)
+            if ov is None:
+                continue
+            if name == "replicas" and not ov:
+                continue
+            same = [a for a in candidates
+                    if getattr(a, name) is None or getattr(a, name) == ov]
+            if not same:
+                vals: list[str] = []
+                for a in candidates:
+                    v = fmt_value(getattr(a, name))
+                    if v not in vals:
+                        vals.append(v)
+                return f"{name}: predicted one of [{', '.join(vals)}], observed {fmt_value(ov)}"
+            candidates = same
+        return "observed state matches no single predicted state"
+
+    def resolve(self, observed: PartitionState, acks: Mapping[str, int | None] = {}) -> None:
+        """Narrow to the branches matching ``observed`` and record real ack outcomes
+        (record id -> offset, None = not acked)."""
+        keep = [w for w in self.branches if project(w, self.elr_on).matches(observed)]
+        if keep:
+            self.branches = keep
+        if acks:
+            new = []
+            for w in self.branches:
+                acked = {r: a for r, a in w.acked}
+                for rid, off in acks.items():
+                    if off is None:
+                        acked.pop(rid, None)
+                    else:
+                        acked[rid] = self._record_acks.get(rid, "all")
+                nw = replace(w, acked=tuple(sorted(acked.items())))
+                if nw not in new:
+                    new.append(nw)
+            self.branches = new
+
+    def must_survive(self) -> frozenset[str]:
+        """Acked (acks=all) record ids that every current branch keeps readable."""
+        if not self.branches:
+            return frozenset()
+        return frozenset.intersection(*(durable(w) for w in self.branches))
+
+    def violations(self) -> list[str]:
+        return list(self._violations)
+
+    def describe(self) -> str:
+        """Human-readable state of every branch."""
+        lines = []
+        for i, w in enumerate(self.branches):
+            p = w.partition
+            s = project(w, self.elr_on)
+            head = f"[{i}] " if len(self.branches) > 1 else ""
+            lines.append(
+                f"{head}leader={fmt_value(p.leader)} epoch={p.leader_epoch} "
+                f"ISR={fmt_value(p.isr)} ELR={fmt_value(s.elr)} "
+                f"LastKnownELR={fmt_value(s.last_known_elr)} HWM={fmt_value(s.hwm)} "
+                f"fenced={fmt_value(s.fenced)}")
+            for b in w.brokers:
+                state = ("down" if not b.alive else "fenced" if b.fenced else "up")
+                lines.append(f"    broker {b.id}: {state} LEO={b.leo} HWM={b.hwm} "
+                             f"log={[r for _, r in b.log]}")
+        return "\n".join(lines)
+
+
+def await_state(step: S.Await, base: PartitionState | None) -> PartitionState | None:
+    """The expectation of an Await step as a PartitionState (unset fields: don't care)."""
+    e = step.expect
+    if not e:
+        return None
+
+    def ids(key: str) -> frozenset[int] | None:
+        v = e.get(key)
+        return None if v is None else frozenset(int(x) for x in v)
+
+    leader: int | None = None
+    if "leader" in e:
+        leader = NO_LEADER if e["leader"] is None else int(e["leader"])
+    return PartitionState(
+        leader=leader,
+        leader_epoch=None if e.get("leader_epoch") is None else int(e["leader_epoch"]),
+        replicas=tuple(int(x) for x in e.get("replicas") or ()),
+        isr=frozenset(int(x) for x in e["isr"]) if "isr" in e else (
+            base.isr if base is not None else frozenset()),
+        elr=ids("elr"),
+        last_known_elr=ids("last_known_elr"),
+        hwm=None if e.get("hwm") is None else int(e["hwm"]),
+        fenced=ids("fenced"),
+    )

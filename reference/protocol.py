@@ -1,0 +1,510 @@
+"""Protocol actions and harness steps.
+
+``settle`` runs the protocol actions a step causes until none applies (the state a
+real cluster reaches once session timeouts fenced, lagging replicas left the ISR,
+elections ran, followers caught up): registration (with unclean-shutdown detection),
+fencing, unfencing, elections, metadata propagation, replication and truncation,
+AlterPartition shrink/expand from the leader, HWM advancement, reassignment
+completion. ``apply_step`` expands one harness step and settles.
+
+Connectivity: a cut link (src, dst) blackholes connections src opens to dst.
+Heartbeats and AlterPartition go broker -> controller, fetches follower -> leader,
+produce client -> leader, GetReplicaLogInfo controller -> broker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from . import steps as S
+from .controller import (
+    Choice,
+    Ctx,
+    acceptable,
+    active_controller,
+    choose_leader,
+    link,
+    partition_change,
+    session_ok,
+    unclean_recovery,
+)
+from .elr import after_min_isr_change
+from .state import CLIENT, Broker, Config, World, evolve
+
+MAX_SETTLE = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One branch after a step: the settled world and, for Produce, the ack outcome
+    of each record ("acked" | "rejected" | "either")."""
+
+    world: World
+    acks: tuple[tuple[str, str], ...] = ()
+    unsupported: str | None = None
+
+
+# --- helpers --------------------------------------------------------------------
+
+
+def knows_current(w: World, b: Broker) -> bool:
+    return b.known_leader_epoch == w.partition.leader_epoch
+
+
+def leader_broker(w: World) -> Broker | None:
+    """The current leader if it is running and knows it leads."""
+    p = w.partition
+    if p.leader is None:
+        return None
+    b = w.broker(p.leader)
+    if not b.alive or b.pending_registration or not knows_current(w, b):
+        return None
+    return b
+
+
+def fetching(w: World, f: Broker, leader: Broker) -> bool:
+    """Follower f replicates from the leader."""
+    return (f.alive and not f.pending_registration and knows_current(w, f)
+            and link(w, f.id, leader.id))
+
+
+def can_alter_partition(w: World, leader: Broker) -> bool:
+    c = active_controller(w)
+    return c is not None and link(w, leader.id, c) and not leader.fenced
+
+
+def followers(w: World) -> tuple[int, ...]:
+    p = w.partition
+    reps = p.replicas if p.target_replicas is None else tuple(
+        dict.fromkeys(p.replicas + p.target_replicas))
+    return tuple(r for r in reps if r != p.leader)
+
+
+# --- protocol actions -----------------------------------------------------------
+
+
+def _broker_actions(w: World, ctx: Ctx) -> list[World] | None:
+    """Registration, then fencing, then unfencing (in this priority over all brokers).
+    Metadata propagation comes after elections (``_metadata``)."""
+    c = active_controller(w)
+    if c is None:
+        return None  # no KRaft quorum: no metadata record can be written
+    sess = [b.alive and link(w, b.id, c) for b in w.brokers]
+    for b, ok in zip(w.brokers, sess, strict=True):
+        if ok and b.pending_registration:
+            return _register(w, ctx, b)
+    for b, ok in zip(w.brokers, sess, strict=True):
+        if not ok and not b.fenced and not b.pending_registration:
+            return _fence(w, ctx, b)
+    for b, ok in zip(w.brokers, sess, strict=True):
+        if ok and b.fenced and not b.pending_registration:
+            return [w.with_broker(evolve(b, fenced=False))]
+    return None
+
+
+def _register(w: World, ctx: Ctx, b: Broker) -> list[World]:
+    # "The controller will verify the broker epoch in the request with its
+    # registration record. If it is the same, it is a clean shutdown."
+    clean = b.clean_shutdown_epoch is not None and b.clean_shutdown_epoch == b.epoch
+    nb = evolve(b, pending_registration=False, fenced=False,
+                epoch=w.next_broker_epoch, clean_shutdown_epoch=None,
+                last_shutdown_clean=clean,
+                known_leader_epoch=w.partition.leader_epoch)
+    w2 = evolve(w.with_broker(nb), next_broker_epoch=w.next_broker_epoch + 1)
+    if clean:
+        return [w2]
+    w2 = evolve(w2, unclean_shutdowns=w2.unclean_shutdowns + 1)
+    p = w2.partition
+    if ctx.elr_on and (b.id in p.isr or b.id in p.elr):
+        # "During the broker registration, if the broker had an unclean shutdown,
+        # the controller will remove the broker from ISR and ELR".
+        return partition_change(w2, ctx, proposed_isr=p.isr - {b.id},
+                                unclean_shutdown=frozenset((b.id,)))
+    return [w2]
+
+
+def _fence(w: World, ctx: Ctx, b: Broker) -> list[World]:
+    """Session timeout (or controlled shutdown): fenced, leaves the ISR."""
+    w2 = w.with_broker(evolve(b, fenced=True))
+    p = w2.partition
+    if b.id in p.isr or p.leader == b.id:
+        return partition_change(w2, ctx, proposed_isr=p.isr - {b.id})
+    return [w2]
+
+
+def _elect(w: World, ctx: Ctx) -> list[World] | None:
+    p = w.partition
+    if p.leader is not None and acceptable(w.broker(p.leader)) and p.leader in p.isr:
+        return None
+    if p.leader is None and choose_leader(w, ctx, p.isr, p.elr, "online") == [Choice(None)]:
+        return None  # still nothing to elect
+    outs = [x for x in partition_change(w, ctx) if x != w]
+    return outs or None
+
+
+def _metadata(w: World, ctx: Ctx) -> list[World] | None:
+    epoch = w.partition.leader_epoch
+    for b in w.brokers:
+        if (b.known_leader_epoch != epoch and b.alive and not b.pending_registration
+                and session_ok(w, b)):
+            return [w.with_broker(evolve(b, known_leader_epoch=epoch))]
+    return None
+
+
+def _replicate(w: World, ctx: Ctx) -> list[World] | None:
+    leader = leader_broker(w)
+    if leader is None:
+        return None
+    changed = False
+    for r in followers(w):
+        f = w.broker(r)
+        if not fetching(w, f, leader):
+            continue
+        hwm = min(leader.hwm, leader.leo)
+        if f.log != leader.log or f.hwm != hwm:
+            # Truncate to the divergence point (leader epochs), then fetch: the settled
+            # follower log equals the leader's.
+            w = w.with_broker(evolve(f, log=leader.log, hwm=hwm))
+            changed = True
+    return [w] if changed else None
+
+
+def _shrink_or_expand(w: World, ctx: Ctx) -> list[World] | None:
+    leader = leader_broker(w)
+    if leader is None or not can_alter_partition(w, leader):
+        return None
+    p = w.partition
+    if p.recovering:
+        # The leader reports the recovered state with AlterPartition.
+        return [evolve(w, partition=evolve(p, recovering=False,
+                                              partition_epoch=p.partition_epoch + 1))]
+    out = frozenset(r for r in p.isr - {leader.id} if not fetching(w, w.broker(r), leader))
+    if out:
+        return partition_change(w, ctx, proposed_isr=p.isr - out)
+    for r in followers(w):
+        f = w.broker(r)
+        if (r not in p.isr and fetching(w, f, leader) and f.log == leader.log
+                and acceptable(f)):
+            return partition_change(w, ctx, proposed_isr=p.isr | {r})
+    return None
+
+
+def _advance_hwm(w: World, ctx: Ctx) -> list[World] | None:
+    leader = leader_broker(w)
+    if leader is None:
+        return None
+    p = w.partition
+    # "HWM can only advance if the ISR size is larger or equal to min.insync.replicas";
+    # "The ISR membership refers to the latest ISR membership persisted by the
+    # controller, not the maximal ISR".
+    if ctx.profile.hwm_rule and len(p.isr) < w.min_isr:
+        target = leader.hwm
+    else:
+        leos = [leader.leo]
+        for r in p.isr - {leader.id}:
+            f = w.broker(r)
+            leos.append(f.leo if f.log == leader.log[: f.leo] else 0)
+        target = min(leos)
+    new = min(max(target, leader.hwm), leader.leo)
+    if new == leader.hwm:
+        return None
+    w2 = w.with_broker(evolve(leader, hwm=new))
+    return [evolve(w2, max_hwm=max(w2.max_hwm, new))]
+
+
+def _reassign(w: World, ctx: Ctx) -> list[World] | None:
+    p = w.partition
+    target = p.target_replicas
+    if target is None:
+        return None
+    if not set(target) <= p.isr:
+        return None
+    isr = p.isr & frozenset(target)
+    if ctx.profile.reassignment_needs_min_isr and len(isr) < w.config.min_isr(len(target)):
+        return None
+    # Removing replicas bumps the leader epoch (PartitionChangeBuilder), as does moving
+    # the leadership off a removed leader (below, through _elect).
+    removed = bool(set(p.replicas) - set(target)) and p.leader in target
+    np = evolve(p, replicas=target, target_replicas=None, isr=isr, elr=p.elr & frozenset(target),
+                last_known_elr=p.last_known_elr & frozenset(target),
+                partition_epoch=p.partition_epoch + 1,
+                leader_epoch=p.leader_epoch + (1 if removed else 0))
+    # A leader outside the target leaves the ISR; _elect then moves the leadership.
+    return [evolve(w, partition=np)]
+
+
+ACTIONS = (_broker_actions, _elect, _metadata, _replicate, _shrink_or_expand, _advance_hwm,
+           _reassign)
+
+
+def _step_once(w: World, ctx: Ctx) -> list[World] | None:
+    for action in ACTIONS:
+        nxt = action(w, ctx)
+        if nxt is not None:
+            return nxt
+    return None
+
+
+def settle(w: World, ctx: Ctx) -> list[World]:
+    """All settled states reachable from ``w`` by protocol actions (branching on
+    elections the profile leaves open), plus, when auto leader rebalance is on, the
+    state after the preferred replica took the leadership back."""
+    done: list[World] = []
+    seen: set[World] = set()  # filled only when an action branches
+    stack = [w]
+    n = 0
+    while stack:
+        x = stack.pop()
+        n += 1
+        if n > MAX_SETTLE:
+            raise RuntimeError("protocol did not settle")
+        nxt = _step_once(x, ctx)
+        while nxt is not None and len(nxt) == 1:  # linear stretch: no dedupe needed
+            x = nxt[0]
+            n += 1
+            if n > MAX_SETTLE:
+                raise RuntimeError("protocol did not settle")
+            nxt = _step_once(x, ctx)
+        if nxt is None:
+            if x not in done:
+                done.append(x)
+            continue
+        for y in nxt:
+            if y not in seen:
+                seen.add(y)
+                stack.append(y)
+    if ctx.rebalance:
+        extra: list[World] = []
+        for x in done:
+            extra.extend(z for z in rebalanced(x, ctx) if z not in done and z not in extra)
+        done.extend(extra)
+    return done
+
+
+def _preferred(w: World, ctx: Ctx) -> list[World]:
+    p = w.partition
+    if not p.replicas or p.leader == p.replicas[0] or p.leader is None:
+        return []
+    outs = partition_change(w, ctx, election="preferred")
+    return [x for x in outs if x.partition.leader != p.leader]
+
+
+# --- steps ----------------------------------------------------------------------
+
+
+def all_nodes(w: World) -> tuple[int, ...]:
+    return tuple(b.id for b in w.brokers) + w.controllers + (CLIENT,)
+
+
+def _cut(w: World, pairs: Iterable[tuple[int, int]]) -> World:
+    return evolve(w, cuts=w.cuts | frozenset(pairs))
+
+
+def _set_config(cfg: Config, scope: str, key: str, value: str) -> Config:
+    v = value.strip()
+    if key == "min.insync.replicas":
+        if scope == "topic":
+            return evolve(cfg, topic_min_isr=int(v))
+        return evolve(cfg, cluster_min_isr=int(v))
+    if key == "unclean.leader.election.enable":
+        return evolve(cfg, unclean_leader_election=v.lower() == "true")
+    if key == "unclean.recovery.strategy":
+        return evolve(cfg, unclean_recovery_strategy=v.capitalize() if v.lower() != "none"
+                       else "None")
+    if key == "unclean.recovery.manager.enabled":
+        return evolve(cfg, unclean_recovery_manager=v.lower() == "true")
+    if key == "unclean.recovery.timeout.ms":
+        return evolve(cfg, unclean_recovery_timeout_ms=int(v))
+    if key == "leader.election.eligible.local.log.ms":
+        return evolve(cfg, eligible_local_log_ms=int(v))
+    if key == "leader.election.eligible.local.log.bytes":
+        return evolve(cfg, eligible_local_log_bytes=int(v))
+    if key == "auto.leader.rebalance.enable":
+        return evolve(cfg, auto_leader_rebalance=v.lower() == "true")
+    return cfg
+
+
+def _produce(w: World, ctx: Ctx, step: S.Produce, ids: tuple[str, ...]) -> list[Outcome]:
+    if not ids:
+        ids = tuple(f"r{w.produced + i + 1}" for i in range(step.count))
+    w = evolve(w, produced=w.produced + len(ids))
+    p = w.partition
+    leader = leader_broker(w)
+    reachable = (leader is not None and acceptable(leader) and link(w, CLIENT, leader.id))
+    if not reachable or leader is None:
+        return [Outcome(x, tuple((r, "rejected") for r in ids)) for x in settle(w, ctx)]
+    if step.acks == "all" and len(p.isr) < w.min_isr:
+        # NOT_ENOUGH_REPLICAS: rejected before the append.
+        return [Outcome(x, tuple((r, "rejected") for r in ids)) for x in settle(w, ctx)]
+    start = leader.leo
+    log = leader.log + tuple((p.leader_epoch, r) for r in ids)
+    w2 = w.with_broker(evolve(leader, log=log))
+    outs: list[Outcome] = []
+    for x in settle(w2, evolve(ctx, rebalance=False)):
+        acks: list[tuple[str, str]] = []
+        acked = list(x.acked)
+        xl = x.partition.leader
+        hwm = x.broker(xl).hwm if xl is not None else 0
+        same = xl == leader.id and x.partition.leader_epoch == p.leader_epoch
+        for i, r in enumerate(ids):
+            if step.acks == "0":
+                acks.append((r, "either"))
+            elif step.acks == "1":
+                acks.append((r, "acked"))
+                acked.append((r, "1"))
+            elif same and start + i < hwm:
+                acks.append((r, "acked"))
+                acked.append((r, "all"))
+            else:
+                acks.append((r, "rejected"))
+        settled = evolve(x, acked=tuple(acked))
+        outs.append(Outcome(settled, tuple(acks)))
+        if ctx.rebalance:
+            outs.extend(Outcome(y, tuple(acks)) for y in rebalanced(settled, ctx))
+    return outs
+
+
+def rebalanced(w: World, ctx: Ctx) -> list[World]:
+    """Settled states after auto leader rebalance moved the leadership back to the
+    preferred replica (timing dependent: leader.imbalance.check.interval.seconds)."""
+    if not w.config.auto_leader_rebalance:
+        return []
+    out: list[World] = []
+    for y in _preferred(w, ctx):
+        for z in settle(y, evolve(ctx, rebalance=False)):
+            if z != w and z not in out:
+                out.append(z)
+    return out
+
+
+def _elect_step(w: World, ctx: Ctx, step: S.Elect) -> list[Outcome]:
+    p = w.partition
+    prof = ctx.profile
+    kind = step.type
+    if kind in ("longest_log_aggressive", "longest_log_balanced", "designated") \
+            and not prof.unclean_recovery:
+        msg = (f"ElectLeaders {kind} (KIP-966 part 2, unclean recovery) is not in profile "
+               f"{prof.name}")
+        return [Outcome(x, unsupported=msg) for x in settle(w, ctx)]
+    if kind == "preferred":
+        outs = _preferred(w, ctx)
+        starts = outs or [w]
+    elif p.leader is not None:
+        # "the election is only performed if there are no leader for the partition".
+        starts = [w]
+    elif kind == "unclean":
+        starts = partition_change(w, ctx, election="unclean")
+    elif kind == "designated":
+        b = step.broker
+        ok = b is not None and b in p.replicas and acceptable(w.broker(b))
+        ch = [Choice(b, unclean=True, deliberate=True)] if ok else [Choice(None)]
+        starts = partition_change(w, ctx, choices=ch)
+    else:
+        strategy = "Aggressive" if kind == "longest_log_aggressive" else "Balanced"
+        ch = unclean_recovery(w, ctx, strategy, p.last_known_elr)
+        ch = [evolve(c, deliberate=True) for c in ch]
+        starts = partition_change(w, ctx, choices=ch)
+    res: list[Outcome] = []
+    for s in starts:
+        res.extend(Outcome(x) for x in settle(s, ctx) if all(o.world != x for o in res))
+    return res
+
+
+def apply_step(w: World, ctx: Ctx, step: S.Step, record_ids: tuple[str, ...] = (),
+               settle_after: bool = True) -> list[Outcome]:
+    """Expand one harness step into the protocol actions it causes; settled branches.
+
+    ``settle_after=False`` (only for kill / lose_unflushed / network steps that another
+    step follows at once) returns the unsettled state."""
+    match step:
+        case S.Produce():
+            return _produce(w, ctx, step, record_ids or step.record_ids)
+        case S.Consume() | S.Await():
+            return [Outcome(w)]
+        case S.Isolate(node=n):
+            w = _cut(w, ((n, x) for x in all_nodes(w) if x != n))
+            w = _cut(w, ((x, n) for x in all_nodes(w) if x != n))
+        case S.Partition(groups=groups):
+            pairs: list[tuple[int, int]] = []
+            for i, g in enumerate(groups):
+                for j, h in enumerate(groups):
+                    if i != j:
+                        pairs.extend((a, b) for a in g for b in h)
+            w = _cut(w, pairs)
+        case S.Cut(src=a, dst=b, direction=d):
+            w = _cut(w, [(a, b)] + ([(b, a)] if d == "both" else []))
+        case S.Heal():
+            w = evolve(w, cuts=frozenset())
+        case S.Kill(broker=b):
+            br = w.broker(b)
+            if br.alive:
+                w = w.with_broker(evolve(br, alive=False, clean_shutdown_epoch=None))
+        case S.LoseUnflushed(broker=b, offset=o):
+            br = w.broker(b)
+            if not br.alive and 0 <= o < br.leo:
+                w = w.with_broker(evolve(br, log=br.log[:o], hwm=min(br.hwm, o)))
+                w = evolve(w, lost_data=w.lost_data | {b})
+        case S.Stop(broker=b):
+            br = w.broker(b)
+            if br.alive:
+                # Controlled shutdown: the controller moves leadership and removes the
+                # broker from the ISR (it may enter the ELR); then the log is flushed and
+                # the CleanShutdownFile holds the broker epoch (-1 if never registered).
+                epoch = -1 if br.pending_registration else br.epoch
+                stopped = evolve(br, alive=False, fenced=True, clean_shutdown_epoch=epoch)
+                w = w.with_broker(stopped)
+                p = w.partition
+                if not br.pending_registration and (b in p.isr or p.leader == b):
+                    branches = partition_change(w, ctx, proposed_isr=p.isr - {b})
+                    return [Outcome(x) for y in branches for x in settle(y, ctx)]
+        case S.Restart(broker=b):
+            br = w.broker(b)
+            if not br.alive:
+                w = w.with_broker(evolve(br, alive=True, pending_registration=True,
+                                          fenced=True, known_leader_epoch=-1))
+        case S.AlterConfig(scope=scope, config=cfg):
+            before = w.min_isr
+            new_cfg = w.config
+            for k, v in cfg.items():
+                new_cfg = _set_config(new_cfg, scope, k, str(v))
+            w = evolve(w, config=new_cfg)
+            touches_min_isr = "min.insync.replicas" in cfg and (
+                scope == "topic" or w.config.topic_min_isr is None
+                or ctx.profile.min_isr_change_clears == "always")
+            if touches_min_isr and ctx.elr_on:
+                p = w.partition
+                upd = after_min_isr_change(ctx.profile, isr=p.isr, elr=p.elr,
+                                           last_known_elr=p.last_known_elr,
+                                           new_min_isr=w.min_isr)
+                np = evolve(p, elr=upd.elr, last_known_elr=upd.last_known_elr)
+                if np != p:
+                    np = evolve(np, partition_epoch=p.partition_epoch + 1)
+                w = evolve(w, partition=np)
+            if touches_min_isr and w.min_isr != before:
+                w = evolve(w, reconfigured=True)
+        case S.Elect():
+            return _elect_step(w, ctx, step)
+        case S.Reassign(replicas=target):
+            p = w.partition
+            if tuple(target) != p.replicas:
+                union = tuple(target) + tuple(r for r in p.replicas if r not in target)
+                w = evolve(w, reconfigured=True, partition=evolve(
+                    p, replicas=union, target_replicas=tuple(target),
+                    partition_epoch=p.partition_epoch + 1))
+        case _:
+            raise TypeError(f"not a step: {step!r}")
+    if not settle_after:
+        return [Outcome(w)]
+    return [Outcome(x) for x in settle(w, ctx)]
+
+
+def initial_world(brokers: tuple[int, ...], controllers: tuple[int, ...],
+                  replicas: tuple[int, ...], config: Config) -> World:
+    """A freshly created topic: every replica in the ISR, the first one leads, epoch 0."""
+    from .state import Partition
+
+    bs = tuple(Broker(id=b, epoch=1, known_leader_epoch=0) for b in sorted(brokers))
+    part = Partition(replicas=replicas, leader=replicas[0], leader_epoch=0, partition_epoch=0,
+                     isr=frozenset(replicas))
+    return World(brokers=bs, controllers=controllers, partition=part, config=config)

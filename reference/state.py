@@ -1,0 +1,306 @@
+"""State of the model: the controller's view of one partition, each broker's
+registration, and each replica's log.
+
+Names follow KIP-966: ISR, ELR (Eligible Leader Replicas), LastKnownELR,
+LastKnownLeader, HWM (high watermark), min ISR, unclean shutdown.
+
+Everything here is an immutable value so that states can be hashed, compared
+and shared between the branches of a prediction and the nodes of the explorer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_EVOLVERS: dict[type, Any] = {}
+
+
+def _make_evolver(cls: type) -> Any:
+    names = [f.name for f in fields(cls)]
+    lines = ["def ev(o, kw):", "    n = new(cls)"]
+    for name in names:
+        lines.append(f"    put(n, {name!r}, kw[{name!r}] if {name!r} in kw else o.{name})")
+    lines.append("    return n")
+    env: dict[str, Any] = {"new": object.__new__, "put": object.__setattr__, "cls": cls}
+    exec("\n".join(lines), env)  # generated field copies: no per-field loop
+    return env["ev"]
+
+
+def evolve(obj: T, **changes: Any) -> T:
+    """dataclasses.replace for the frozen state classes, without re-running
+    __init__ (the explorer calls it millions of times)."""
+    ev = _EVOLVERS.get(type(obj))
+    if ev is None:
+        ev = _EVOLVERS[type(obj)] = _make_evolver(type(obj))
+    result: T = ev(obj, changes)
+    return result
+
+
+#: The harness's own clients: a node of the network graph (FORMAT.md: client
+#: links count as links of the node, an isolated broker is cut from clients).
+CLIENT = -2
+
+#: Leaderless partition, as on the wire (DescribeTopicPartitions leader -1).
+NO_LEADER = -1
+
+#: A record in a replica's log: (leader epoch it was written in, record id).
+#: Its offset is its index in the log.
+Record = tuple[int, str]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSpec:
+    """Shape of the cluster: broker ids and controller ids (FORMAT.md: brokers 1..N,
+    controllers 100..), plus extra broker properties (strings)."""
+
+    brokers: tuple[int, ...] = (1, 2, 3)
+    controllers: tuple[int, ...] = (100,)
+    broker_config: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSpec:
+    """One topic with one partition. ``replicas`` is the assignment order; the first
+    replica is the preferred leader."""
+
+    name: str = "t"
+    replicas: tuple[int, ...] = (1, 2, 3)
+    min_insync_replicas: int = 2
+    config: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """The configs the protocol reads. ``topic_min_isr``/``cluster_min_isr`` are
+    ``min.insync.replicas`` at topic and cluster level (topic wins)."""
+
+    topic_min_isr: int | None = 2
+    cluster_min_isr: int = 1
+    unclean_leader_election: bool = False
+    #: KIP-966 ``unclean.recovery.strategy``: Aggressive | Balanced | None.
+    unclean_recovery_strategy: str = "Balanced"
+    #: KIP-966 ``unclean.recovery.manager.enabled``.
+    unclean_recovery_manager: bool = True
+    unclean_recovery_timeout_ms: int = 300_000
+    #: KIP-1303 ``leader.election.eligible.local.log.ms`` / ``.bytes`` (-1 = off).
+    eligible_local_log_ms: int = -1
+    eligible_local_log_bytes: int = -1
+    auto_leader_rebalance: bool = True
+
+    def min_isr(self, replication_factor: int) -> int:
+        """KIP-966: "the effective min.insync.replicas will be
+        min(min.insync.replicas, replication factor)"."""
+        configured = self.topic_min_isr if self.topic_min_isr is not None else self.cluster_min_isr
+        return max(1, min(configured, replication_factor))
+
+
+@dataclass(frozen=True, slots=True)
+class Broker:
+    """One broker: its process, its registration with the controller, and its
+    replica of the partition (log, local HWM, KIP-1303 local-log facts)."""
+
+    id: int
+    alive: bool = True
+    #: Controller view: fenced (no live session) or unfenced.
+    fenced: bool = False
+    #: The process restarted and has not registered yet.
+    pending_registration: bool = False
+    #: Broker epoch of its current registration.
+    epoch: int = 1
+    #: Broker epoch written in its CleanShutdownFile (None: no file).
+    clean_shutdown_epoch: int | None = None
+    #: Outcome of its last registration: was the last shutdown clean?
+    last_shutdown_clean: bool | None = None
+    log: tuple[Record, ...] = ()
+    hwm: int = 0
+    #: Leader epoch of the latest partition metadata this broker has applied.
+    known_leader_epoch: int = 0
+    #: KIP-1303: timestamp of the earliest record in local storage, local log size.
+    local_log_start_ms: int | None = None
+    local_log_bytes: int | None = None
+
+    @property
+    def leo(self) -> int:
+        """Log end offset."""
+        return len(self.log)
+
+    def last_epoch(self) -> int:
+        """Leader epoch of the last record (-1 for an empty log)."""
+        return self.log[-1][0] if self.log else -1
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    """The controller's view of the partition (PartitionRecord /
+    PartitionChangeRecord fields of KIP-966)."""
+
+    replicas: tuple[int, ...]
+    leader: int | None
+    leader_epoch: int = 0
+    partition_epoch: int = 0
+    isr: frozenset[int] = frozenset()
+    elr: frozenset[int] = frozenset()
+    last_known_elr: frozenset[int] = frozenset()
+    last_known_leader: int | None = None
+    #: Leader recovery state RECOVERING (after an unclean election).
+    recovering: bool = False
+    #: Target of an ongoing reassignment.
+    target_replicas: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class World:
+    """One concrete state of the whole system: a branch of a prediction, a node of
+    the explorer."""
+
+    brokers: tuple[Broker, ...]
+    controllers: tuple[int, ...]
+    partition: Partition
+    config: Config
+    #: Cut links (src, dst): src cannot open connections to dst.
+    cuts: frozenset[tuple[int, int]] = frozenset()
+    #: Acknowledged records: record id -> acks ("0", "1", "all").
+    acked: tuple[tuple[str, str], ...] = ()
+    #: Highest HWM the partition ever exposed (the TLA+ spec's "true HWM").
+    max_hwm: int = 0
+    #: Replicas that lost an unflushed suffix holding records.
+    lost_data: frozenset[int] = frozenset()
+    #: Registrations the controller saw as unclean shutdowns.
+    unclean_shutdowns: int = 0
+    #: Elections the operator opted into losing data with (unclean election
+    #: enabled, Aggressive recovery, ElectLeaders unclean/designated).
+    unclean_elections: int = 0
+    #: min.insync.replicas changed or a reassignment ran (relaxes the
+    #: |ISR ∪ ELR| >= min ISR invariant).
+    reconfigured: bool = False
+    #: Logical clock (ms) for KIP-1303 time-based eligibility.
+    now_ms: int = 0
+    #: Next broker epoch the controller hands out.
+    next_broker_epoch: int = 2
+    #: Records produced so far (appended or not).
+    produced: int = 0
+
+    def broker(self, broker_id: int) -> Broker:
+        bs = self.brokers
+        i = broker_id - bs[0].id  # ids are usually contiguous
+        if 0 <= i < len(bs) and bs[i].id == broker_id:
+            return bs[i]
+        for b in bs:
+            if b.id == broker_id:
+                return b
+        raise KeyError(f"no broker {broker_id}")
+
+    def with_broker(self, b: Broker) -> World:
+        return evolve(self, brokers=tuple(b if x.id == b.id else x for x in self.brokers))
+
+    @property
+    def min_isr(self) -> int:
+        cfg = self.config
+        configured = cfg.topic_min_isr if cfg.topic_min_isr is not None else cfg.cluster_min_isr
+        rf = len(self.partition.replicas)
+        return configured if 1 <= configured <= rf else max(1, min(configured, rf))
+
+    def acked_all(self) -> frozenset[str]:
+        """Records acknowledged with acks=all."""
+        return frozenset(r for r, a in self.acked if a == "all")
+
+    def partition_hwm(self) -> int | None:
+        """The HWM a client sees: the leader's local HWM (None when leaderless)."""
+        leader = self.partition.leader
+        return None if leader is None else self.broker(leader).hwm
+
+
+def _ids(value: frozenset[int] | None) -> list[int] | None:
+    return None if value is None else sorted(value)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    """What the harness observes of a partition, and what the model predicts.
+
+    ``leader`` is NO_LEADER (-1) for a leaderless partition and None for
+    "unknown / don't care".
+
+    In a prediction a None field means "don't care"; in an observation it means
+    "not known". Comparison treats None on either side as a match.
+    """
+
+    leader: int | None
+    leader_epoch: int | None
+    replicas: tuple[int, ...]
+    isr: frozenset[int]
+    elr: frozenset[int] | None
+    last_known_elr: frozenset[int] | None
+    hwm: int | None
+    fenced: frozenset[int] | None
+
+    FIELDS = ("leader", "leader_epoch", "replicas", "isr", "elr", "last_known_elr", "hwm",
+              "fenced")
+
+    def to_json(self) -> dict[str, Any]:
+        """The partition-state object of fixtures/histories/SCHEMA.md."""
+        return {
+            "leader": self.leader,
+            "leader_epoch": self.leader_epoch,
+            "replicas": list(self.replicas),
+            "isr": sorted(self.isr),
+            "elr": _ids(self.elr),
+            "last_known_elr": _ids(self.last_known_elr),
+            "hwm": self.hwm,
+            "fenced": _ids(self.fenced),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PartitionState:
+        def ids(key: str) -> frozenset[int] | None:
+            v = data.get(key)
+            return None if v is None else frozenset(int(x) for x in v)
+
+        leader = data.get("leader")
+        if leader is not None and int(leader) < 0:
+            leader = NO_LEADER
+        epoch = data.get("leader_epoch")
+        hwm = data.get("hwm")
+        return cls(
+            leader=None if leader is None else int(leader),
+            leader_epoch=None if epoch is None else int(epoch),
+            replicas=tuple(int(x) for x in data.get("replicas") or ()),
+            isr=frozenset(int(x) for x in data.get("isr") or ()),
+            elr=ids("elr"),
+            last_known_elr=ids("last_known_elr"),
+            hwm=None if hwm is None else int(hwm),
+            fenced=ids("fenced"),
+        )
+
+    def differing_field(self, other: PartitionState) -> str | None:
+        """First field where both sides are known and differ (None: they match).
+
+        None on either side matches anything; an empty ``replicas`` tuple counts
+        as unknown. Leaderless is ``NO_LEADER`` (-1, as on the wire), not None.
+        """
+        for name in self.FIELDS:
+            a = getattr(self, name)
+            b = getattr(other, name)
+            if a is None or b is None:
+                continue
+            if name == "replicas" and (not a or not b):
+                continue
+            if a != b:
+                return name
+        return None
+
+    def matches(self, other: PartitionState) -> bool:
+        return self.differing_field(other) is None
+
+
+def fmt_value(value: object) -> str:
+    """Render a field value the way explain() reports it: sets as {1, 2}."""
+    if isinstance(value, frozenset):
+        return "{" + ", ".join(str(x) for x in sorted(value)) + "}"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(str(x) for x in value) + "]"
+    return "None" if value is None else str(value)

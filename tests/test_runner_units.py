@@ -1,0 +1,94 @@
+"""Fast tests of the runner's judging logic (no cluster)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+from harness.builds import Build, Features
+from harness.runner import (
+    CONFORMS,
+    DIVERGES,
+    ERROR,
+    UNSUPPORTED,
+    RunResult,
+    _ack_mismatch,
+    _await_mismatch,
+    _consume_mismatch,
+    requirement_gap,
+    worst,
+)
+from harness.runner_cli import matrix_markdown
+from harness.steps import StepOutcome
+
+
+def _build(version: str, **features: bool) -> Build:
+    base = dict(elr=False, elr_default_on=False, describe_topic_partitions=True, hwm_rule=True,
+                unclean_recovery=False, kip1303=False, previous_broker_epoch=True)
+    base.update(features)
+    return Build(version, f"maven:{version}", Path("/nonexistent"), Features(**base))
+
+
+def _scenario(min_version=None, max_version=None, features=(), elr=None):
+    return SimpleNamespace(
+        requires=SimpleNamespace(min_version=min_version, max_version=max_version,
+                                 features=features),
+        cluster=SimpleNamespace(elr=elr))
+
+
+def test_requirement_gap_names_the_missing_piece() -> None:
+    old = _build("3.9.1")
+    assert requirement_gap(_scenario(min_version=(4, 0, 0)), old) == (
+        "needs Kafka >= 4.0.0, build is 3.9.1")
+    assert requirement_gap(_scenario(features=("elr",)), old) == (
+        "build 3.9.1 lacks feature(s): elr")
+    assert "has no ELR feature" in str(requirement_gap(_scenario(elr=True), old))
+    new = _build("4.3.1", elr=True, elr_default_on=True)
+    assert requirement_gap(_scenario(min_version="4.0.0", features=("elr",), elr=True), new) is None
+    assert requirement_gap(_scenario(max_version=(3, 9, 99)), new) == (
+        "needs Kafka <= 3.9.99, build is 4.3.1")
+
+
+def test_worst_verdict_orders_error_over_divergence_over_unsupported() -> None:
+    assert worst([CONFORMS, UNSUPPORTED]) == UNSUPPORTED
+    assert worst([UNSUPPORTED, DIVERGES, CONFORMS]) == DIVERGES
+    assert worst([DIVERGES, ERROR]) == ERROR
+    assert worst([]) == CONFORMS
+
+
+def test_await_compares_sets_and_scalars() -> None:
+    observed = {"leader": 1, "isr": [3, 1], "elr": [], "hwm": 5}
+    assert _await_mismatch({"leader": 1, "isr": [1, 3], "timeout_s": 9}, observed) is None
+    assert _await_mismatch({"hwm": 6}, observed) == "hwm: await expected 6, observed 5"
+    assert _await_mismatch({"elr": [2]}, observed) == "elr: await expected [2], observed []"
+
+
+def test_ack_outcomes_are_judged_against_the_prediction() -> None:
+    rejected = StepOutcome(acks={"a": None, "b": 7}, errors={"a": "NOT_ENOUGH_REPLICAS"})
+    pred = SimpleNamespace(expected_acks="acked", must_survive=frozenset())
+    assert _ack_mismatch(pred, rejected) == (
+        "acks: predicted acked, observed 1 rejected (NOT_ENOUGH_REPLICAS)")
+    acks0 = StepOutcome(acks={"a": None, "b": None})  # acks=0: no offsets, no errors
+    assert _ack_mismatch(pred, acks0) is None
+    assert _ack_mismatch(SimpleNamespace(expected_acks="rejected"), acks0) == (
+        "acks: predicted rejected, observed 2 acknowledged")
+    assert _ack_mismatch(SimpleNamespace(expected_acks="either"), rejected) is None
+
+
+def test_consume_must_see_every_record_the_model_says_survives() -> None:
+    pred = SimpleNamespace(must_survive=frozenset({"r1", "r2"}))
+    assert _consume_mismatch(pred, StepOutcome(consumed=[(0, "r1"), (1, "r2")])) is None
+    assert _consume_mismatch(pred, StepOutcome(consumed=[(0, "r1")])) == (
+        "records: 1 acked records not visible, e.g. ['r2']")
+
+
+def test_matrix_table_has_a_reason_line_per_non_conforming_cell() -> None:
+    cells = {
+        ("3.9.1", "a"): RunResult("a", "3.9.1", Path("r1"), "pre-elr", UNSUPPORTED,
+                                  reason="lacks elr"),
+        ("4.3.1", "a"): RunResult("a", "4.3.1", Path("r2"), "kafka-4.1", CONFORMS),
+    }
+    table = matrix_markdown(["3.9.1", "4.3.1"], ["a"], cells)
+    assert "| 3.9.1 | UNSUPPORTED (pre-elr) |" in table
+    assert "| 4.3.1 | CONFORMS (kafka-4.1) |" in table
+    assert "- 3.9.1 × a: UNSUPPORTED: lacks elr" in table
