@@ -30,7 +30,7 @@ def run(build: Build, runs_dir: Path, backend: str, records: int = 50) -> int:
         s.faults.kill(leader)
         print(f"SIGKILL broker {leader} (the leader)")
         after = until(lambda: s.observer.partition_state(TOPIC)[0],
-                      lambda st: st["leader"] not in (None, leader) and leader not in st["isr"],
+                      lambda st: st["leader"] not in (-1, leader) and leader not in st["isr"],
                       "a new leader", timeout_s=60)
         print(f"after {time.monotonic() - t0:.1f}s: {_fmt(after)}")
         visible = {rid for _, rid in s.workload.consume_all(TOPIC)}

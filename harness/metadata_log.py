@@ -60,7 +60,7 @@ def replay(records: list[dict[str, Any]], topic: str, partition: int,
 
 
 def _apply_partition(state: dict[str, Any] | None, data: dict[str, Any]) -> dict[str, Any]:
-    out = dict(state or {"leader": None, "leader_epoch": None, "replicas": [], "isr": [],
+    out = dict(state or {"leader": -1, "leader_epoch": None, "replicas": [], "isr": [],
                          "elr": [], "last_known_elr": [], "hwm": None})
     for field, key in (("replicas", "replicas"), ("isr", "isr"),
                        ("eligibleLeaderReplicas", "elr"), ("lastKnownElr", "last_known_elr")):
@@ -68,7 +68,7 @@ def _apply_partition(state: dict[str, Any] | None, data: dict[str, Any]) -> dict
             out[key] = sorted(data[field]) if key != "replicas" else list(data[field])
     leader = data.get("leader", -2)  # -2: unchanged (the record's default)
     if leader != -2:
-        out["leader"] = leader if leader >= 0 else None
+        out["leader"] = leader
     return out
 
 

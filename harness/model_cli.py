@@ -58,7 +58,7 @@ def predict_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     sc = load_scenario(args.scenario)
     profile = _profile(args.profile, sc)
-    elr = sc.cluster.elr if args.elr is None else args.elr == "on"
+    elr = (sc.cluster.elr is not False) if args.elr is None else args.elr == "on"
     model = Model(profile, sc.cluster_spec(), sc.topic_spec(), elr_enabled=elr, seed=sc.seed)
     if not args.json:
         print(f"scenario {sc.name} ({args.scenario}) under profile {profile}, "

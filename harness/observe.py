@@ -165,7 +165,7 @@ class Observer:
                     if p.error_code:
                         raise ObserveError(f"{topic}-{partition}: error {p.error_code}")
                     return {
-                        "leader": p.leader_id if p.leader_id >= 0 else None,
+                        "leader": p.leader_id,  # -1: leaderless
                         "leader_epoch": p.leader_epoch,
                         "replicas": list(p.replica_nodes),
                         "isr": sorted(p.isr_nodes),
@@ -178,7 +178,7 @@ class Observer:
         """The leader's HWM; None when there is no running leader, or when the leader does not
         know its HWM yet (OFFSET_NOT_AVAILABLE: a new leader whose HWM cannot advance,
         e.g. while the ISR is below min ISR). Other errors are raised: ask again."""
-        if leader is None or not self.cluster.is_running(leader):
+        if leader is None or leader < 0 or not self.cluster.is_running(leader):
             return None
         tp = TopicPartition(topic, partition)
         admin = self.admin()

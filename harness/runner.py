@@ -328,6 +328,8 @@ def _await_mismatch(expected: Mapping[str, Any], observed: Mapping[str, Any]) ->
         if key not in expected:
             continue
         want, got = expected[key], observed.get(key)
+        if key == "leader" and want is None:
+            want = -1  # `leader: null` in a scenario means leaderless
         if isinstance(want, list):
             want, got = sorted(want), sorted(got or [])
         if want != got:

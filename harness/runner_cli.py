@@ -93,13 +93,21 @@ def print_table(result: RunResult, out: Any = sys.stdout) -> None:
     for check in result.checks:
         status = "ok" if check["ok"] else "FAILED"
         extra = ""
-        if check.get("predicted_by_model"):
-            extra = f" ({len(check['predicted_by_model'])} lost as the model predicts)"
-        elif check["details"]:
-            extra = f" ({len(check['details'])} findings)"
+        if check["details"]:
+            extra = f" ({_describe_findings(check)}"
+            extra += ", as the model predicts)" if check["ok"] else ")"
         print(f"check {check['name']}: {status}{extra}", file=out)
     print(f"VERDICT {result.verdict}" + (f": {result.reason}" if result.reason else "")
           + f"\nhistory: {result.run_dir}", file=out)
+
+
+def _describe_findings(check: dict[str, Any]) -> str:
+    if check["name"] != "acked_lost":
+        return f"{len(check['details'])} findings"
+    by_acks: dict[str, int] = {}
+    for d in check["details"]:
+        by_acks[str(d.get("acks"))] = by_acks.get(str(d.get("acks")), 0) + 1
+    return ", ".join(f"{n} acks={acks} record(s) lost" for acks, n in sorted(by_acks.items()))
 
 
 def _matrix(args: argparse.Namespace) -> int:

@@ -42,7 +42,7 @@ class Requires:
 class Cluster:
     brokers: int
     controllers: int = 1
-    elr: bool = True
+    elr: bool | None = None  # None: the build's default
     broker_config: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -273,7 +273,7 @@ def _cluster(ctx: _Ctx, node: Node) -> Cluster:
                        f"at most {FIRST_CONTROLLER - 1} brokers")
     controllers = ctx.int_(items["controllers"][1], "cluster.controllers", 1) \
         if "controllers" in items else 1
-    elr = ctx.bool_(items["elr"][1], "cluster.elr") if "elr" in items else True
+    elr = ctx.bool_(items["elr"][1], "cluster.elr") if "elr" in items else None
     cfg = ctx.props(items["broker_config"][1], "cluster.broker_config") \
         if "broker_config" in items else {}
     return Cluster(brokers, controllers, elr, cfg)

@@ -47,9 +47,11 @@ def update_elr(
         # added to the LastKnownELR."
         lk = last_known_elr | (candidates & unclean_shutdown)
     elif profile.last_known_elr == "last-leader":
-        # PartitionChangeBuilder: LastKnownELR candidates exclude the ISR and the ELR;
-        # the last-leader override is applied by the election step.
-        lk = (candidates | last_known_elr | isr) - proposed_isr - new_elr
+        # Shipped (useLastKnownLeaderInBalancedRecovery, on by default): the record's
+        # LastKnownELR holds only the last leader, which the election step sets and keeps
+        # while the partition is leaderless; ELR members struck out after an unclean
+        # shutdown are not added (observed on 4.0.2, 4.1.2 and 4.3.1).
+        lk = frozenset()
     else:
         lk = frozenset()
     return ElrUpdate(new_elr, lk)

@@ -179,7 +179,10 @@ def _shrink_or_expand(w: World, ctx: Ctx) -> list[World] | None:
         # The leader reports the recovered state with AlterPartition.
         return [evolve(w, partition=evolve(p, recovering=False,
                                               partition_epoch=p.partition_epoch + 1))]
-    out = frozenset(r for r in p.isr - {leader.id} if not fetching(w, w.broker(r), leader))
+    # A follower that stopped fetching leaves the ISR only once it lags: when the leader
+    # has records it lacks for replica.lag.time.max.ms. With no new records it stays.
+    out = frozenset(r for r in p.isr - {leader.id}
+                    if not fetching(w, w.broker(r), leader) and w.broker(r).log != leader.log)
     if out:
         return partition_change(w, ctx, proposed_isr=p.isr - out)
     for r in followers(w):

@@ -247,7 +247,7 @@ def test_replay_of_controller_records_follows_partition_changes_and_clear_elr() 
     state = replay(records, "t", 0, (1, 2, 3))
     assert state is not None
     assert (state["leader"], state["isr"], state["elr"], state["last_known_elr"]) == (
-        None, [], [1, 3], [1])
+        -1, [], [1, 3], [1])
     assert state["fenced"] == [3]
     cleared = replay(records + [{"type": "CLEAR_ELR_RECORD", "data": {"topicName": "t"}}],
                      "t", 0, (1, 2, 3))
