@@ -1,0 +1,1 @@
+"""Conformance report: many run histories -> index.html, junit.xml, summary.json (PySpark)."""

@@ -1,0 +1,101 @@
+"""Assemble the report: per-run facts, matrix, flakiness, trends; write the three files."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import functions as F
+
+from harness.report import html, junit, spark_jobs
+from harness.report.load import Runs, discover
+
+TIMELINE_KINDS = ("observation", "fault", "prediction", "verdict")
+MAX_POINTS_PER_RUN = 4000
+
+
+def make_report(roots: list[Path], out: Path, master: str | None = None) -> dict[str, Any]:
+    runs = discover(roots)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    facts: dict[str, Any] = (_spark_facts(runs, master) if runs.good else
+                             {"checks": {}, "timelines": {}, "corrupt_lines": 0})
+    summary = _summary(runs, facts)
+    summary["report_seconds"] = round(time.monotonic() - t0, 2)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    (out / "junit.xml").write_text(junit.render(summary))
+    (out / "index.html").write_text(html.render(summary, facts["timelines"]))
+    return summary
+
+
+def _spark_facts(runs: Runs, master: str | None) -> dict[str, Any]:
+    spark = spark_jobs.session(master)
+    files = [str(d / "events.jsonl") for d, _ in runs.good]
+    events, corrupt = spark_jobs.read_events(spark, files)
+    checks: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for name, df in spark_jobs.data_checks(events).items():
+        for row in df.limit(100_000).collect():
+            item = row.asDict(recursive=True)
+            checks[item.pop("run_id")][name].append(item)
+    timelines: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    rows = events.where(F.col("kind").isin(*TIMELINE_KINDS)) \
+        .select("run_id", "seq", "t_wall", "kind", "state", "action", "index", "verdict",
+                "reason", "allowed").orderBy("run_id", "seq").collect()
+    for row in rows:
+        if len(timelines[row["run_id"]]) < MAX_POINTS_PER_RUN:
+            timelines[row["run_id"]].append(row.asDict(recursive=True))
+    counts = {r["run_id"]: r["count"] for r in events.groupBy("run_id").count().collect()}
+    spark.catalog.clearCache()
+    return {"checks": checks, "timelines": timelines, "counts": counts,
+            "corrupt_lines": corrupt}
+
+
+def _summary(runs: Runs, facts: dict[str, Any]) -> dict[str, Any]:
+    run_rows = []
+    for run_dir, meta in runs.good:
+        rid = meta["run_id"]
+        build = (meta.get("build") or {}).get("version", "?")
+        scenario = (meta.get("scenario") or {}).get("name") or rid
+        verdict = meta.get("verdict") or ("DID NOT FINISH" if meta.get("ended_wall") is None
+                                          else "NONE")
+        first = next((e for e in facts["timelines"].get(rid, [])
+                      if e["kind"] == "verdict" and e.get("verdict") in ("DIVERGES", "ERROR")),
+                     None)
+        run_rows.append({
+            "run_id": rid, "dir": str(run_dir), "scenario": scenario, "build": build,
+            "backend": meta.get("backend"), "profile": meta.get("profile"),
+            "verdict": verdict, "started": meta.get("started_wall"),
+            "first_divergence": (first or {}).get("reason"),
+            "events": facts.get("counts", {}).get(rid, 0),
+            "checks": {k: v for k, v in facts["checks"].get(rid, {}).items()},
+        })
+    return {"runs": run_rows, "skipped": [{"dir": d, "reason": r} for d, r in runs.skipped],
+            "corrupt_lines": facts["corrupt_lines"], "matrix": _matrix(run_rows),
+            "flakiness": _flakiness(run_rows), "trends": _trends(run_rows)}
+
+
+def _matrix(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """scenario -> build -> latest run's verdict and run id."""
+    cells: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for r in sorted(rows, key=lambda r: r["started"] or 0):
+        cells[r["scenario"]][r["build"]] = {"verdict": r["verdict"], "run_id": r["run_id"],
+                                            "reason": r["first_divergence"]}
+    return cells
+
+
+def _flakiness(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    groups: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    for r in rows:
+        groups[(r["scenario"], r["build"])][r["verdict"]] += 1
+    return [{"scenario": s, "build": b, "runs": sum(c.values()), "verdicts": dict(c),
+             "flaky": len(c) > 1} for (s, b), c in sorted(groups.items())]
+
+
+def _trends(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    per_build: dict[str, Counter[str]] = defaultdict(Counter)
+    for r in rows:
+        per_build[r["build"]][r["verdict"]] += 1
+    return {b: dict(c) for b, c in sorted(per_build.items())}

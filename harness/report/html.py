@@ -1,0 +1,176 @@
+"""index.html: a self-contained page (inline CSS/SVG, no external resources)."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+COLOURS = {"CONFORMS": "#2e7d32", "DIVERGES": "#c62828", "UNSUPPORTED": "#757575",
+           "ERROR": "#6a1b9a", "DID NOT FINISH": "#ef6c00"}
+_CSS = """body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;
+margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}
+.v{color:#fff;font-weight:bold}a{color:inherit}section{border-top:2px solid #ddd;
+margin-top:1.5em}.small{font-size:12px;color:#555}svg{background:#fafafa;border:1px solid #ddd}"""
+_HEALS = {"heal": None, "restart": "kill", "resume": "pause"}
+
+
+def render(summary: dict[str, Any], timelines: dict[str, list[dict[str, Any]]]) -> str:
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>kafka-chaos report"
+             f"</title><style>{_CSS}</style></head><body><h1>kafka-chaos conformance report</h1>",
+             _overview(summary), _matrix(summary), _flakiness(summary), _trends(summary),
+             _skipped(summary)]
+    parts += [_run(r, timelines.get(r["run_id"], [])) for r in summary["runs"]]
+    parts.append("<script>document.body.dataset.ready='yes';</script></body></html>")
+    return "\n".join(parts)
+
+
+def _badge(verdict: str, href: str | None = None) -> str:
+    text = escape(verdict)
+    if href:
+        text = f"<a href='#{escape(href)}'>{text}</a>"
+    return f"<td class='v' style='background:{COLOURS.get(verdict, '#999')}'>{text}</td>"
+
+
+def _overview(s: dict[str, Any]) -> str:
+    return (f"<p>{len(s['runs'])} runs, {len(s['skipped'])} histories skipped, "
+            f"{s['corrupt_lines']} torn event lines ignored.</p>")
+
+
+def _matrix(s: dict[str, Any]) -> str:
+    builds = sorted({b for cells in s["matrix"].values() for b in cells})
+    head = "".join(f"<th>{escape(b)}</th>" for b in builds)
+    rows = []
+    for scenario, cells in sorted(s["matrix"].items()):
+        tds = "".join(_badge(cells[b]["verdict"], "run-" + cells[b]["run_id"]) if b in cells
+                      else "<td></td>" for b in builds)
+        rows.append(f"<tr><th>{escape(scenario)}</th>{tds}</tr>")
+    return (f"<h2>Build × scenario</h2><table id='matrix'><tr><th>scenario</th>{head}</tr>"
+            + "".join(rows) + "</table>")
+
+
+def _flakiness(s: dict[str, Any]) -> str:
+    rows = "".join(
+        f"<tr><td>{escape(f['scenario'])}</td><td>{escape(f['build'])}</td><td>{f['runs']}</td>"
+        f"<td>{escape(', '.join(f'{k} {v}' for k, v in sorted(f['verdicts'].items())))}</td>"
+        f"<td>{'FLAKY' if f['flaky'] else ''}</td></tr>" for f in s["flakiness"])
+    return ("<h2>Repeated runs</h2><table><tr><th>scenario</th><th>build</th><th>runs</th>"
+            f"<th>verdicts</th><th></th></tr>{rows}</table>")
+
+
+def _trends(s: dict[str, Any]) -> str:
+    rows = "".join(f"<tr><td>{escape(b)}</td><td>"
+                   f"{escape(', '.join(f'{k} {v}' for k, v in sorted(c.items())))}</td></tr>"
+                   for b, c in s["trends"].items())
+    return f"<h2>Per build</h2><table><tr><th>build</th><th>verdicts</th></tr>{rows}</table>"
+
+
+def _skipped(s: dict[str, Any]) -> str:
+    if not s["skipped"]:
+        return ""
+    rows = "".join(f"<tr><td>{escape(x['dir'])}</td><td>{escape(x['reason'])}</td></tr>"
+                   for x in s["skipped"])
+    return f"<h2>Skipped histories</h2><table>{rows}</table>"
+
+
+def _run(r: dict[str, Any], points: list[dict[str, Any]]) -> str:
+    head = (f"<section id='run-{escape(r['run_id'])}'><h3>{escape(r['scenario'])} on "
+            f"{escape(r['build'])}</h3><table><tr>{_badge(r['verdict'])}<td>"
+            f"{escape(r['first_divergence'] or '')}</td></tr></table><p class='small'>run "
+            f"{escape(r['run_id'])}, backend {escape(str(r['backend']))}, profile "
+            f"{escape(str(r['profile']))}, {r['events']} events</p>")
+    return head + _timeline(points) + _checks(r["checks"]) + "</section>"
+
+
+def _checks(checks: dict[str, list[dict[str, Any]]]) -> str:
+    out = []
+    for name, items in sorted(checks.items()):
+        if not items:
+            continue
+        cols = sorted({k for item in items for k in item})
+        rows = "".join("<tr>" + "".join(f"<td>{escape(str(i.get(c)))}</td>" for c in cols)
+                       + "</tr>" for i in items[:200])
+        out.append(f"<h4>{escape(name)}: {len(items)}</h4><table><tr>"
+                   + "".join(f"<th>{escape(c)}</th>" for c in cols) + f"</tr>{rows}</table>")
+    return "".join(out) or "<p class='small'>data checks: no findings</p>"
+
+
+def _timeline(points: list[dict[str, Any]]) -> str:
+    obs = [p for p in points if p["kind"] == "observation" and p.get("state")]
+    if not obs:
+        return "<p class='small'>no observations</p>"
+    t0 = min(p["t_wall"] for p in points)
+    t1 = max(p["t_wall"] for p in points) or t0 + 1
+    width, left = 900, 60
+    brokers = sorted({b for p in obs for key in ("isr", "elr", "last_known_elr")
+                      for b in (p["state"].get(key) or [])} |
+                     {p["state"]["leader"] for p in obs if (p["state"].get("leader") or -1) >= 0})
+    rows = len(brokers)
+    height = 30 + rows * 22 + 110
+
+    def x(t: float) -> float:
+        return float(left + (t - t0) / max(t1 - t0, 1e-6) * (width - left - 10))
+
+    svg = [f"<svg width='{width}' height='{height}' xmlns='http://www.w3.org/2000/svg'>"]
+    svg += _fault_bands(points, x, height)
+    for i, b in enumerate(brokers):
+        y = 25 + i * 22
+        svg.append(f"<text x='5' y='{y + 12}' font-size='11'>broker {b}</text>")
+        for cur, nxt in zip(obs, obs[1:] + [None], strict=False):
+            st = cur["state"]
+            colour = _colour(st, b)
+            if colour:
+                x0, x1 = x(cur["t_wall"]), x(nxt["t_wall"] if nxt else t1)
+                svg.append(f"<rect x='{x0:.1f}' y='{y}' width='{max(x1 - x0, 1):.1f}' "
+                           f"height='16' fill='{colour}'/>")
+    svg += _hwm_plot(points, obs, x, 30 + rows * 22, 90)
+    svg.append("</svg>")
+    legend = ("<p class='small'>blue leader, green ISR, orange ELR, violet LastKnownELR; grey "
+              "bands: faults; line: observed HWM, dots: predicted HWM</p>")
+    return "".join(svg) + legend
+
+
+def _colour(state: dict[str, Any], broker: int) -> str | None:
+    if state.get("leader") == broker:
+        return "#1565c0"
+    for key, colour in (("isr", "#66bb6a"), ("elr", "#ffa726"), ("last_known_elr", "#ce93d8")):
+        if broker in (state.get(key) or []):
+            return colour
+    return None
+
+
+def _fault_bands(points: list[dict[str, Any]], x: Any, height: int) -> list[str]:
+    out: list[str] = []
+    open_at: list[float] = []
+    for p in points:
+        if p["kind"] != "fault":
+            continue
+        action = p.get("action") or ""
+        if action in _HEALS and open_at:
+            start = open_at.pop(0)
+            band = max(x(p["t_wall"]) - x(start), 1)
+            out.append(f"<rect x='{x(start):.1f}' y='0' width='{band:.1f}'"
+                       f" height='{height}' fill='#000' fill-opacity='0.07'/>")
+        elif action not in _HEALS:
+            open_at.append(p["t_wall"])
+        out.append(f"<text x='{x(p['t_wall']):.1f}' y='10' font-size='9'>{escape(action)}</text>")
+    return out
+
+
+def _hwm_plot(points: list[dict[str, Any]], obs: list[dict[str, Any]], x: Any, top: int,
+              h: int) -> list[str]:
+    seen = [(p["t_wall"], p["state"]["hwm"]) for p in obs if p["state"].get("hwm") is not None]
+    predicted = [(p["t_wall"], a[0]["hwm"]) for p in points if p["kind"] == "prediction"
+                 for a in [p.get("allowed") or []] if a and a[0].get("hwm") is not None]
+    values = [v for _, v in seen + predicted] or [0]
+    hi = max(values) or 1
+
+    def y(v: float) -> float:
+        return top + h - 10 - v / hi * (h - 20)
+
+    out = [f"<text x='5' y='{top + 15}' font-size='11'>HWM (max {hi})</text>"]
+    if seen:
+        pts = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in seen)
+        out.append(f"<polyline points='{pts}' fill='none' stroke='#333' stroke-width='1.5'/>")
+    out += [f"<circle cx='{x(t):.1f}' cy='{y(v):.1f}' r='3' fill='#c62828'/>"
+            for t, v in predicted]
+    return out

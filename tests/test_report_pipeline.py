@@ -1,0 +1,119 @@
+"""The report pipeline on PySpark: its data checks equal the runner's (harness/datachecks.py),
+bad histories are named and skipped, and the page loads in a real headless browser."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.datachecks import run_checks
+from harness.history import read_events
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures" / "histories"
+pyspark = pytest.importorskip("pyspark")
+
+
+def _gen() -> Any:
+    spec = importlib.util.spec_from_file_location("gen_histories",
+                                                  ROOT / "bench" / "gen_histories.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gen_histories"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def spark() -> Any:
+    from harness.report.spark_jobs import session
+    return session()
+
+
+def _python_findings(run_dir: Path) -> dict[str, int]:
+    return {c.name: len(c.details) for c in run_checks(read_events(run_dir))}
+
+
+def _spark_findings(spark: Any, run_dirs: list[Path]) -> dict[str, dict[str, int]]:
+    from harness.report.spark_jobs import data_checks, read_events as spark_read
+    events, _ = spark_read(spark, [str(d / "events.jsonl") for d in run_dirs])
+    out: dict[str, dict[str, int]] = {d.name: {} for d in run_dirs}
+    for name, df in data_checks(events).items():
+        for d in run_dirs:
+            out[d.name][name] = 0
+        for row in df.groupBy("run_id").count().collect():
+            out[row["run_id"]][name] = row["count"]
+    return out
+
+
+def test_spark_checks_equal_the_runners_on_real_and_generated_histories(
+        spark: Any, tmp_path: Path) -> None:
+    gen = _gen()
+    generated = [gen.write_run(tmp_path, i, 400, seed=3, loss=0.02, dup=0.02) for i in range(4)]
+    real = sorted(p for p in FIXTURES.iterdir() if (p / "run.json").exists())
+    assert real, "fixtures/histories holds real chaos-run histories"
+    spark_side = _spark_findings(spark, generated + real)
+    for run_dir in generated + real:
+        assert spark_side[run_dir.name] == _python_findings(run_dir), run_dir.name
+    # the generator's seeded losses and duplicates are really there to be found
+    found = [_python_findings(d) for d in generated]
+    assert all(f["acked_lost"] > 0 and f["duplicates"] > 0 and f["hwm_regression"] == 1
+               for f in found), found
+
+
+def test_report_names_bad_histories_and_writes_all_outputs(tmp_path: Path) -> None:
+    from harness.report.build import make_report
+    runs = tmp_path / "runs"
+    shutil.copytree(FIXTURES, runs, ignore=shutil.ignore_patterns("*.md"))
+    bad = runs / "corrupt-run"
+    bad.mkdir()
+    (bad / "run.json").write_text("{not json")
+    future = runs / "future-run"
+    shutil.copytree(next(p for p in runs.iterdir() if p.name.startswith("last-")), future)
+    meta = json.loads((future / "run.json").read_text())
+    (future / "run.json").write_text(json.dumps({**meta, "schema_version": "2.0"}))
+    torn = next(p for p in runs.iterdir() if p.name.startswith("hwm-"))
+    with open(torn / "events.jsonl", "a") as fh:
+        fh.write('{"run_id": "x", "seq": 99999, "kind": "ack"')  # crashed mid-line
+    summary = make_report([runs], tmp_path / "out")
+    skipped = {Path(s["dir"]).name: s["reason"] for s in summary["skipped"]}
+    assert "unreadable run.json" in skipped["corrupt-run"]
+    assert "schema 2.0 is not supported" in skipped["future-run"]
+    assert summary["corrupt_lines"] == 1 and len(summary["runs"]) == 4
+    matrix = summary["matrix"]
+    assert matrix["last-replica-standing"]["3.9.1"]["verdict"] == "CONFORMS"
+    assert matrix["unclean-shutdown-leaves-elr"]["4.3.1"]["verdict"] == "DIVERGES"
+    lrs_391 = next(r for r in summary["runs"] if r["build"] == "3.9.1"
+                   and r["scenario"] == "last-replica-standing")
+    lost = lrs_391["checks"]["acked_lost"]
+    assert {d["acks"] for d in lost} == {"all", "1"}  # the KIP's loss, found again offline
+    junit = (tmp_path / "out" / "junit.xml").read_text()
+    assert 'failures="1"' in junit and "last_known_elr" in junit
+    page = (tmp_path / "out" / "index.html").read_text()
+    assert "id='matrix'" in page and "http://" not in page.replace("http://www.w3.org", "")
+
+
+@pytest.mark.skipif(not shutil.which("chromium"), reason="Debian's chromium is not installed "
+                    "(apt-get install chromium); .ci/run installs it")
+def test_page_loads_in_headless_chromium(tmp_path: Path) -> None:
+    from harness.report.build import make_report
+    make_report([FIXTURES], tmp_path / "out")
+    page = tmp_path / "out" / "index.html"
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run(["chromium", *flags, "--dump-dom", page.as_uri()], capture_output=True,
+                         text=True, timeout=120)
+    assert 'data-ready="yes"' in dom.stdout, dom.stderr[-2000:]  # the page's script ran
+    assert 'id="matrix"' in dom.stdout and "last-replica-standing" in dom.stdout
+    shot = tmp_path / "shot.png"
+    subprocess.run(["chromium", *flags, "--window-size=1200,900", f"--screenshot={shot}",
+                    page.as_uri()], capture_output=True, timeout=120)
+    assert shot.exists() and shot.stat().st_size > 10_000
