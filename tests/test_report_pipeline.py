@@ -42,7 +42,8 @@ def _python_findings(run_dir: Path) -> dict[str, int]:
 
 
 def _spark_findings(spark: Any, run_dirs: list[Path]) -> dict[str, dict[str, int]]:
-    from harness.report.spark_jobs import data_checks, read_events as spark_read
+    from harness.report.spark_jobs import data_checks
+    from harness.report.spark_jobs import read_events as spark_read
     events, _ = spark_read(spark, [str(d / "events.jsonl") for d in run_dirs])
     out: dict[str, dict[str, int]] = {d.name: {} for d in run_dirs}
     for name, df in data_checks(events).items():
