@@ -291,19 +291,36 @@ class Runner:
         except Exception as exc:  # noqa: BLE001 - a cluster with no leader has nothing to read
             progress.say(f"final read failed: {exc}")
         events = list(read_events(history.run_dir))
-        checks = run_data_checks(events, self.model)
+        checks = run_data_checks(events, self.model, _predicts_hwm_drop(events))
         for check in checks:
             history.record("check", **check)
         return checks
 
 
-def run_data_checks(events: list[dict[str, Any]], model: Any) -> list[dict[str, Any]]:
+def _predicts_hwm_drop(events: list[dict[str, Any]]) -> bool:
+    """Whether the model's own predictions (prediction events) let the HWM go down."""
+    floor = None
+    for e in events:
+        if e["kind"] != "prediction":
+            continue
+        hwms = [s.get("hwm") for s in e.get("allowed", []) if s.get("hwm") is not None]
+        if not hwms:
+            continue
+        if floor is not None and min(hwms) < floor:
+            return True
+        floor = max(hwms)
+    return False
+
+
+def run_data_checks(events: list[dict[str, Any]], model: Any,
+                    hwm_drop_predicted: bool = False) -> list[dict[str, Any]]:
     """Data checks over a history. A finding the model predicts is not a divergence: pre-ELR
     profiles predict the KIP's last-replica-standing loss (acked records lost, HWM going
     back). Acked records are a divergence only where the model says they must survive."""
     from harness import datachecks
     must_survive = set(model.must_survive())
-    hwm_predicted = any(": HwmMonotonic:" in v for v in model.violations())
+    hwm_predicted = hwm_drop_predicted or any(": HwmMonotonic:" in v
+                                              for v in model.violations())
     out = []
     for check in datachecks.run_checks(events):
         entry: dict[str, Any] = {"name": check.name, "ok": check.ok, "details": check.details}

@@ -92,3 +92,11 @@ def test_matrix_table_has_a_reason_line_per_non_conforming_cell() -> None:
     assert "| 3.9.1 | UNSUPPORTED (pre-elr) |" in table
     assert "| 4.3.1 | CONFORMS (kafka-4.1) |" in table
     assert "- 3.9.1 × a: UNSUPPORTED: lacks elr" in table
+
+
+def test_a_predicted_hwm_drop_is_read_from_the_prediction_events() -> None:
+    from harness.runner import _predicts_hwm_drop
+    def pred(*hwms):
+        return {"kind": "prediction", "allowed": [{"hwm": h} for h in hwms]}
+    assert _predicts_hwm_drop([pred(5), pred(None), pred(3)])
+    assert not _predicts_hwm_drop([pred(3), pred(5), pred(5, 6)])
