@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import subprocess
+from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,20 @@ _REQUEST_TIMEOUT_MS = 4000
 
 class ObserveError(Exception):
     """No current broker answered."""
+
+
+def _freshest(views: list[tuple[int, dict[str, Any]]]) -> tuple[int, dict[str, Any]]:
+    """The view to trust among brokers the fault table calls current. A broker that was
+    just healed or restarted can still hold stale metadata (an old leader, an old ISR), so
+    take the highest leader epoch, and among those the view most brokers share."""
+    top = max(v["leader_epoch"] for _, v in views)
+    newest = [(n, v) for n, v in views if v["leader_epoch"] == top]
+
+    def key(v: dict[str, Any]) -> tuple[Any, ...]:
+        return (v["leader"], tuple(v["isr"]), tuple(v["elr"]), tuple(v["last_known_elr"]))
+
+    counts = Counter(key(v) for _, v in newest)
+    return max(newest, key=lambda nv: counts[key(nv[1])])
 
 
 class Observer:
@@ -110,22 +125,29 @@ class Observer:
     # -- partitions -----------------------------------------------------------------
     def partition_state(self, topic: str, partition: int = 0) -> tuple[dict[str, Any], int]:
         """(state, source) of one partition; state follows SCHEMA.md. The source is the
-        broker asked, or a controller id when no broker had a current view and the state
-        was read from that controller's metadata log."""
-        last: Exception | None = None
+        broker whose view was taken, or a controller id when no broker had a current view
+        and the state was read from that controller's metadata log."""
         current = self._current()
-        for node in current:
-            try:
-                state = self._describe(node, topic, partition)
-                state["fenced"] = sorted(b for b, f in self.broker_states(node).items() if f)
-                state["hwm"] = self.hwm(topic, partition, state["leader"])
-                return self._observed(topic, partition, state, node), node
-            except Exception as exc:  # noqa: BLE001 - try the next broker
-                last = exc
+        views, last = self._views(current, topic, partition)
+        if views:
+            node, state = _freshest(views)
+            state["fenced"] = sorted(b for b, f in self.broker_states(node).items() if f)
+            state["hwm"] = self.hwm(topic, partition, state["leader"])
+            return self._observed(topic, partition, state, node), node
         from_log = None if current else self._from_controller_log(topic, partition)
         if from_log is not None:
             return self._observed(topic, partition, from_log[0], from_log[1]), from_log[1]
         raise ObserveError(f"no current broker described {topic}-{partition} ({last})")
+
+    def _views(self, nodes: list[int], topic: str, partition: int
+               ) -> tuple[list[tuple[int, dict[str, Any]]], Exception | None]:
+        views, last = [], None
+        for node in nodes:
+            try:
+                views.append((node, self._describe(node, topic, partition)))
+            except Exception as exc:  # noqa: BLE001 - the other brokers may answer
+                last = exc
+        return views, last
 
     def _observed(self, topic: str, partition: int, state: dict[str, Any],
                   source: int) -> dict[str, Any]:

@@ -278,7 +278,8 @@ class Runner:
 
     def _finish_step(self, history: History, result: RunResult, step: StepResult) -> str:
         history.record("verdict", index=step.index, verdict=step.verdict, reason=step.reason,
-                       field=step.reason.split(":", 1)[0] if step.reason else None)
+                       field=step.reason.split(":", 1)[0]
+                       if step.verdict == DIVERGES and step.reason else None)
         result.steps.append(step)
         self.on_step(step)
         return step.verdict

@@ -253,3 +253,16 @@ def test_replay_of_controller_records_follows_partition_changes_and_clear_elr() 
                      "t", 0, (1, 2, 3))
     assert cleared is not None and cleared["elr"] == [] and cleared["last_known_elr"] == []
     assert replay(records, "other", 0, (1, 2, 3)) is None
+
+
+def test_observer_trusts_the_newest_epoch_then_the_majority_view() -> None:
+    from harness.observe import _freshest
+
+    def view(leader: int, epoch: int, isr: list[int]) -> dict:
+        return {"leader": leader, "leader_epoch": epoch, "isr": isr, "elr": [],
+                "last_known_elr": []}
+    stale_ex_leader = (1, view(1, 0, [1, 2, 3]))  # just healed: still thinks it leads
+    assert _freshest([stale_ex_leader, (2, view(2, 1, [2, 3])), (3, view(2, 1, [2, 3]))])[0] == 2
+    lagging = (1, view(2, 1, [2, 3]))  # same epoch, old ISR
+    node, state = _freshest([lagging, (2, view(2, 1, [1, 2, 3])), (3, view(2, 1, [1, 2, 3]))])
+    assert state["isr"] == [1, 2, 3] and node in (2, 3)
