@@ -131,8 +131,12 @@ class Observer:
         views, last = self._views(current, topic, partition)
         if views:
             node, state = _freshest(views)
-            state["fenced"] = sorted(b for b, f in self.broker_states(node).items() if f)
-            state["hwm"] = self.hwm(topic, partition, state["leader"])
+            try:
+                state["fenced"] = sorted(b for b, f in self.broker_states(node).items() if f)
+                state["hwm"] = self.hwm(topic, partition, state["leader"])
+            except Exception as exc:  # noqa: BLE001 - e.g. a restarted leader not yet known
+                raise ObserveError(
+                    f"{topic}-{partition}: HWM/fencing not readable ({exc})") from exc
             return self._observed(topic, partition, state, node), node
         from_log = None if current else self._from_controller_log(topic, partition)
         if from_log is not None:

@@ -36,6 +36,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="local Kafka distribution directory (with libs/*.jar)")
     group.addoption("--backend", default=os.environ.get("KAFKA_CHAOS_BACKEND", "local"),
                     choices=BACKENDS, help="cluster backend (default local)")
+    group.addoption("--kafka-image", default=os.environ.get("KAFKA_CHAOS_KAFKA_IMAGE"),
+                    help="docker backend: run brokers from this existing local image "
+                         "(jars at /opt/kafka/libs) instead of building one from the build")
     group.addoption("--runs-dir", default=os.environ.get("KAFKA_CHAOS_RUNS", "runs"),
                     help="where run histories are written (default ./runs)")
 
@@ -45,6 +48,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "cluster(brokers, controllers, elr, broker_config): "
                                        "shape of the chaos_cluster fixture")
     procs.install_exit_hooks()
+    if config.getoption("--kafka-image", None):
+        os.environ["KAFKA_CHAOS_KAFKA_IMAGE"] = config.getoption("--kafka-image")
 
 
 @pytest.fixture(scope="session")

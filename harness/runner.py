@@ -160,6 +160,9 @@ class Runner:
         except HarnessError as exc:
             result.verdict, result.reason = ERROR, str(exc)
             history.record("verdict", index=None, verdict=ERROR, reason=str(exc), field=None)
+        except Exception as exc:  # noqa: BLE001 - a harness fault: ERROR, never blamed on Kafka
+            result.verdict, result.reason = ERROR, f"{type(exc).__name__}: {exc}"
+            history.record("verdict", index=None, verdict=ERROR, reason=result.reason, field=None)
         except BaseException:
             history.close(ERROR)
             raise

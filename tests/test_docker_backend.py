@@ -1,0 +1,122 @@
+"""The docker backend leaves nothing behind: after a run, and after an interrupted run.
+
+Needs a Docker engine: one is installed/started by `dockerengine.ensure_engine()` when
+possible (and stopped again at exit if this process started it); otherwise every test
+here is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import builds, dockerengine
+from harness.errors import HarnessError
+
+pytestmark = [pytest.mark.docker]
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def engine() -> None:
+    if os.environ.get("KAFKA_CHAOS_NO_DOCKER"):
+        pytest.skip("KAFKA_CHAOS_NO_DOCKER is set")
+    try:
+        dockerengine.ensure_engine()
+    except HarnessError as exc:
+        pytest.skip(f"no usable Docker engine: {exc}")
+
+
+@pytest.fixture(scope="module")
+def build(engine: None) -> builds.Build:
+    try:
+        return builds.resolve(os.environ.get("KAFKA_CHAOS_VERSION"))
+    except HarnessError as exc:
+        pytest.skip(f"no Kafka build: {exc}")
+
+
+def _leftovers(pid: int) -> tuple[list[str], list[str]]:
+    ps = subprocess.run(["docker", "ps", "-a", "--format", "{{.Names}}", "--filter",
+                         f"name=kafka-chaos-{pid}-"], capture_output=True, text=True,
+                        timeout=30, check=True).stdout.split()
+    nets = subprocess.run(["docker", "network", "ls", "--format", "{{.Name}}", "--filter",
+                           f"label={dockerengine.OWNER_LABEL}={pid}"], capture_output=True,
+                          text=True, timeout=30, check=True).stdout.split()
+    return ps, nets
+
+
+def test_no_container_or_network_left_after_a_run(build: builds.Build, tmp_path: Path) -> None:
+    from harness.backends.docker import DockerCluster
+    from harness.history import History
+    from harness.topology import ClusterShape
+
+    cluster = DockerCluster(build, ClusterShape(brokers=1, controllers=1), tmp_path / "run",
+                            History(tmp_path / "run"))
+    with cluster:
+        containers, nets = _leftovers(os.getpid())
+        assert len(containers) == 3 and len(nets) == 1, (containers, nets)  # 2 nodes + proxy
+        cluster.kill(1)
+        assert not cluster.is_running(1)
+        cluster.start_node(1)
+        assert cluster.is_running(1)
+        assert (tmp_path / "run" / "logs" / "broker-1.log").stat().st_size > 0
+    assert _leftovers(os.getpid()) == ([], [])
+    cluster.teardown()  # idempotent
+
+
+_CHILD = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from harness import builds
+    from harness.backends.docker import DockerCluster
+    from harness.history import History
+    from harness.topology import ClusterShape
+    run = Path(sys.argv[1])
+    cluster = DockerCluster(builds.resolve(sys.argv[2]), ClusterShape(brokers=1, controllers=1),
+                            run, History(run))
+    cluster.start()
+    print("UP", flush=True)
+    time.sleep(600)
+""")
+
+
+@pytest.mark.parametrize("sig,when", [(signal.SIGTERM, "up"), (signal.SIGINT, "starting")])
+def test_no_container_or_network_left_after_an_interrupted_run(
+        build: builds.Build, tmp_path: Path, sig: signal.Signals, when: str) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TESTCONTAINERS_RYUK_DISABLED="true")
+    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(tmp_path / "run"),
+                              build.version], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 180
+        seen: list[str] = []
+        while time.monotonic() < deadline:
+            if when == "starting" and _leftovers(child.pid)[0]:
+                break  # interrupted in the middle of bring-up: some containers exist
+            if when == "up" and child.stdout is not None:
+                line = child.stdout.readline()
+                seen.append(line)
+                if line.startswith("UP"):
+                    break
+            if child.poll() is not None:
+                pytest.fail(f"child exited early: {''.join(seen)}")
+            time.sleep(0.05 if when == "starting" else 0)
+        else:
+            pytest.fail(f"child never reached {when!r}: {''.join(seen)}")
+        assert _leftovers(child.pid)[0], "the child had containers before the interrupt"
+        child.send_signal(sig)
+        child.wait(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert _leftovers(child.pid) == ([], []), "containers/networks left after the interrupt"
+    dockerengine.remove_owned(str(child.pid))  # (no-op when the assertion held)
