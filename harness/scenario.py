@@ -419,6 +419,19 @@ def _lose(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: Cluste
     return S.LoseUnflushed(b, off)
 
 
+def _local_log(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: Cluster
+               ) -> S.Step:
+    c.unknown(it, ("broker", "age_ms", "size_bytes"), w)
+    node = c.required(it, "broker", n, w)
+    b = c.int_(node, f"{w}.broker")
+    _check_broker(c, node, f"{w}.broker", b, cl)
+    age = c.int_(it["age_ms"][1], f"{w}.age_ms", 0) if "age_ms" in it else None
+    size = c.int_(it["size_bytes"][1], f"{w}.size_bytes", 0) if "size_bytes" in it else None
+    if age is None and size is None:
+        raise c.fail(n, w, "local_log needs age_ms, size_bytes or both")
+    return S.ReportLocalLog(b, age, size)
+
+
 def _alter(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: Cluster) -> S.Step:
     c.unknown(it, ("scope", "config"), w)
     snode = c.required(it, "scope", n, w)
@@ -504,6 +517,7 @@ STEP_PARSERS: dict[str, StepParser] = {
     "lose_unflushed": _lose,
     "stop": _broker_step(S.Stop),
     "restart": _broker_step(S.Restart),
+    "local_log": _local_log,
     "alter_config": _alter,
     "elect": _elect,
     "reassign": _reassign,

@@ -53,6 +53,13 @@ def _elect(s: Session, topic: str, p: Mapping[str, Any], out: StepOutcome) -> No
     out.note = admin.elect_leaders(s.observer, kind, topic)
 
 
+def _local_log(s: Session, topic: str, p: Mapping[str, Any], out: StepOutcome) -> None:
+    out.unsupported = ("local_log (KIP-1303 local-log facts) needs a follower bootstrapped "
+                       "from the last tiered offset (tiered storage, KIP-1023) on a build that "
+                       "reports localLogStartTimestamp/localLogSizeBytes; the harness cannot "
+                       "produce one yet")
+
+
 def _alter_config(s: Session, topic: str, p: Mapping[str, Any], out: StepOutcome) -> None:
     admin.alter_config(s.observer, p.get("scope", "topic"), topic, p["config"])
 
@@ -72,6 +79,7 @@ EXECUTORS: dict[str, Executor] = {
     "stop": lambda s, t, p, o: s.faults.stop(p["broker"]),
     "restart": lambda s, t, p, o: s.faults.restart(p["broker"]),
     "lose_unflushed": lambda s, t, p, o: _lose_unflushed(s, t, p),
+    "local_log": _local_log,
     "alter_config": _alter_config,
     "elect": _elect,
     "reassign": lambda s, t, p, o: admin.reassign(s.observer, t, list(p["replicas"])),

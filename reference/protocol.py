@@ -23,6 +23,7 @@ from .controller import (
     Ctx,
     acceptable,
     active_controller,
+    candidate_order,
     choose_leader,
     link,
     partition_change,
@@ -286,8 +287,11 @@ def settle(w: World, ctx: Ctx) -> list[World]:
 
 
 def _preferred(w: World, ctx: Ctx) -> list[World]:
+    """Preferred election: the first replica in assignment order, which KIP-1303 first
+    stably sorts by local-log eligibility ("Preferred Leader Election")."""
     p = w.partition
-    if not p.replicas or p.leader == p.replicas[0] or p.leader is None:
+    order = candidate_order(w, ctx, p.replicas)
+    if not order or p.leader == order[0] or p.leader is None:
         return []
     outs = partition_change(w, ctx, election="preferred")
     return [x for x in outs if x.partition.leader != p.leader]
@@ -466,6 +470,10 @@ def apply_step(w: World, ctx: Ctx, step: S.Step, record_ids: tuple[str, ...] = (
             if not br.alive:
                 w = w.with_broker(evolve(br, alive=True, pending_registration=True,
                                           fenced=True, known_leader_epoch=-1))
+        case S.ReportLocalLog(broker=b, age_ms=age, size_bytes=size):
+            br = w.broker(b)
+            start = None if age is None else w.now_ms - age
+            w = w.with_broker(evolve(br, local_log_start_ms=start, local_log_bytes=size))
         case S.AlterConfig(scope=scope, config=cfg):
             before = w.min_isr
             new_cfg = w.config

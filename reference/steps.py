@@ -67,6 +67,18 @@ class Restart:
 
 
 @dataclass(frozen=True, slots=True)
+class ReportLocalLog:
+    """KIP-1303: the replica's local log as it reports it (Fetch to the leader, which
+    forwards it in AlterPartition): localLogStartTimestamp ``age_ms`` before now and
+    localLogSizeBytes. None leaves a field unreported. A follower bootstrapped from
+    the last tiered offset (KIP-1023) reports a young, small local log."""
+
+    broker: int
+    age_ms: int | None = None
+    size_bytes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class AlterConfig:
     scope: str  # "topic" | "cluster"
     config: Mapping[str, str] = field(default_factory=dict)
@@ -97,13 +109,13 @@ class Await:
 
 
 Step = (Produce | Consume | Isolate | Partition | Cut | Heal | Kill | LoseUnflushed | Stop
-        | Restart | AlterConfig | Elect | Reassign | Await)
+        | Restart | ReportLocalLog | AlterConfig | Elect | Reassign | Await)
 
 STEP_KINDS: dict[str, type] = {
     "produce": Produce, "consume": Consume, "isolate": Isolate, "partition": Partition,
     "cut": Cut, "heal": Heal, "kill": Kill, "lose_unflushed": LoseUnflushed, "stop": Stop,
-    "restart": Restart, "alter_config": AlterConfig, "elect": Elect, "reassign": Reassign,
-    "await": Await,
+    "restart": Restart, "local_log": ReportLocalLog, "alter_config": AlterConfig,
+    "elect": Elect, "reassign": Reassign, "await": Await,
 }
 
 ELECTION_TYPES = ("preferred", "unclean", "longest_log_aggressive", "longest_log_balanced",
@@ -133,6 +145,13 @@ def step_to_dict(step: Step) -> dict[str, Any]:
             return {"stop": {"broker": b}}
         case Restart(broker=b):
             return {"restart": {"broker": b}}
+        case ReportLocalLog(broker=b, age_ms=age, size_bytes=size):
+            log: dict[str, Any] = {"broker": b}
+            if age is not None:
+                log["age_ms"] = age
+            if size is not None:
+                log["size_bytes"] = size
+            return {"local_log": log}
         case AlterConfig(scope=s, config=c):
             return {"alter_config": {"scope": s, "config": dict(c)}}
         case Elect(type=t, broker=b):

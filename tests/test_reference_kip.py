@@ -352,3 +352,45 @@ def test_delivery_plan_elects_last_known_leader_full_kip_recovers(manager: str) 
     else:
         assert only(p).leader == 3 and p.must_survive == {"s0-r1", "s0-r2"}
         assert m.violations() == []
+
+
+# --- the part-2, KIP-1303 and last-known-leader scenario files ---------------------
+
+
+def _leaders(preds: list[tuple[str, Prediction]]) -> list[set[int]]:
+    return [{s.leader for s in p.allowed} for _, p in preds]
+
+
+def test_scenario_young_local_log_is_deprioritized_then_preferred_sorts() -> None:
+    _, preds = run("kip1303-young-local-log-deprioritized.yaml", "kip1303")
+    leaders = _leaders(preds)
+    assert leaders[2] == {3}  # stop 1: ISR [2,3], 2 is not eligible
+    assert leaders[7] == {2}  # preferred election: stable sort [2, 3, 1]
+    # the KIP-966 text alone lets any ISR member win
+    _, plain = run("kip1303-young-local-log-deprioritized.yaml", "kip966")
+    assert _leaders(plain)[2] == {2, 3}
+
+
+@pytest.mark.parametrize("strategy,leader_after_first_restart", [
+    ("balanced", NO_LEADER), ("aggressive", 2), ("none", NO_LEADER)])
+def test_scenario_unclean_recovery_strategies(strategy: str,
+                                              leader_after_first_restart: int) -> None:
+    m, preds = run(f"kip966-unclean-recovery-{strategy}.yaml", "kip966")
+    leaders = _leaders(preds)
+    restarts = [i for i, (kind, _) in enumerate(preds) if kind == "restart"]
+    assert leaders[restarts[0]] == {leader_after_first_restart}  # 2 back, 3 still down
+    assert leaders[restarts[1]] == ({NO_LEADER} if strategy == "none" else {2})
+    assert leaders[-1] <= {1, 2}  # after heal, auto rebalance may hand it back to 1
+    assert preds[-1][1].must_survive == {"s" + str(m.seed) + "-r1"}
+    assert m.violations() == []
+
+
+def test_scenario_last_known_leader_loses_record_shipped_but_not_in_kip() -> None:
+    name = "last-known-leader-elected-after-unclean-restart.yaml"
+    for profile in ("kafka-4.1", "pre-elr"):
+        m, preds = run(name, profile)
+        assert _leaders(preds)[7] == {3}, profile
+        assert preds[-1][1].must_survive == frozenset() and preds[-1][1].must_see == frozenset()
+        assert any("LeaderCompleteness" in v for v in m.violations())
+    m, preds = run(name, "kip966")
+    assert _leaders(preds)[7] == {2} and preds[-1][1].must_survive == {"s31-r1"}

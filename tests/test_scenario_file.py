@@ -152,6 +152,15 @@ def test_election_type_and_designated_broker() -> None:
         "missing required key 'broker'")
 
 
+def test_local_log_step() -> None:
+    text = edit("  - heal: {}", "  - local_log: {broker: 2, age_ms: 1000}")
+    step = parse_scenario(text).steps[5].step
+    assert step == S.ReportLocalLog(2, 1000, None)
+    bad(edit("  - heal: {}", "  - local_log: {broker: 2}"), 23, "needs age_ms, size_bytes")
+    bad(edit("  - heal: {}", "  - local_log: {broker: 2, size_bytes: -1}"), 23, "must be >= 0")
+    bad(edit("  - heal: {}", "  - local_log: {broker: 7, age_ms: 1}"), 23, "broker")
+
+
 def test_invalid_yaml_names_line() -> None:
     bad(GOOD.replace("  - heal: {}", "  - heal: {]"), 23, "invalid YAML")
 
