@@ -11,6 +11,10 @@ INTERNAL_PORT = 9092
 CONTROLLER_PORT = 9093
 CLIENT_PORT = 9094
 OBSERVER_PORT = 9095
+TOXIPROXY_API_PORT = 8474
+#: Small heaps and a fast-starting JIT: a test cluster runs 4+ JVMs on 2 cores.
+JVM_OPTS = ("-Xms192m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            "-XX:-UsePerfData", "-Xss512k", "-Djava.awt.headless=true")
 
 # Timeouts short enough that a fence or ISR shrink happens within seconds.
 TEST_FRIENDLY_BROKER = {

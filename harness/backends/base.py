@@ -9,18 +9,29 @@ from __future__ import annotations
 import abc
 from pathlib import Path
 
+from harness import kafkaconfig
 from harness.builds import Build
+from harness.errors import ClusterError
 from harness.history import History
-from harness.topology import CLIENT, ClusterShape
+from harness.topology import CLIENT, ClusterShape, node_name
 from harness.toxiproxy import ToxiproxyApi
 
 
 class Cluster(abc.ABC):
-    """A running KRaft cluster behind per-link Toxiproxy proxies."""
+    """A running KRaft cluster behind per-link Toxiproxy proxies.
+
+    Addresses: node `dst` as seen by node `src` is `<net>.<block>.<src>.<dst>`, where
+    `<net>.<block>` is the backend's address block (127.A on loopback, 10.A on a Docker
+    network) and src 0 is the untouched path (the node itself, the observer)."""
+
+    #: First octet of the backend's address block.
+    NET: str = "127"
 
     def __init__(self, build: Build, shape: ClusterShape, run_dir: Path, history: History):
         self.build, self.shape, self.history = build, shape, history
         self.run_dir = run_dir.resolve()
+        self.block = 0
+        self._api: ToxiproxyApi | None = None
 
     # -- lifecycle ------------------------------------------------------------------
     @abc.abstractmethod
@@ -40,21 +51,28 @@ class Cluster(abc.ABC):
         self.teardown()
 
     # -- addresses ------------------------------------------------------------------
-    @abc.abstractmethod
+    def ip(self, src: int, dst: int) -> str:
+        """Address of `dst` as seen by `src` (src 0: the node itself / the observer)."""
+        return f"{self.NET}.{self.block}.{src}.{dst}"
+
     def client_bootstrap(self) -> str:
         """bootstrap.servers for the harness's producers/consumers (proxied path)."""
+        return ",".join(f"{self.ip(CLIENT, b)}:{kafkaconfig.CLIENT_PORT}"
+                        for b in self.shape.broker_ids)
 
-    @abc.abstractmethod
     def observer_address(self, broker: int) -> tuple[str, int]:
         """The untouched path to a broker, for the observer."""
+        return self.ip(0, broker), kafkaconfig.OBSERVER_PORT
 
-    @abc.abstractmethod
     def controller_observer_address(self, controller: int) -> tuple[str, int]:
         """The untouched path to a controller's CONTROLLER listener."""
+        return self.ip(0, controller), kafkaconfig.CONTROLLER_PORT
 
-    @abc.abstractmethod
     def toxiproxy(self) -> ToxiproxyApi:
         """The API of this cluster's Toxiproxy server."""
+        if self._api is None:
+            raise ClusterError("cluster not started")
+        return self._api
 
     def proxy_name(self, src: int, dst: int) -> str:
         """Name of the proxy carrying connections opened by src to dst."""
@@ -82,10 +100,14 @@ class Cluster(abc.ABC):
     @abc.abstractmethod
     def is_running(self, node: int) -> bool: ...
 
-    @abc.abstractmethod
-    def data_dir(self, node: int) -> Path:
-        """Host path of the node's log dir (lose_unflushed edits it while the node is down)."""
+    # -- files (host paths) ----------------------------------------------------------
+    def node_dir(self, node: int) -> Path:
+        return self.run_dir / "nodes" / node_name(node)
 
-    @abc.abstractmethod
+    def data_dir(self, node: int) -> Path:
+        """The node's log dir (lose_unflushed edits it while the node is down)."""
+        return self.node_dir(node) / "data"
+
     def log_path(self, node: int) -> Path:
-        """Host path of the node's server log."""
+        """The node's server log."""
+        return self.run_dir / "logs" / f"{node_name(node)}.log"

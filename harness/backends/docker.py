@@ -37,11 +37,8 @@ from harness.toxiproxy import ToxiproxyApi
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
-_TOXIPROXY_PORT = 8474
 _TOXIPROXY_HOST = 253
 _GATEWAY = 254
-_JVM_OPTS = ["-Xms192m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-             "-XX:-UsePerfData", "-Xss512k", "-Djava.awt.headless=true"]
 NAME_PREFIX = "kafka-chaos-"
 
 
@@ -51,45 +48,16 @@ def name_prefix() -> str:
 
 
 class DockerCluster(Cluster):
+    NET = "10"
+
     def __init__(self, build: Build, shape: ClusterShape, run_dir: Path, history: History):
         super().__init__(build, shape, run_dir, history)
-        self.block = 0
         self.run_tag = f"{int(time.time() * 1000) % 10**9:09d}"
         self._network: Any = None
         self._containers: dict[int, Any] = {}  # node -> testcontainers DockerContainer
         self._toxi: Any = None
-        self._api: ToxiproxyApi | None = None
         self._paused: set[int] = set()
         self._client: Any = None
-
-    # -- addresses ------------------------------------------------------------------
-    def ip(self, src: int, dst: int) -> str:
-        """Address of `dst` as seen by `src` (src 0: the node itself / the observer)."""
-        return f"10.{self.block}.{src}.{dst}"
-
-    def client_bootstrap(self) -> str:
-        return ",".join(f"{self.ip(CLIENT, b)}:{kafkaconfig.CLIENT_PORT}"
-                        for b in self.shape.broker_ids)
-
-    def observer_address(self, broker: int) -> tuple[str, int]:
-        return self.ip(0, broker), kafkaconfig.OBSERVER_PORT
-
-    def controller_observer_address(self, controller: int) -> tuple[str, int]:
-        return self.ip(0, controller), kafkaconfig.CONTROLLER_PORT
-
-    def toxiproxy(self) -> ToxiproxyApi:
-        if self._api is None:
-            raise ClusterError("cluster not started")
-        return self._api
-
-    def node_dir(self, node: int) -> Path:
-        return self.run_dir / "nodes" / node_name(node)
-
-    def data_dir(self, node: int) -> Path:
-        return self.node_dir(node) / "data"
-
-    def log_path(self, node: int) -> Path:
-        return self.run_dir / "logs" / f"{node_name(node)}.log"
 
     def container_name(self, what: str) -> str:
         return f"{name_prefix()}{self.run_tag}-{what}"
@@ -202,11 +170,11 @@ class DockerCluster(Cluster):
                          for src, dst in links)
         log = self.run_dir / "logs" / "toxiproxy.log"
         cmd = (f"{adds}; exec {dockerimages.TOXIPROXY_BIN} -host 0.0.0.0 -port "
-               f"{_TOXIPROXY_PORT} >> {shlex.quote(str(log))} 2>&1")
+               f"{kafkaconfig.TOXIPROXY_API_PORT} >> {shlex.quote(str(log))} 2>&1")
         self._toxi = self._container(image, "toxiproxy", self.ip(0, _TOXIPROXY_HOST), cmd,
                                      {"cap_add": ["NET_ADMIN"]})
         self._toxi.start()
-        self._api = ToxiproxyApi(self.ip(0, _TOXIPROXY_HOST), _TOXIPROXY_PORT)
+        self._api = ToxiproxyApi(self.ip(0, _TOXIPROXY_HOST), kafkaconfig.TOXIPROXY_API_PORT)
         try:
             self._api.wait_until_up()
         except Exception as exc:
@@ -250,7 +218,7 @@ class DockerCluster(Cluster):
 
     def _start_container(self, node: int, image: str) -> None:
         ndir = self.node_dir(node)
-        java = ["$JAVA", *_JVM_OPTS, f"-Djdk.net.hosts.file={ndir / 'hosts'}",
+        java = ["$JAVA", *kafkaconfig.JVM_OPTS, f"-Djdk.net.hosts.file={ndir / 'hosts'}",
                 f"-Dlog4j.configuration=file:{ndir / 'log4j.properties'}",
                 f"-Dlog4j2.configurationFile={ndir / 'log4j2.properties'}",
                 "-Dorg.slf4j.simpleLogger.showDateTime=true",

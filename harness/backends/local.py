@@ -25,49 +25,16 @@ from harness.history import History
 from harness.topology import CLIENT, ClusterShape, host_alias, node_name
 from harness.toxiproxy import ToxiproxyApi, ToxiproxyServer
 
-_TOXIPROXY_PORT = 8474
-_JVM_OPTS = ["-Xms192m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-             "-XX:-UsePerfData", "-Xss512k", "-Djava.awt.headless=true"]
-
 
 class LocalCluster(Cluster):
+    NET = "127"
+
     def __init__(self, build: Build, shape: ClusterShape, run_dir: Path, history: History):
         super().__init__(build, shape, run_dir, history)
-        self.block = 0
         self._procs: dict[int, subprocess.Popen[bytes]] = {}
         self._paused: set[int] = set()
         self._server: ToxiproxyServer | None = None
-        self._api: ToxiproxyApi | None = None
         self._java = ""
-
-    # -- addresses ------------------------------------------------------------------
-    def ip(self, src: int, dst: int) -> str:
-        """Address of `dst` as seen by `src` (src 0: the node itself / the observer)."""
-        return f"127.{self.block}.{src}.{dst}"
-
-    def client_bootstrap(self) -> str:
-        return ",".join(f"{self.ip(CLIENT, b)}:{kafkaconfig.CLIENT_PORT}"
-                        for b in self.shape.broker_ids)
-
-    def observer_address(self, broker: int) -> tuple[str, int]:
-        return self.ip(0, broker), kafkaconfig.OBSERVER_PORT
-
-    def controller_observer_address(self, controller: int) -> tuple[str, int]:
-        return self.ip(0, controller), kafkaconfig.CONTROLLER_PORT
-
-    def toxiproxy(self) -> ToxiproxyApi:
-        if self._api is None:
-            raise ClusterError("cluster not started")
-        return self._api
-
-    def node_dir(self, node: int) -> Path:
-        return self.run_dir / "nodes" / node_name(node)
-
-    def data_dir(self, node: int) -> Path:
-        return self.node_dir(node) / "data"
-
-    def log_path(self, node: int) -> Path:
-        return self.run_dir / "logs" / f"{node_name(node)}.log"
 
     # -- lifecycle ------------------------------------------------------------------
     def start(self) -> None:
@@ -115,7 +82,7 @@ class LocalCluster(Cluster):
                         "stop stray Kafka/Toxiproxy processes holding ports 8474/9092-9095")
 
     def _listen_points(self) -> list[tuple[int, int]]:
-        out = [(254, _TOXIPROXY_PORT)]
+        out = [(254, kafkaconfig.TOXIPROXY_API_PORT)]
         for c in self.shape.controller_ids:
             out.append((c, kafkaconfig.CONTROLLER_PORT))
         for b in self.shape.broker_ids:
@@ -124,10 +91,10 @@ class LocalCluster(Cluster):
         return out
 
     def _start_proxies(self) -> None:
-        self._server = ToxiproxyServer(self.ip(0, 254), _TOXIPROXY_PORT,
+        self._server = ToxiproxyServer(self.ip(0, 254), kafkaconfig.TOXIPROXY_API_PORT,
                                        self.run_dir / "logs" / "toxiproxy.log")
         self._server.start()
-        self._api = ToxiproxyApi(self.ip(0, 254), _TOXIPROXY_PORT)
+        self._api = ToxiproxyApi(self.ip(0, 254), kafkaconfig.TOXIPROXY_API_PORT)
         proxies = {}
         for src, dst in self.shape.links():
             port = self._port_towards(src, dst)
@@ -161,7 +128,7 @@ class LocalCluster(Cluster):
 
     def _spawn(self, node: int) -> None:
         ndir = self.node_dir(node)
-        cmd = [self._java, *_JVM_OPTS, f"-Djdk.net.hosts.file={ndir / 'hosts'}",
+        cmd = [self._java, *kafkaconfig.JVM_OPTS, f"-Djdk.net.hosts.file={ndir / 'hosts'}",
                f"-Dlog4j.configuration=file:{ndir / 'log4j.properties'}",
                f"-Dlog4j2.configurationFile={ndir / 'log4j2.properties'}",
                "-Dorg.slf4j.simpleLogger.showDateTime=true",
