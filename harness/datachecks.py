@@ -4,8 +4,10 @@ One implementation, over the history's events (SCHEMA.md), used by the runner at
 of a run and by the report (which re-judges histories offline):
 
 - acked_lost: a record acknowledged with an offset (acks=1 or all) that the final read of
-  its partition does not contain. The final read is the last run of consecutive `consume`
-  events of that partition; with no read at all the check cannot say and passes.
+  its partition does not contain. The final read is the last complete `read` of that
+  partition (schema 1.1: a `read` event closes every read, so a read that found nothing
+  still counts); histories without `read` events (1.0) fall back to the last run of
+  consecutive `consume` events. With no read at all the check cannot say and passes.
 - above_hwm: a record consumed at an offset >= the HWM first observed after it was read.
 - hwm_regression: the observed HWM of a partition going down between two observations.
 - duplicates: one record id consumed at two different offsets.
@@ -45,33 +47,48 @@ def _tp(event: dict[str, Any]) -> tuple[str, int]:
     return event.get("topic", ""), int(event.get("partition", 0))
 
 
-def _reads(events: list[dict[str, Any]]) -> dict[tuple[str, int], list[list[dict[str, Any]]]]:
-    """Per partition, runs of consecutive consume events (one run = one read)."""
-    out: dict[tuple[str, int], list[list[dict[str, Any]]]] = defaultdict(list)
+@dataclass
+class Read:
+    """One read of a partition from its start: the records seen, and whether it reached
+    the end of the partition (a read that timed out proves nothing about what is missing)."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    complete: bool = True
+
+
+def _reads(events: list[dict[str, Any]]) -> dict[tuple[str, int], list[Read]]:
+    """Per partition, its reads in order: closed by `read` events where the history has
+    them, else runs of consecutive consume events (schema 1.0)."""
+    closed = {_tp(e) for e in events if e["kind"] == "read"}
+    out: dict[tuple[str, int], list[Read]] = defaultdict(list)
+    pending: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
     previous: dict[str, Any] | None = None
     for e in events:
-        if e["kind"] == "consume":
-            tp = _tp(e)
-            same_read = (previous is not None and previous["kind"] == "consume"
-                         and _tp(previous) == tp)
-            if same_read:
-                out[tp][-1].append(e)
+        tp = _tp(e)
+        if e["kind"] == "read":
+            out[tp].append(Read(pending.pop(tp, []), bool(e.get("complete", True))))
+        elif e["kind"] == "consume" and tp in closed:
+            pending[tp].append(e)
+        elif e["kind"] == "consume":
+            if previous is not None and previous["kind"] == "consume" and _tp(previous) == tp:
+                out[tp][-1].records.append(e)
             else:
-                out[tp].append([e])
+                out[tp].append(Read([e]))
         previous = e
     return out
 
 
 def _acked_lost(events: list[dict[str, Any]],
-                reads: dict[tuple[str, int], list[list[dict[str, Any]]]]) -> CheckResult:
+                reads: dict[tuple[str, int], list[Read]]) -> CheckResult:
     lost = []
+    final_reads = {tp: [r for r in rs if r.complete][-1:] for tp, rs in reads.items()}
     for e in events:
         if e["kind"] != "ack" or e.get("offset") is None or e.get("error"):
             continue
-        partition_reads = reads.get(_tp(e))
+        partition_reads = final_reads.get(_tp(e))
         if not partition_reads:
             continue
-        final = {c["record_id"] for c in partition_reads[-1]}
+        final = {c["record_id"] for c in partition_reads[0].records}
         if e["record_id"] not in final:
             lost.append({"record_id": e["record_id"], "acks": e.get("acks"),
                          "offset": e["offset"], "topic": e.get("topic"),
@@ -123,11 +140,11 @@ def _duplicates(events: list[dict[str, Any]]) -> CheckResult:
     return CheckResult("duplicates", not found, found)
 
 
-def _gaps(reads: dict[tuple[str, int], list[list[dict[str, Any]]]]) -> CheckResult:
+def _gaps(reads: dict[tuple[str, int], list[Read]]) -> CheckResult:
     found = []
     for tp, runs in reads.items():
         for run in runs:
-            offs = [int(c["offset"]) for c in run]
+            offs = [int(c["offset"]) for c in run.records]
             for a, b in zip(offs, offs[1:], strict=False):
                 if b != a + 1:
                     found.append({"topic": tp[0], "partition": tp[1], "after": a, "next": b})

@@ -92,6 +92,7 @@ class Workload:
             "socket.timeout.ms": 3000, "topic.metadata.refresh.interval.ms": 1000,
         })
         out: list[tuple[int, str]] = []
+        complete = False
         try:
             consumer.assign([TopicPartition(topic, partition, 0)])
             deadline = time.monotonic() + timeout_s
@@ -102,6 +103,7 @@ class Workload:
                 err, key, offset = msg.error(), msg.key(), msg.offset()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
+                        complete = True
                         break
                     continue
                 rid = key.decode() if isinstance(key, bytes) else ""
@@ -110,6 +112,9 @@ class Workload:
                                             partition=partition, offset=msg.offset())
         finally:
             consumer.close()
+            # Closes the read: an empty read is a read (every record lost), unlike no read.
+            self.cluster.history.record("read", topic=topic, partition=partition,
+                                        records=len(out), complete=complete)
         return out
 
     def close(self) -> None:

@@ -59,3 +59,41 @@ def test_hwm_regression_above_hwm_duplicates_and_gaps_are_found() -> None:
 def test_without_any_read_loss_cannot_be_judged() -> None:
     events = _events(("ack", {"record_id": "a", "acks": "all", "offset": 0, "error": None}))
     assert _by_name(events)["acked_lost"].ok
+
+
+def test_an_empty_final_read_loses_every_acked_record() -> None:
+    events = _events(
+        ("ack", {"record_id": "a", "acks": "all", "offset": 0, "error": None}),
+        ("consume", {"record_id": "a", "offset": 0}),
+        ("read", {"records": 1, "complete": True}),
+        ("fault", {"action": "kill", "params": {}}),
+        ("read", {"records": 0, "complete": True}),
+    )
+    lost = _by_name(events)["acked_lost"]
+    assert not lost.ok and [d["record_id"] for d in lost.details] == ["a"]
+
+
+def test_an_incomplete_read_is_not_the_final_read() -> None:
+    events = _events(
+        ("ack", {"record_id": "a", "acks": "all", "offset": 0, "error": None}),
+        ("ack", {"record_id": "b", "acks": "all", "offset": 1, "error": None}),
+        ("consume", {"record_id": "a", "offset": 0}),
+        ("consume", {"record_id": "b", "offset": 1}),
+        ("read", {"records": 2, "complete": True}),
+        ("consume", {"record_id": "a", "offset": 0}),
+        ("read", {"records": 1, "complete": False}),  # timed out: proves nothing
+    )
+    assert _by_name(events)["acked_lost"].ok
+    events.append({**events[-1], "seq": len(events), "records": 0, "complete": True})
+    assert [d["record_id"] for d in _by_name(events)["acked_lost"].details] == ["a", "b"]
+
+
+def test_read_events_delimit_reads_for_gaps() -> None:
+    events = _events(
+        ("consume", {"record_id": "a", "offset": 0}),
+        ("read", {"records": 1, "complete": True}),
+        ("consume", {"record_id": "a", "offset": 0}),
+        ("consume", {"record_id": "b", "offset": 1}),
+        ("read", {"records": 2, "complete": True}),
+    )
+    assert _by_name(events)["gaps"].ok
