@@ -1,9 +1,11 @@
 """Scenario benchmarks (issue 4): wall time per scenario end to end and verdict counts over
 repeated runs (false divergences on a conforming build). Run:
-    python bench/scenarios.py [--kafka-version V] [--repeat N] [--runs-dir DIR] [SCENARIO...]
-Prints a markdown block, one row as each scenario finishes; results are kept in
-bench/RESULTS-scenarios.md. Histories stay under --runs-dir (default: a temporary
-directory), so `kafka-chaos report DIR` can re-judge them and show flakiness per scenario.
+    python bench/scenarios.py [--kafka-version V] [--repeat N] [--max-minutes M]
+                              [--runs-dir DIR] [--out FILE] [SCENARIO...]
+Runs in passes (every scenario once per pass), so a time-boxed run still covers every
+scenario equally; after each pass the markdown table so far is rewritten to --out (and
+printed at the end). Histories stay under --runs-dir (default: a temporary directory), so
+`kafka-chaos report DIR` can re-judge them and show flakiness per scenario.
 """
 
 from __future__ import annotations
@@ -11,10 +13,12 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import tempfile
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
+from typing import Any
 
 from harness import builds
 from harness.runner import CONFORMS, UNSUPPORTED, Runner
@@ -27,8 +31,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("scenarios", nargs="*", type=Path)
     ap.add_argument("--kafka-version")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=3, help="passes over the scenarios")
+    ap.add_argument("--max-minutes", type=float, help="start no new pass after this long")
     ap.add_argument("--runs-dir", type=Path, help="keep the run histories here")
+    ap.add_argument("--out", type=Path, help="rewrite the table here after every pass")
     args = ap.parse_args()
     if args.repeat < 1:
         ap.error("--repeat must be >= 1")
@@ -37,39 +43,63 @@ def main() -> None:
     build = builds.resolve(args.kafka_version)
     if args.runs_dir:
         args.runs_dir.mkdir(parents=True, exist_ok=True)
-        _bench(scenarios, build, args.repeat, args.runs_dir)
+        table = _bench(scenarios, build, args, args.runs_dir)
     else:
         with tempfile.TemporaryDirectory() as runs:
-            _bench(scenarios, build, args.repeat, Path(runs))
+            table = _bench(scenarios, build, args, Path(runs))
+    print(table)
 
 
-def _bench(scenarios: list, build: builds.Build, repeat: int, runs: Path) -> None:
-    print(f"### Kafka {build.version}, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
-          f"{repeat} runs per scenario, local backend, histories in {runs}", flush=True)
-    print("| scenario | runs | verdicts | median wall s | max wall s |")
-    print("|---|---|---|---|---|", flush=True)
-    t_all = time.monotonic()
-    bad = 0
-    for sc in scenarios:
-        verdicts: Counter[str] = Counter()
-        walls, reasons = [], set()
-        for _ in range(repeat):
+class Tally:
+    def __init__(self) -> None:
+        self.verdicts: dict[str, Counter[str]] = defaultdict(Counter)
+        self.walls: dict[str, list[float]] = defaultdict(list)
+        self.reasons: dict[str, list[str]] = defaultdict(list)
+
+    def add(self, name: str, result: Any) -> None:
+        self.verdicts[name][result.verdict] += 1
+        self.walls[name].append(result.wall_s)
+        if result.verdict not in (CONFORMS, UNSUPPORTED):
+            self.reasons[name].append(f"{result.run_dir.name}: {result.reason[:160]}")
+
+    def table(self, header: str, passes: int, minutes: float) -> str:
+        lines = [header, "| scenario | runs | verdicts | median wall s | max wall s |",
+                 "|---|---|---|---|---|"]
+        for name, verdicts in self.verdicts.items():
+            counts = ", ".join(f"{v} {n}" for v, n in sorted(verdicts.items()))
+            walls = self.walls[name]
+            lines.append(f"| {name} | {sum(verdicts.values())} | {counts} | "
+                         f"{statistics.median(walls):.1f} | {max(walls):.1f} |")
+            lines += [f"|  | | {r} | | |" for r in self.reasons[name]]
+        bad = sum(len(r) for r in self.reasons.values())
+        lines.append(f"\n{passes} passes in {minutes:.1f} min; non-conforming runs of "
+                     f"runnable scenarios: {bad}")
+        return "\n".join(lines)
+
+
+def _bench(scenarios: list[Any], build: builds.Build, args: argparse.Namespace,
+           runs: Path) -> str:
+    header = (f"### Kafka {build.version}, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} "
+              f"cores, local backend, histories in {runs}")
+    tally, t0, passes = Tally(), time.monotonic(), 0
+    unsupported: set[str] = set()
+    table = ""
+    while passes < args.repeat:
+        if args.max_minutes and time.monotonic() - t0 > args.max_minutes * 60:
+            break
+        for sc in scenarios:
+            if sc.name in unsupported:
+                continue  # decided before any cluster starts: the same every pass
             result = Runner(sc, build, runs_dir=runs).run()
-            verdicts[result.verdict] += 1
-            walls.append(result.wall_s)
-            if result.verdict not in (CONFORMS, UNSUPPORTED):
-                reasons.add(f"{result.run_dir.name}: {result.reason[:160]}")
-                bad += 1
+            tally.add(sc.name, result)
             if result.verdict == UNSUPPORTED:
-                break  # decided before any cluster starts: the same every time
-        counts = ", ".join(f"{v} {n}" for v, n in sorted(verdicts.items()))
-        print(f"| {sc.name} | {sum(verdicts.values())} | {counts} | "
-              f"{statistics.median(walls):.1f} | {max(walls):.1f} |", flush=True)
-        for reason in sorted(reasons):
-            print(f"|  | | {reason} | | |", flush=True)
-    total = time.monotonic() - t_all
-    print(f"\nAll {len(scenarios)} scenarios x {repeat}: {total / 60:.1f} min; "
-          f"non-conforming runs of runnable scenarios: {bad}", flush=True)
+                unsupported.add(sc.name)
+        passes += 1
+        table = tally.table(header, passes, (time.monotonic() - t0) / 60)
+        print(f"pass {passes}/{args.repeat} done", file=sys.stderr, flush=True)
+        if args.out:
+            args.out.write_text(table + "\n")
+    return table
 
 
 if __name__ == "__main__":
