@@ -85,6 +85,12 @@ class Observer:
 
         try:
             return admin._manager.run(call)
+        except kafka_errors.UnknownBrokerIdError:
+            # The client's broker list came from brokers that are gone (the last ones died
+            # while the restarted one was still fenced) and its metadata refresh only asks
+            # brokers on that list: start over from the bootstrap addresses.
+            self.close()
+            raise
         except Exception:
             admin._manager.cluster.request_update()
             raise

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 
 import pytest
@@ -266,3 +267,31 @@ def test_observer_trusts_the_newest_epoch_then_the_majority_view() -> None:
     lagging = (1, view(2, 1, [2, 3]))  # same epoch, old ISR
     node, state = _freshest([lagging, (2, view(2, 1, [1, 2, 3])), (3, view(2, 1, [1, 2, 3]))])
     assert state["isr"] == [1, 2, 3] and node in (2, 3)
+
+
+def test_observer_starts_over_when_its_client_does_not_know_a_broker() -> None:
+    import kafka.errors as kafka_errors
+
+    from harness.observe import Observer
+
+    class Manager:
+        def __init__(self) -> None:
+            self.cluster = self
+
+        def run(self, call: Callable[[], Coroutine[None, None, None]]) -> None:
+            call().close()  # the coroutine is never awaited here
+            raise kafka_errors.UnknownBrokerIdError(2)
+
+    class Admin:
+        closed = False
+        _manager = Manager()
+
+        def close(self) -> None:
+            self.closed = True
+
+    observer = Observer(cluster=None)  # type: ignore[arg-type]
+    stale = Admin()
+    observer._admin = stale  # type: ignore[assignment]
+    with pytest.raises(kafka_errors.UnknownBrokerIdError):
+        observer._send(2, object())
+    assert stale.closed and observer._admin is None  # the next call bootstraps afresh
