@@ -233,30 +233,35 @@ class Runner:
             return self._finish_step(history, result, StepResult(
                 index, kind, line, _summary(pred), "-", UNSUPPORTED, outcome.unsupported))
         timeout = float(params.get("timeout_s", self.step_timeout_s))
-        observed, why = self._converge(session, pred, params if kind == "await" else {}, timeout)
+        observed, why, blind = self._converge(session, pred, params if kind == "await" else {},
+                                              timeout)
         reason = why or _ack_mismatch(pred, outcome) or _consume_mismatch(pred, outcome)
         if observed is not None and reason is None:
             self.model.resolve(_state(observed), outcome.acks)
         history.record("step", index=index, phase="end", step={kind: params}, line=line)
-        verdict = CONFORMS if reason is None else DIVERGES
+        # A cluster the observer could not see at the deadline is a harness fault, not
+        # evidence against the broker.
+        verdict = CONFORMS if reason is None else ERROR if blind else DIVERGES
         return self._finish_step(history, result, StepResult(
             index, kind, line, _summary(pred), _fmt(observed), verdict, reason or ""))
 
     def _converge(self, session: Session, pred: Any, expected: Mapping[str, Any],
-                  timeout_s: float) -> tuple[dict[str, Any] | None, str | None]:
-        """Poll until the observation is allowed; on timeout, the model's explanation."""
+                  timeout_s: float) -> tuple[dict[str, Any] | None, str | None, bool]:
+        """Poll until the observation is allowed. On timeout: the last observation, the
+        model's explanation, and whether the last poll could not observe at all."""
         last: dict[str, Any] | None = None
         deadline = time.monotonic() + timeout_s
         while True:
+            blind = False
             try:
                 last = session.observer.partition_state(self.scenario.topic.name)[0]
                 why = self.model.explain(_state(last)) or _await_mismatch(expected, last)
                 if why is None:
-                    return last, None
+                    return last, None, False
             except ObserveError as exc:
-                why = f"no current broker could be observed: {exc}"
+                why, blind = f"no current broker could be observed: {exc}", True
             if time.monotonic() >= deadline:
-                return last, why
+                return last, why, blind
             time.sleep(0.25)
 
     def _poll(self, session: Session, ok: Callable[[dict[str, Any]], bool],

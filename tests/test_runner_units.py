@@ -100,3 +100,22 @@ def test_a_predicted_hwm_drop_is_read_from_the_prediction_events() -> None:
         return {"kind": "prediction", "allowed": [{"hwm": h} for h in hwms]}
     assert _predicts_hwm_drop([pred(5), pred(None), pred(3)])
     assert not _predicts_hwm_drop([pred(3), pred(5), pred(5, 6)])
+
+
+def test_a_cluster_the_observer_cannot_see_is_an_error_not_a_divergence() -> None:
+    from harness.observe import ObserveError
+    from harness.runner import Runner
+    from harness.scenario import load_scenario
+
+    scenario = load_scenario(Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
+                             / "hwm-frozen-under-min-isr.yaml")
+    runner = Runner(scenario, _build("4.3.1", elr=True, elr_default_on=True))
+
+    class Blind:
+        def partition_state(self, topic: str) -> None:
+            raise ObserveError("no current broker described t-0")
+
+    session = SimpleNamespace(observer=Blind())
+    observed, why, blind = runner._converge(session, None, {}, timeout_s=0)  # type: ignore[arg-type]
+    assert observed is None and blind
+    assert str(why).startswith("no current broker could be observed")
