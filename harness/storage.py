@@ -71,4 +71,10 @@ def format_node(build: Build, elr: bool | None, node: int, data_dir: Path) -> No
 
 
 def _random_uuid() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A Kafka Uuid string. Like Kafka's Uuid.randomUuid, never one starting with '-':
+    StorageTool's argument parser would read `-t -xyz...` as an option (1 format in 64
+    failed with "argument --cluster-id/-t: expected one argument")."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text

@@ -295,3 +295,9 @@ def test_observer_starts_over_when_its_client_does_not_know_a_broker() -> None:
     with pytest.raises(kafka_errors.UnknownBrokerIdError):
         observer._send(2, object())
     assert stale.closed and observer._admin is None  # the next call bootstraps afresh
+
+
+def test_storage_uuids_never_start_with_a_dash() -> None:
+    from harness.storage import _random_uuid
+    ids = [_random_uuid() for _ in range(2000)]  # ~31 would start with '-' unchecked
+    assert all(len(i) == 22 and not i.startswith("-") for i in ids)
