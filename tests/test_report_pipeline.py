@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from harness.datachecks import run_checks
+from harness.datachecks import CHECKS, run_checks
 from harness.history import read_events
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,20 +37,21 @@ def spark() -> Any:
     return session()
 
 
-def _python_findings(run_dir: Path) -> dict[str, int]:
-    return {c.name: len(c.details) for c in run_checks(read_events(run_dir))}
+def _python_findings(run_dir: Path) -> dict[str, list[str]]:
+    return {c.name: sorted(json.dumps(d, sort_keys=True) for d in c.details)
+            for c in run_checks(read_events(run_dir))}
 
 
-def _spark_findings(spark: Any, run_dirs: list[Path]) -> dict[str, dict[str, int]]:
-    from harness.report.spark_jobs import data_checks
+def _spark_findings(spark: Any, run_dirs: list[Path]) -> dict[str, dict[str, list[str]]]:
+    """Every finding of every check, as the report collects them (not only their number)."""
+    from harness.report.spark_jobs import collect_facts
     from harness.report.spark_jobs import read_events as spark_read
-    events, _ = spark_read(spark, [str(d / "events.jsonl") for d in run_dirs])
-    out: dict[str, dict[str, int]] = {d.name: {} for d in run_dirs}
-    for name, df in data_checks(events).items():
-        for d in run_dirs:
-            out[d.name][name] = 0
-        for row in df.groupBy("run_id").count().collect():
-            out[row["run_id"]][name] = row["count"]
+    events = spark_read(spark, [str(d / "events.jsonl") for d in run_dirs]).frame
+    found, _ = collect_facts(events, 100_000)
+    out: dict[str, dict[str, list[str]]] = {d.name: {c: [] for c in CHECKS} for d in run_dirs}
+    for run_id, by_check in found.items():
+        for name, items in by_check.items():
+            out[run_id][name] = sorted(json.dumps(i, sort_keys=True) for i in items)
     return out
 
 
@@ -58,15 +59,20 @@ def test_spark_checks_equal_the_runners_on_real_and_generated_histories(
         spark: Any, tmp_path: Path) -> None:
     gen = _gen()
     generated = [gen.write_run(tmp_path, i, 400, seed=3, loss=0.02, dup=0.02) for i in range(4)]
+    # interleaved partitions and short reads: the read, gap and nearest-HWM logic
+    mixed = [gen.write_mixed_run(tmp_path, i, 3000, seed=5, read_events=i > 0)
+             for i in range(4)]
     real = sorted(p for p in FIXTURES.iterdir() if (p / "run.json").exists())
     assert real, "fixtures/histories holds real chaos-run histories"
-    spark_side = _spark_findings(spark, generated + real)
-    for run_dir in generated + real:
+    spark_side = _spark_findings(spark, generated + mixed + real)
+    for run_dir in generated + mixed + real:
         assert spark_side[run_dir.name] == _python_findings(run_dir), run_dir.name
     # the generator's seeded losses and duplicates are really there to be found
-    found = [_python_findings(d) for d in generated]
+    found = [{k: len(v) for k, v in _python_findings(d).items()} for d in generated]
     assert all(f["acked_lost"] > 0 and f["duplicates"] > 0 and f["hwm_regression"] == 1
                for f in found), found
+    found = [{k: len(v) for k, v in _python_findings(d).items()} for d in mixed]
+    assert all(all(n > 0 for n in f.values()) for f in found), found
 
 
 def test_report_names_bad_histories_and_writes_all_outputs(tmp_path: Path) -> None:
@@ -87,7 +93,8 @@ def test_report_names_bad_histories_and_writes_all_outputs(tmp_path: Path) -> No
     skipped = {Path(s["dir"]).name: s["reason"] for s in summary["skipped"]}
     assert "unreadable run.json" in skipped["corrupt-run"]
     assert "schema 2.0 is not supported" in skipped["future-run"]
-    assert summary["corrupt_lines"] == 1 and len(summary["runs"]) == 4
+    fixtures = [p for p in FIXTURES.iterdir() if (p / "run.json").exists()]
+    assert summary["corrupt_lines"] == 1 and len(summary["runs"]) == len(fixtures)
     matrix = summary["matrix"]
     assert matrix["last-replica-standing"]["3.9.1"]["verdict"] == "CONFORMS"
     assert matrix["unclean-shutdown-leaves-elr"]["4.3.1"]["verdict"] == "DIVERGES"
@@ -95,6 +102,9 @@ def test_report_names_bad_histories_and_writes_all_outputs(tmp_path: Path) -> No
                    and r["scenario"] == "last-replica-standing")
     lost = lrs_391["checks"]["acked_lost"]
     assert {d["acks"] for d in lost} == {"all", "1"}  # the KIP's loss, found again offline
+    lkl = next(r for r in summary["runs"] if r["scenario"].startswith("last-known-leader"))
+    # an empty final read (schema 1.1 `read` event): the one acked record is lost
+    assert [d["acks"] for d in lkl["checks"]["acked_lost"]] == ["all"]
     junit = (tmp_path / "out" / "junit.xml").read_text()
     assert 'failures="1"' in junit and "last_known_elr" in junit
     page = (tmp_path / "out" / "index.html").read_text()

@@ -8,12 +8,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import functions as F
-
 from harness.report import html, junit, spark_jobs
 from harness.report.load import Runs, discover
 
-TIMELINE_KINDS = ("observation", "fault", "prediction", "verdict")
 MAX_POINTS_PER_RUN = 4000
 
 
@@ -34,23 +31,28 @@ def make_report(roots: list[Path], out: Path, master: str | None = None) -> dict
 def _spark_facts(runs: Runs, master: str | None) -> dict[str, Any]:
     spark = spark_jobs.session(master)
     files = [str(d / "events.jsonl") for d, _ in runs.good]
-    events, corrupt = spark_jobs.read_events(spark, files)
+    sizes: dict[str, int] = defaultdict(int)
+    for d, meta in runs.good:
+        sizes[meta["run_id"]] += (d / "events.jsonl").stat().st_size
+    loaded = spark_jobs.read_events(spark, files, sizes)  # the one pass over the JSON, cached
+    try:
+        found, points = spark_jobs.collect_facts(loaded.frame, 100_000)
+    finally:
+        spark.catalog.clearCache()
     checks: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-    for name, df in spark_jobs.data_checks(events).items():
-        for row in df.limit(100_000).collect():
-            item = row.asDict(recursive=True)
-            checks[item.pop("run_id")][name].append(item)
+    for run_id, by_check in found.items():
+        checks[run_id].update(by_check)
     timelines: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    rows = events.where(F.col("kind").isin(*TIMELINE_KINDS)) \
-        .select("run_id", "seq", "t_wall", "kind", "state", "action", "index", "verdict",
-                "reason", "allowed").orderBy("run_id", "seq").collect()
-    for row in rows:
-        if len(timelines[row["run_id"]]) < MAX_POINTS_PER_RUN:
-            timelines[row["run_id"]].append(row.asDict(recursive=True))
-    counts = {r["run_id"]: r["count"] for r in events.groupBy("run_id").count().collect()}
-    spark.catalog.clearCache()
-    return {"checks": checks, "timelines": timelines, "counts": counts,
-            "corrupt_lines": corrupt}
+    for point in sorted(points, key=_event_order):
+        if len(timelines[point["run_id"]]) < MAX_POINTS_PER_RUN:
+            timelines[point["run_id"]].append(point)
+    return {"checks": checks, "timelines": timelines, "counts": loaded.counts,
+            "corrupt_lines": loaded.corrupt_lines}
+
+
+def _event_order(point: dict[str, Any]) -> tuple[str, bool, int]:
+    """As Spark's orderBy(run_id, seq): nulls first."""
+    return point["run_id"], point["seq"] is not None, point["seq"] or 0
 
 
 def _summary(runs: Runs, facts: dict[str, Any]) -> dict[str, Any]:
