@@ -5,8 +5,9 @@ of a run and by the report (which re-judges histories offline):
 
 - acked_lost: a record acknowledged with an offset (acks=1 or all) that the final read of
   its partition does not contain. The final read is the last complete `read` of that
-  partition (schema 1.1: a `read` event closes every read, so a read that found nothing
-  still counts); histories without `read` events (1.0) fall back to the last run of
+  partition (schema 1.1: a `read` event closes every read, the run's consume events of
+  that partition since its previous `read` event, so a read that found nothing still
+  counts); histories without `read` events (1.0) fall back to the last run of
   consecutive `consume` events. With no read at all the check cannot say and passes.
 - above_hwm: a record consumed at an offset >= the HWM first observed after it was read.
 - hwm_regression: the observed HWM of a partition going down between two observations.
@@ -57,18 +58,21 @@ class Read:
 
 
 def _reads(events: list[dict[str, Any]]) -> dict[tuple[str, int], list[Read]]:
-    """Per partition, its reads in order: closed by `read` events where the history has
-    them, else runs of consecutive consume events (schema 1.0)."""
-    closed = {_tp(e) for e in events if e["kind"] == "read"}
+    """Per partition, its reads in order. Where the run has `read` events (schema 1.1), a
+    read is the consume events of its partition since the run's previous `read` event,
+    which closes it; otherwise (1.0) a read is a run of consecutive consume events."""
+    closed = any(e["kind"] == "read" for e in events)
     out: dict[tuple[str, int], list[Read]] = defaultdict(list)
-    pending: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+    pending: list[dict[str, Any]] = []
     previous: dict[str, Any] | None = None
     for e in events:
         tp = _tp(e)
         if e["kind"] == "read":
-            out[tp].append(Read(pending.pop(tp, []), bool(e.get("complete", True))))
-        elif e["kind"] == "consume" and tp in closed:
-            pending[tp].append(e)
+            mine = [c for c in pending if _tp(c) == tp]
+            out[tp].append(Read(mine, bool(e.get("complete", True))))
+            pending = []
+        elif e["kind"] == "consume" and closed:
+            pending.append(e)
         elif e["kind"] == "consume":
             if previous is not None and previous["kind"] == "consume" and _tp(previous) == tp:
                 out[tp][-1].records.append(e)
