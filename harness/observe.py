@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 logging.getLogger("kafka").setLevel(logging.CRITICAL)
 _REQUEST_TIMEOUT_MS = 4000
+_BOOTSTRAP_TIMEOUT_MS = 10_000
 
 
 class ObserveError(Exception):
@@ -69,12 +70,17 @@ class Observer:
 
     def admin(self) -> KafkaAdminClient:
         if self._admin is None:
-            servers = [f"{h}:{p}" for h, p in (self.cluster.observer_address(b)
-                                               for b in self.cluster.shape.broker_ids)]
+            # Bootstrap only from running brokers: kafka-python picks a bootstrap address
+            # at random and gives that one connect the whole bootstrap deadline, so a
+            # killed container's address (packets dropped, no refusal) costs all of it.
+            running = self._running_brokers()
+            if not running:
+                raise ObserveError("no broker is running")
+            servers = [f"{h}:{p}" for h, p in map(self.cluster.observer_address, running)]
             self._admin = KafkaAdminClient(
                 bootstrap_servers=servers, client_id="kafka-chaos-observer",
                 request_timeout_ms=_REQUEST_TIMEOUT_MS, metadata_max_age_ms=1000,
-                reconnect_backoff_max_ms=500)
+                reconnect_backoff_max_ms=500, bootstrap_timeout_ms=_BOOTSTRAP_TIMEOUT_MS)
         return self._admin
 
     def _send(self, node: int, request: Any) -> Any:

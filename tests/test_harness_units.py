@@ -297,6 +297,26 @@ def test_observer_starts_over_when_its_client_does_not_know_a_broker() -> None:
     assert stale.closed and observer._admin is None  # the next call bootstraps afresh
 
 
+def test_observer_bootstraps_only_from_running_brokers(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A killed container's address drops packets; kafka-python would spend its whole
+    # bootstrap deadline on one such connect if it picked that address.
+    from types import SimpleNamespace
+
+    from harness import observe
+
+    seen: dict[str, object] = {}
+    monkeypatch.setattr(observe, "KafkaAdminClient", lambda **kw: seen.update(kw) or object())
+    running = {1: True, 2: False, 3: True}
+    cluster = SimpleNamespace(shape=SimpleNamespace(broker_ids=[1, 2, 3]),
+                              is_running=running.__getitem__,
+                              observer_address=lambda b: (f"10.0.0.{b}", 9095))
+    observe.Observer(cluster).admin()  # type: ignore[arg-type]
+    assert seen["bootstrap_servers"] == ["10.0.0.1:9095", "10.0.0.3:9095"]
+    running.update({1: False, 3: False})
+    with pytest.raises(observe.ObserveError, match="no broker is running"):
+        observe.Observer(cluster).admin()  # type: ignore[arg-type]
+
+
 def test_storage_uuids_never_start_with_a_dash() -> None:
     from harness.storage import _random_uuid
     ids = [_random_uuid() for _ in range(2000)]  # ~31 would start with '-' unchecked
