@@ -128,3 +128,21 @@ def test_page_loads_in_headless_chromium(tmp_path: Path) -> None:
     subprocess.run(["chromium", *flags, "--window-size=1200,900", f"--screenshot={shot}",
                     page.as_uri()], capture_output=True, timeout=120)
     assert shot.exists() and shot.stat().st_size > 10_000
+
+
+def test_trends_follow_each_build_day_by_day() -> None:
+    from harness.report.build import _trends
+
+    day1, day2 = 1_795_000_000.0, 1_795_000_000.0 + 86_400
+
+    def run(build: str, verdict: str, started: float | None) -> dict[str, Any]:
+        return {"build": build, "verdict": verdict, "started": started}
+
+    trends = _trends([run("4.3.1", "CONFORMS", day2), run("4.3.1", "CONFORMS", day1),
+                      run("4.3.1", "DIVERGES", day1), run("4.3.1", "UNSUPPORTED", day1),
+                      run("3.9.1", "UNSUPPORTED", day1), run("3.9.1", "ERROR", None)])
+    assert [(d["day"], d["runs"], d["conform_rate"]) for d in trends["4.3.1"]] == [
+        ("2026-11-18", 3, 0.5), ("2026-11-19", 1, 1.0)]  # UNSUPPORTED judges nothing
+    assert trends["3.9.1"][0]["conform_rate"] is None  # only UNSUPPORTED that day
+    assert trends["3.9.1"][1] == {"day": "unknown", "runs": 1, "verdicts": {"ERROR": 1},
+                                  "conform_rate": 0.0}

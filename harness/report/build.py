@@ -96,8 +96,22 @@ def _flakiness(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
              "flaky": len(c) > 1} for (s, b), c in sorted(groups.items())]
 
 
-def _trends(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
-    per_build: dict[str, Counter[str]] = defaultdict(Counter)
+def _trends(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """build -> one entry per UTC day with runs (oldest first): how many ran, their
+    verdicts and the share that conformed among the runs that were judged (UNSUPPORTED
+    and unfinished runs judge nothing), so a release manager sees a build getting better
+    or worse across nightly runs."""
+    per_day: dict[str, dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
     for r in rows:
-        per_build[r["build"]][r["verdict"]] += 1
-    return {b: dict(c) for b, c in sorted(per_build.items())}
+        day = (time.strftime("%Y-%m-%d", time.gmtime(r["started"])) if r["started"]
+               else "unknown")
+        per_day[r["build"]][day][r["verdict"]] += 1
+    return {b: [_trend_point(day, c) for day, c in sorted(days.items())]
+            for b, days in sorted(per_day.items())}
+
+
+def _trend_point(day: str, verdicts: Counter[str]) -> dict[str, Any]:
+    judged = sum(n for v, n in verdicts.items() if v in ("CONFORMS", "DIVERGES", "ERROR"))
+    rate = round(verdicts["CONFORMS"] / judged, 3) if judged else None
+    return {"day": day, "runs": sum(verdicts.values()), "verdicts": dict(verdicts),
+            "conform_rate": rate}

@@ -11,6 +11,7 @@ _CSS = """body{font-family:sans-serif;margin:1.5em;color:#222}table{border-colla
 margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}
 .v{color:#fff;font-weight:bold}a{color:inherit}section{border-top:2px solid #ddd;
 margin-top:1.5em}.small{font-size:12px;color:#555}svg{background:#fafafa;border:1px solid #ddd}"""
+_PARTLY = "#f9a825"  # some judged runs of the day did not conform
 _HEALS = {"heal": None, "restart": "kill", "resume": "pause"}
 
 
@@ -58,10 +59,21 @@ def _flakiness(s: dict[str, Any]) -> str:
 
 
 def _trends(s: dict[str, Any]) -> str:
-    rows = "".join(f"<tr><td>{escape(b)}</td><td>"
-                   f"{escape(', '.join(f'{k} {v}' for k, v in sorted(c.items())))}</td></tr>"
-                   for b, c in s["trends"].items())
-    return f"<h2>Per build</h2><table><tr><th>build</th><th>verdicts</th></tr>{rows}</table>"
+    rows = "".join(f"<tr><td>{escape(b)}</td>{''.join(map(_trend_cell, days))}</tr>"
+                   for b, days in s["trends"].items())
+    return ("<h2>Trends per build</h2><p>One cell per day with runs, oldest first: "
+            "share of judged runs that conformed (hover for the verdicts).</p>"
+            f"<table class='trends'>{rows}</table>")
+
+
+def _trend_cell(day: dict[str, Any]) -> str:
+    rate = day["conform_rate"]
+    colour = ("#999" if rate is None else COLOURS["CONFORMS"] if rate == 1 else
+              _PARTLY if rate >= 0.5 else COLOURS["DIVERGES"])
+    label = "n/a" if rate is None else f"{rate:.0%}"
+    detail = ", ".join(f"{k} {v}" for k, v in sorted(day["verdicts"].items()))
+    return (f"<td class='v' style='background:{colour}' title='{escape(detail)}'>"
+            f"{escape(day['day'])}<br>{label} of {day['runs']}</td>")
 
 
 def _skipped(s: dict[str, Any]) -> str:
