@@ -1,8 +1,8 @@
 """Report benchmark (issue 6): generated histories with ~10 million produce+consume events
 through the whole report in Spark local mode. Run: python bench/report.py [WORKDIR]
-Prints records/s through the data checks, peak RSS (driver JVM + Python), wall time, the
-time of the two Spark phases and the machine's load average while it ran (the machine may
-be shared: compare runs at similar load).
+Prints records/s through the data checks, peak RSS (driver JVM, Python workers, driver
+Python), wall time, the time of the Spark session and of the judging job, and the machine's
+load average while it ran (the machine may be shared: compare runs at similar load).
 """
 
 from __future__ import annotations
@@ -23,20 +23,30 @@ from harness.report.build import make_report  # noqa: E402
 RUNS, RECORDS = 20, 250_000  # 5M produce + 5M consume (+ 5M acks) events
 
 
-def _children_rss_kb() -> int:
-    total = 0
-    me = str(os.getpid())
+def _descendants_rss_kb() -> tuple[int, int]:
+    """(JVM, Python workers) resident memory of every process below this one, in KiB."""
+    parent: dict[str, str] = {}
+    rss: dict[str, tuple[str, int]] = {}
     for proc in Path("/proc").iterdir():
         try:
             stat = (proc / "stat").read_text()
-            if stat.rsplit(")", 1)[1].split()[1] != me:
-                continue
-            for line in (proc / "status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-        except (OSError, IndexError, ValueError):
+            parent[proc.name] = stat.rsplit(")", 1)[1].split()[1]
+            kb = next(int(line.split()[1]) for line in (proc / "status").read_text().splitlines()
+                      if line.startswith("VmRSS:"))
+            rss[proc.name] = ((proc / "comm").read_text().strip(), kb)
+        except (OSError, IndexError, ValueError, StopIteration):
             continue
-    return total
+    me, jvm, python = str(os.getpid()), 0, 0
+    for pid, (comm, kb) in rss.items():
+        up = parent.get(pid)
+        while up is not None and up != me:
+            up = parent.get(up)
+        if up == me:
+            if comm == "java":
+                jvm += kb
+            else:
+                python += kb
+    return jvm, python
 
 
 def main() -> None:
@@ -47,17 +57,18 @@ def main() -> None:
         for i in range(RUNS):
             gen_histories.write_run(runs, i, RECORDS, seed=1)
         print(f"generated {RUNS} runs x {RECORDS} records in {time.monotonic() - t0:.0f}s")
-    peak = [0]
+    peak = [0, 0]
     loads: list[float] = []
     stop = threading.Event()
 
     def sample() -> None:
         while not stop.wait(0.5):
-            peak[0] = max(peak[0], _children_rss_kb())
+            jvm, workers = _descendants_rss_kb()
+            peak[0], peak[1] = max(peak[0], jvm), max(peak[1], workers)
             loads.append(os.getloadavg()[0])
 
     phases: dict[str, float] = {}
-    for name in ("session", "read_events", "collect_facts"):
+    for name in ("session", "judge_runs"):
         _time_phase(name, phases)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -75,11 +86,11 @@ def main() -> None:
           f"{sum(f.stat().st_size for f in runs.rglob('events.jsonl')) / 1e9:.2f} GB")
     print(f"- whole report: {wall:.1f} s; {records / wall:,.0f} produce+consume records/s "
           f"({events / wall:,.0f} events/s)")
-    print(f"- peak RSS: driver JVM {peak[0] / 1024:.0f} MiB, Python {py_rss / 1024:.0f} MiB")
-    print(f"- phases: JVM + Spark session {phases.get('session', 0):.1f} s, parse + partition + "
-          f"cache {phases.get('read_events', 0):.1f} s, checks + timelines "
-          f"{phases.get('collect_facts', 0):.1f} s, rest (discovery, page, files) "
-          f"{wall - sum(phases.values()):.1f} s")
+    print(f"- peak RSS: driver JVM {peak[0] / 1024:.0f} MiB, Python workers (together) "
+          f"{peak[1] / 1024:.0f} MiB, driver Python {py_rss / 1024:.0f} MiB")
+    print(f"- phases: JVM + Spark session {phases.get('session', 0):.1f} s, judging the runs "
+          f"(read, check, collect) {phases.get('judge_runs', 0):.1f} s, rest (discovery, "
+          f"page, files) {wall - sum(phases.values()):.1f} s")
     mean = sum(loads) / max(len(loads), 1)
     print(f"- load average (1 min): {load_before[0]:.2f} before, mean {mean:.2f} / max "
           f"{max(loads, default=0):.2f} during (sampled every 0.5 s), {os.getloadavg()[0]:.2f} "

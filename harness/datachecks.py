@@ -85,14 +85,15 @@ def _reads(events: list[dict[str, Any]]) -> dict[tuple[str, int], list[Read]]:
 def _acked_lost(events: list[dict[str, Any]],
                 reads: dict[tuple[str, int], list[Read]]) -> CheckResult:
     lost = []
-    final_reads = {tp: [r for r in rs if r.complete][-1:] for tp, rs in reads.items()}
+    # per partition, the record ids of its last complete read (none: not judged)
+    final_reads = {tp: {c["record_id"] for c in complete[-1].records}
+                   for tp, rs in reads.items() if (complete := [r for r in rs if r.complete])}
     for e in events:
         if e["kind"] != "ack" or e.get("offset") is None or e.get("error"):
             continue
-        partition_reads = final_reads.get(_tp(e))
-        if not partition_reads:
+        final = final_reads.get(_tp(e))
+        if final is None:
             continue
-        final = {c["record_id"] for c in partition_reads[0].records}
         if e["record_id"] not in final:
             lost.append({"record_id": e["record_id"], "acks": e.get("acks"),
                          "offset": e["offset"], "topic": e.get("topic"),

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from harness.datachecks import CHECKS, run_checks
+from harness.datachecks import run_checks
 from harness.history import read_events
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,19 +43,14 @@ def _python_findings(run_dir: Path) -> dict[str, list[str]]:
 
 
 def _spark_findings(spark: Any, run_dirs: list[Path]) -> dict[str, dict[str, list[str]]]:
-    """Every finding of every check, as the report collects them (not only their number)."""
-    from harness.report.spark_jobs import collect_facts
-    from harness.report.spark_jobs import read_events as spark_read
-    events = spark_read(spark, [str(d / "events.jsonl") for d in run_dirs]).frame
-    found, _ = collect_facts(events, 100_000)
-    out: dict[str, dict[str, list[str]]] = {d.name: {c: [] for c in CHECKS} for d in run_dirs}
-    for run_id, by_check in found.items():
-        for name, items in by_check.items():
-            out[run_id][name] = sorted(json.dumps(i, sort_keys=True) for i in items)
-    return out
+    """Every finding of every check, as the report's Spark job collects them."""
+    from harness.report.spark_jobs import judge_runs
+    judged = judge_runs(spark, [(d.name, d / "events.jsonl") for d in run_dirs])
+    return {f.run_id: {name: sorted(json.dumps(i, sort_keys=True) for i in items)
+                       for name, items in f.checks.items()} for f in judged}
 
 
-def test_spark_checks_equal_the_runners_on_real_and_generated_histories(
+def test_the_report_job_finds_what_the_runner_finds_on_real_and_generated_histories(
         spark: Any, tmp_path: Path) -> None:
     gen = _gen()
     generated = [gen.write_run(tmp_path, i, 400, seed=3, loss=0.02, dup=0.02) for i in range(4)]
@@ -146,3 +141,14 @@ def test_trends_follow_each_build_day_by_day() -> None:
     assert trends["3.9.1"][0]["conform_rate"] is None  # only UNSUPPORTED that day
     assert trends["3.9.1"][1] == {"day": "unknown", "runs": 1, "verdicts": {"ERROR": 1},
                                   "conform_rate": 0.0}
+
+
+def test_history_reader_counts_bad_lines_anywhere_and_keeps_the_rest(tmp_path: Path) -> None:
+    from harness.report.spark_jobs import read_history
+    path = tmp_path / "events.jsonl"
+    good = [{"run_id": "r", "seq": i, "kind": "produce"} for i in range(3)]
+    path.write_text(json.dumps(good[0]) + "\n" + "{broken\n" + json.dumps(good[1]) + "\n"
+                    + json.dumps({"seq": 9, "kind": "ack"}) + "\n"  # no run_id
+                    + "[1, 2]\n" + json.dumps(good[2]) + "\n" + '{"run_id": "r", "se')
+    events, corrupt = read_history(path)
+    assert events == good and corrupt == 4

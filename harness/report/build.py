@@ -30,29 +30,13 @@ def make_report(roots: list[Path], out: Path, master: str | None = None) -> dict
 
 def _spark_facts(runs: Runs, master: str | None) -> dict[str, Any]:
     spark = spark_jobs.session(master)
-    files = [str(d / "events.jsonl") for d, _ in runs.good]
-    sizes: dict[str, int] = defaultdict(int)
-    for d, meta in runs.good:
-        sizes[meta["run_id"]] += (d / "events.jsonl").stat().st_size
-    loaded = spark_jobs.read_events(spark, files, sizes)  # the one pass over the JSON, cached
-    try:
-        found, points = spark_jobs.collect_facts(loaded.frame, 100_000)
-    finally:
-        spark.catalog.clearCache()
-    checks: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-    for run_id, by_check in found.items():
-        checks[run_id].update(by_check)
-    timelines: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for point in sorted(points, key=_event_order):
-        if len(timelines[point["run_id"]]) < MAX_POINTS_PER_RUN:
-            timelines[point["run_id"]].append(point)
-    return {"checks": checks, "timelines": timelines, "counts": loaded.counts,
-            "corrupt_lines": loaded.corrupt_lines}
-
-
-def _event_order(point: dict[str, Any]) -> tuple[str, bool, int]:
-    """As Spark's orderBy(run_id, seq): nulls first."""
-    return point["run_id"], point["seq"] is not None, point["seq"] or 0
+    judged = spark_jobs.judge_runs(spark, [(meta["run_id"], d / "events.jsonl")
+                                           for d, meta in runs.good])
+    timelines = {f.run_id: sorted(f.timeline, key=lambda p: p["seq"])[:MAX_POINTS_PER_RUN]
+                 for f in judged}
+    return {"checks": {f.run_id: f.checks for f in judged}, "timelines": timelines,
+            "counts": {f.run_id: f.events for f in judged},
+            "corrupt_lines": sum(f.corrupt_lines for f in judged)}
 
 
 def _summary(runs: Runs, facts: dict[str, Any]) -> dict[str, Any]:
