@@ -138,6 +138,24 @@ def remove_owned(owner_value: str | None = None) -> None:
         pass
 
 
+def remove_named(prefix: str) -> None:
+    """Remove every container and network whose name contains `prefix` (one run's), with
+    the docker CLI: a fresh connection each time, so an API call that an interrupt cut
+    short cannot stall the cleanup, and a container created just before the interrupt, that
+    the harness never got a handle on, goes too."""
+    try:
+        ids = subprocess.run(["docker", "ps", "-aq", "--filter", f"name={prefix}"],
+                             capture_output=True, text=True, timeout=30).stdout.split()
+        if ids:
+            subprocess.run(["docker", "rm", "-f", "-v", *ids], capture_output=True, timeout=60)
+        nets = subprocess.run(["docker", "network", "ls", "-q", "--filter", f"name={prefix}"],
+                              capture_output=True, text=True, timeout=30).stdout.split()
+        if nets:
+            subprocess.run(["docker", "network", "rm", *nets], capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+
+
 def started_by_us() -> bool:
     return _started is not None and _started.poll() is None
 

@@ -72,6 +72,29 @@ def test_no_container_or_network_left_after_a_run(build: builds.Build, tmp_path:
     cluster.teardown()  # idempotent
 
 
+def test_teardown_removes_what_it_never_got_a_handle_on(build: builds.Build,
+                                                       tmp_path: Path) -> None:
+    # An interrupt can land after the daemon created a container or network and before
+    # the cluster object held it.
+    from harness import dockerimages
+    from harness.backends.docker import DockerCluster
+    from harness.history import History
+    from harness.topology import ClusterShape
+
+    cluster = DockerCluster(build, ClusterShape(brokers=1, controllers=1), tmp_path / "run",
+                            History(tmp_path / "run"))
+    image = dockerimages.ensure_toxiproxy_image()
+    for cmd in (["create", "--name", cluster.container_name("stray"), image, "true"],
+                ["network", "create", cluster.container_name("net")]):
+        subprocess.run(["docker", *cmd], capture_output=True, timeout=60, check=True)
+    cluster.teardown()
+
+    def named(*what: str) -> list[str]:
+        return subprocess.run(["docker", *what, "--filter", f"name={cluster.container_name('')}"],
+                              capture_output=True, text=True, timeout=30, check=True).stdout.split()
+    assert named("ps", "-aq") == [] and named("network", "ls", "-q") == []
+
+
 _CHILD = textwrap.dedent("""
     import sys, time
     from pathlib import Path
@@ -113,7 +136,12 @@ def test_no_container_or_network_left_after_an_interrupted_run(
             pytest.fail(f"child never reached {when!r}: {''.join(seen)}")
         assert _leftovers(child.pid)[0], "the child had containers before the interrupt"
         child.send_signal(sig)
-        child.wait(timeout=120)
+        try:
+            child.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            out = child.communicate()[0] if child.stdout is not None else ""
+            pytest.fail(f"the child did not exit within 120 s of {sig.name}: {out[-3000:]}")
     finally:
         if child.poll() is None:
             child.kill()

@@ -92,22 +92,13 @@ class DockerCluster(Cluster):
         progress.say(f"cluster up in {time.monotonic() - t0:.1f}s")
 
     def teardown(self) -> None:
-        for container in [*self._containers.values(), self._toxi]:
-            if container is None:
-                continue
-            try:
-                container.stop(force=True, delete_volume=True)
-            except Exception:  # noqa: BLE001 - keep removing the rest
-                pass
+        # By name, not by the handles: an interrupt can land between the daemon creating
+        # a network or container and this object holding it.
+        dockerengine.remove_named(self.container_name(""))
         self._containers.clear()
         self._toxi = None
         self._api = None
-        if self._network is not None:
-            try:
-                self._network.remove()
-            except Exception:  # noqa: BLE001
-                pass
-            self._network = None
+        self._network = None
         if self._client is not None:
             self._client.close()
             self._client = None
