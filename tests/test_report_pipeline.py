@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -152,3 +153,57 @@ def test_history_reader_counts_bad_lines_anywhere_and_keeps_the_rest(tmp_path: P
                     + "[1, 2]\n" + json.dumps(good[2]) + "\n" + '{"run_id": "r", "se')
     events, corrupt = read_history(path)
     assert events == good and corrupt == 4
+
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_report_runs_on_a_standalone_spark_cluster(tmp_path: Path) -> None:
+    """`--master`: a real standalone master and worker on loopback, executors that import the
+    checks from the shipped package, the same findings as the runner's. Last in this file:
+    it stops the local session the other tests share."""
+    import signal
+
+    from pyspark.sql import SparkSession
+
+    from harness import procs
+    from harness.backends.readiness import wait_log_line
+    from harness.report.build import make_report
+
+    home = Path(pyspark.__file__).parent
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1"}
+    url = f"spark://127.0.0.1:{_free_port()}"
+    daemons: list[Any] = []
+
+    def daemon(cls: str, marker: str, *args: str) -> None:
+        log = tmp_path / f"{cls.rsplit('.', 1)[1]}.log"
+        proc = procs.spawn([str(home / "bin" / "spark-class"), cls, *args, "--webui-port",
+                            str(_free_port())], log, env=env)
+        daemons.append(proc)
+        wait_log_line(log, marker, 0, alive=lambda: proc.poll() is None, what=cls,
+                      timeout_s=120)
+
+    host, port = url.removeprefix("spark://").split(":")
+    try:
+        daemon("org.apache.spark.deploy.master.Master", "elected leader", "--host", host,
+               "--port", port)
+        daemon("org.apache.spark.deploy.worker.Worker", "Successfully registered", url,
+               "--host", host, "--cores", "1", "--memory", "1g")
+        if (active := SparkSession.getActiveSession()) is not None:
+            active.stop()  # getOrCreate would hand back the local session
+        summary = make_report([FIXTURES], tmp_path / "out", master=url)
+        session = SparkSession.getActiveSession()
+        assert session is not None and session.sparkContext.master == url
+        for run in summary["runs"]:
+            assert {k: sorted(json.dumps(d, sort_keys=True) for d in v)
+                    for k, v in run["checks"].items()} == _python_findings(Path(run["dir"]))
+        assert any(run["checks"]["acked_lost"] for run in summary["runs"])
+    finally:
+        if (active := SparkSession.getActiveSession()) is not None:
+            active.stop()
+        for proc in reversed(daemons):
+            procs.kill(proc, signal.SIGTERM)

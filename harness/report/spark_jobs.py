@@ -80,7 +80,8 @@ def judge_runs(spark: SparkSession, histories: list[tuple[str, Path]],
     if not histories:
         return []
     largest_first = sorted(histories, key=lambda h: -h[1].stat().st_size)
-    items = [(run_id, str(path), limit) for run_id, path in largest_first]
+    # absolute: executors do not run in the driver's working directory
+    items = [(run_id, str(path.resolve()), limit) for run_id, path in largest_first]
     rdd = spark.sparkContext.parallelize(items, len(items))
     return [RunFacts(*facts) for facts in rdd.map(judge_history).collect()]
 
