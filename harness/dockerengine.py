@@ -120,22 +120,9 @@ def owner() -> str:
 
 
 def remove_owned(owner_value: str | None = None) -> None:
-    """Remove every container (named kafka-chaos-<pid>-...) and network (labelled) that
-    this process created."""
-    who = owner_value or owner()
-    label = f"label={OWNER_LABEL}={who}"
-    try:
-        ids = subprocess.run(["docker", "ps", "-aq", "--filter", f"name=kafka-chaos-{who}-"],
-                             capture_output=True,
-                             text=True, timeout=30).stdout.split()
-        if ids:
-            subprocess.run(["docker", "rm", "-f", "-v", *ids], capture_output=True, timeout=60)
-        nets = subprocess.run(["docker", "network", "ls", "-q", "--filter", label],
-                              capture_output=True, text=True, timeout=30).stdout.split()
-        if nets:
-            subprocess.run(["docker", "network", "rm", *nets], capture_output=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        pass
+    """Remove every container and network this process created (all named
+    kafka-chaos-<pid>-...)."""
+    remove_named(f"kafka-chaos-{owner_value or owner()}-")
 
 
 def remove_named(prefix: str) -> None:
