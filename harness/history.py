@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 SCHEMA_VERSION = "1.1"
 
@@ -27,6 +27,10 @@ def new_run_id(prefix: str = "run") -> str:
     return f"{prefix}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
 
 
+class HistoryExists(FileExistsError):
+    """The run directory already holds a history: two runs must never share one."""
+
+
 class History:
     def __init__(self, run_dir: Path, run_id: str | None = None) -> None:
         self.run_dir = run_dir
@@ -35,7 +39,7 @@ class History:
         (run_dir / "logs").mkdir(exist_ok=True)
         self._lock = threading.Lock()
         self._seq = 0
-        self._events = open(run_dir / "events.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+        self._events = _create_events_file(run_dir)
         self.meta: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION, "run_id": self.run_id, "scenario": None,
             "build": None, "backend": None, "seed": None, "profile": None,
@@ -73,6 +77,19 @@ class History:
         self._events.close()
 
 
+def _create_events_file(run_dir: Path) -> TextIO:
+    """Claim the directory: exclusive create, so a second run aimed at the same directory
+    fails instead of appending its events to another run's (seq and run_end would mix)."""
+    if (run_dir / "run.json").exists():
+        raise HistoryExists(f"{run_dir} already holds a run history (run.json); "
+                            "every run needs a directory of its own")
+    try:
+        return open(run_dir / "events.jsonl", "x", encoding="utf-8")  # noqa: SIM115
+    except FileExistsError as exc:
+        raise HistoryExists(f"{run_dir} already holds a run history (events.jsonl); "
+                            "every run needs a directory of its own") from exc
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, set | frozenset):
         return sorted(value)
@@ -88,8 +105,9 @@ def _versions() -> dict[str, str]:
     out = {"kafka-chaos": __version__, "python": platform.python_version()}
     try:
         import confluent_kafka
-        out["confluent-kafka"] = confluent_kafka.version()[0]
-        out["librdkafka"] = confluent_kafka.libversion()[0]
+        # version() is the version string itself: version()[0] recorded "2" for 2.16.1
+        out["confluent-kafka"] = str(confluent_kafka.__version__)
+        out["librdkafka"] = str(confluent_kafka.libversion()[0])
     except ImportError:
         pass
     return out
@@ -113,6 +131,8 @@ def check_schema(run_dir: Path) -> dict[str, Any]:
         meta: dict[str, Any] = json.loads((run_dir / "run.json").read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise SchemaError(f"{run_dir}: unreadable run.json ({exc})") from exc
+    if not isinstance(meta, dict):
+        raise SchemaError(f"{run_dir}: run.json is not a JSON object")
     major = str(meta.get("schema_version", "?")).split(".")[0]
     if major != SCHEMA_VERSION.split(".")[0]:
         raise SchemaError(f"{run_dir}: history schema {meta.get('schema_version')} is not "

@@ -11,7 +11,7 @@ import pytest
 
 from harness import builds, kafkaconfig, logfiles
 from harness.errors import BuildError, UsageError
-from harness.history import History, SchemaError, read_events
+from harness.history import History, HistoryExists, SchemaError, new_run_id, read_events
 from harness.network import Network
 from harness.topology import CLIENT, ClusterShape
 from harness.wait import WaitTimeout, until
@@ -131,6 +131,38 @@ def test_truncated_last_line_is_skipped(tmp_path: Path) -> None:
     with open(tmp_path / "r3" / "events.jsonl", "a") as fh:
         fh.write('{"seq": 2, "kind": "ack"')  # crash mid-write
     assert [e["kind"] for e in read_events(tmp_path / "r3")] == ["run_start", "fault"]
+
+
+def test_a_second_history_in_the_same_directory_is_refused(tmp_path: Path) -> None:
+    first = History(tmp_path / "r4")
+    first.record("fault", action="kill", params={"node": 1})
+    with pytest.raises(HistoryExists, match="already holds a run history"):
+        History(tmp_path / "r4")  # would have appended to the first run's events
+    first.close("CONFORMS")
+    with pytest.raises(HistoryExists):
+        History(tmp_path / "r4")
+    events = list(read_events(tmp_path / "r4"))
+    assert [e["seq"] for e in events] == [0, 1, 2] and events[-1]["kind"] == "run_end"
+
+
+def test_run_ids_are_unique_within_one_second() -> None:
+    ids = {new_run_id("same-test") for _ in range(200)}
+    assert len(ids) == 200
+
+
+def test_history_records_the_real_client_library_version(tmp_path: Path) -> None:
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    history = History(tmp_path / "r5")
+    history.close(None)
+    versions = json.loads((tmp_path / "r5" / "run.json").read_text())["versions"]
+    assert versions["confluent-kafka"] == confluent_kafka.__version__
+    assert versions["confluent-kafka"].count(".") >= 1  # "2.16.1", not "2"
+
+
+def test_a_run_json_that_is_not_an_object_is_a_schema_error(tmp_path: Path) -> None:
+    (tmp_path / "run.json").write_text("[1, 2]")
+    with pytest.raises(SchemaError, match="not a JSON object"):
+        list(read_events(tmp_path))
 
 
 # -- network fault table ----------------------------------------------------------------------
