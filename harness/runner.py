@@ -21,6 +21,15 @@ from harness import admin, progress
 from harness.builds import Build, version_tuple
 from harness.errors import HarnessError
 from harness.history import History, new_run_id
+from harness.judges import (
+    AXES,
+    AxisVerdict,
+    KipJudge,
+    ObservedStep,
+    declared,
+    effective_min_isr,
+    judge_safety,
+)
 from harness.observe import ObserveError
 from harness.session import Session, open_session
 from harness.steps import execute
@@ -53,6 +62,12 @@ class RunResult:
     checks: list[dict[str, Any]] = field(default_factory=list)
     reason: str = ""
     wall_s: float = 0.0
+    axes: dict[str, AxisVerdict] = field(default_factory=dict)
+
+    @property
+    def as_expected(self) -> bool:
+        """Every axis clean or as the scenario declares for this build; no ERROR."""
+        return self.verdict != ERROR and all(a.as_expected for a in self.axes.values())
 
 
 def worst(verdicts: list[str]) -> str:
@@ -121,13 +136,20 @@ class Runner:
         self.runs_dir, self.step_timeout_s = runs_dir, step_timeout_s
         self.profile = choose_profile(scenario, build, profile)
         self.on_step = on_step or (lambda r: None)
-        self.model = self._new_model()
+        self._events: list[dict[str, Any]] = []
+        self._raw_checks: list[Any] | None = None
+        #: Trace invariant violations (profile-free) found in the controllers' logs.
+        self.trace_invariant_violations: list[dict[str, Any]] = []
+        self.model = self._new_model(self.profile)
+        self.kip = KipJudge(self._new_model, self.model.profile, elr_enabled(scenario, build),
+                            lambda pred, outcome: _ack_mismatch(pred, outcome)
+                            or _consume_mismatch(pred, outcome))
 
-    def _new_model(self) -> Any:
+    def _new_model(self, profile: Any) -> Any:
         from reference import ClusterSpec, Model, TopicSpec
         sc = self.scenario
         shape = self.shape()
-        return Model(profile=self.profile,
+        return Model(profile=profile,
                      cluster=ClusterSpec(brokers=shape.broker_ids,
                                          controllers=shape.controller_ids,
                                          broker_config=effective_broker_config(shape)),
@@ -159,10 +181,8 @@ class Runner:
                 self._run_on_cluster(history, result)
         except HarnessError as exc:
             result.verdict, result.reason = ERROR, str(exc)
-            history.record("verdict", index=None, verdict=ERROR, reason=str(exc), field=None)
         except Exception as exc:  # noqa: BLE001 - a harness fault: ERROR, never blamed on Kafka
             result.verdict, result.reason = ERROR, f"{type(exc).__name__}: {exc}"
-            history.record("verdict", index=None, verdict=ERROR, reason=result.reason, field=None)
         except BaseException:
             history.close(ERROR)
             raise
@@ -173,8 +193,33 @@ class Runner:
                 DIVERGES if not c["ok"] else CONFORMS for c in result.checks])
         history.record("verdict", index=None, verdict=result.verdict, reason=result.reason,
                        field=None)
+        self._judge_axes(history, result)
         history.close(result.verdict)
         return result
+
+    def _judge_axes(self, history: History, result: RunResult) -> None:
+        """The release verdict is the lockstep run's; kip and safety are judged here."""
+        release = AxisVerdict("release", result.verdict, result.reason)
+        if result.verdict in (UNSUPPORTED, ERROR) and self.kip.diverged is None:
+            kip = AxisVerdict("kip", result.verdict, result.reason)
+        else:
+            self.kip.finish(self._lost_acked_ids())
+            kip = self.kip.verdict()
+        if result.verdict in (UNSUPPORTED, ERROR) or self._raw_checks is None:
+            safety = AxisVerdict("safety", result.verdict if result.verdict in (
+                UNSUPPORTED, ERROR) else ERROR, result.reason or "no data checks ran")
+        else:
+            safety = judge_safety(self._events, self._raw_checks, effective_min_isr(
+                self.scenario), self.trace_invariant_violations)
+        for axis in (release, kip, safety):
+            axis.expected = declared(self.scenario, axis.axis, self.build.version_tuple)
+            result.axes[axis.axis] = axis
+            history.record("axis", **axis.to_json())
+        history.update(axes={a: result.axes[a].to_json() for a in AXES})
+
+    def _lost_acked_ids(self) -> list[str]:
+        lost = next((c for c in self._raw_checks or [] if c.name == "acked_lost"), None)
+        return [] if lost is None else [d["record_id"] for d in lost.details]
 
     def _predict_only(self, history: History, result: RunResult, gap: str) -> None:
         """UNSUPPORTED: the history still holds the model's predicted timeline."""
@@ -238,6 +283,9 @@ class Runner:
         reason = why or _ack_mismatch(pred, outcome) or _consume_mismatch(pred, outcome)
         if observed is not None and reason is None:
             self.model.resolve(_state(observed), outcome.acks)
+        if not blind:
+            self.kip.step(ObservedStep(index, step, None if observed is None
+                                       else _state(observed), outcome))
         history.record("step", index=index, phase="end", step={kind: params}, line=line)
         # A cluster the observer could not see at the deadline is a harness fault, not
         # evidence against the broker.
@@ -299,8 +347,10 @@ class Runner:
             session.workload.consume_all(self.scenario.topic.name)
         except Exception as exc:  # noqa: BLE001 - a cluster with no leader has nothing to read
             progress.say(f"final read failed: {exc}")
+        from harness import datachecks
         events = list(read_events(history.run_dir))
-        checks = run_data_checks(events, self.model, _predicts_hwm_drop(events))
+        self._events, self._raw_checks = events, datachecks.run_checks(events)
+        checks = run_data_checks(self._raw_checks, self.model, _predicts_hwm_drop(events))
         for check in checks:
             history.record("check", **check)
         return checks
@@ -321,17 +371,16 @@ def _predicts_hwm_drop(events: list[dict[str, Any]]) -> bool:
     return False
 
 
-def run_data_checks(events: list[dict[str, Any]], model: Any,
+def run_data_checks(raw_checks: list[Any], model: Any,
                     hwm_drop_predicted: bool = False) -> list[dict[str, Any]]:
     """Data checks over a history. A finding the model predicts is not a divergence: pre-ELR
     profiles predict the KIP's last-replica-standing loss (acked records lost, HWM going
     back). Acked records are a divergence only where the model says they must survive."""
-    from harness import datachecks
     must_survive = set(model.must_survive())
     hwm_predicted = hwm_drop_predicted or any(": HwmMonotonic:" in v
                                               for v in model.violations())
     out = []
-    for check in datachecks.run_checks(events):
+    for check in raw_checks:
         entry: dict[str, Any] = {"name": check.name, "ok": check.ok, "details": check.details}
         if check.name == "acked_lost" and not check.ok:
             lost = {d.get("record_id") for d in check.details}

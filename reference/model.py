@@ -98,9 +98,9 @@ def visible(w: World) -> frozenset[str]:
 class Model:
     """Reference model of one partition under a profile. Deterministic for a seed."""
 
-    def __init__(self, profile: str, cluster: ClusterSpec, topic: TopicSpec,
+    def __init__(self, profile: str | Profile, cluster: ClusterSpec, topic: TopicSpec,
                  elr_enabled: bool = True, seed: int = 0) -> None:
-        self.profile = get_profile(profile)
+        self.profile = profile if isinstance(profile, Profile) else get_profile(profile)
         self.cluster = cluster
         self.topic = topic
         self.seed = seed

@@ -1,0 +1,206 @@
+"""The three judging axes of a run (DESIGN.md "Judges").
+
+- release: the build's own profile (the runner's lockstep model): CONFORMS / DIVERGES.
+- kip: the ``kip966`` profile, run in lockstep on the same observations. A difference the
+  KIP cannot explain but ``kip966`` plus cited known deviations of the build's profile can
+  (reference/deviations.py) is DEVIATES, naming them; any other is KIP-DIVERGES.
+- safety: no profile. Acked acks=all records lost within the KIP's fault budget (at most
+  min ISR - 1 replicas lost unflushed data), records visible above the HWM, the
+  consumer-visible HWM going back, and the trace invariants: UNSAFE, naming what broke.
+
+An axis verdict is "as expected" when it is clean, or when the scenario declares exactly
+that verdict for the build's version (``expect:`` in the scenario file, with a reason).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from reference.deviations import (
+    Deviation,
+    apply_deviations,
+    candidate_sets,
+    deviations_of,
+    kip_base,
+)
+
+AXES = ("release", "kip", "safety")
+CONFORMS, DIVERGES, UNSUPPORTED, ERROR = "CONFORMS", "DIVERGES", "UNSUPPORTED", "ERROR"
+DEVIATES, KIP_DIVERGES = "DEVIATES", "KIP-DIVERGES"
+SAFE, UNSAFE = "SAFE", "UNSAFE"
+CLEAN = {"release": (CONFORMS,), "kip": (CONFORMS, DEVIATES), "safety": (SAFE,)}
+NOT_JUDGED = (UNSUPPORTED, ERROR)
+
+
+@dataclass
+class AxisVerdict:
+    axis: str
+    verdict: str
+    reason: str = ""
+    details: list[dict[str, Any]] = field(default_factory=list)
+    #: The scenario's declared verdict for this build, with its reason (or None).
+    expected: dict[str, str] | None = None
+
+    @property
+    def as_expected(self) -> bool:
+        if self.expected is not None:
+            return self.verdict == self.expected["verdict"]
+        return self.verdict in CLEAN[self.axis] or self.verdict == UNSUPPORTED
+
+    def to_json(self) -> dict[str, Any]:
+        return {"axis": self.axis, "verdict": self.verdict, "reason": self.reason,
+                "details": self.details, "expected": self.expected,
+                "as_expected": self.as_expected}
+
+
+def declared(scenario: Any, axis: str, version: tuple[int, int, int]) -> dict[str, str] | None:
+    """The scenario's expected verdict on ``axis`` for this version, if it declares one."""
+    finder = getattr(scenario, "expected", None)
+    exp = finder(axis, version) if callable(finder) else None
+    return None if exp is None else {"verdict": exp.verdict, "reason": exp.reason}
+
+
+# --- kip axis ----------------------------------------------------------------------------
+
+Mismatch = Callable[[Any, Any], str | None]  # (prediction, observed step) -> reason | None
+
+
+@dataclass
+class ObservedStep:
+    """What the release run saw for one step: the step, the settled observation (a
+    reference PartitionState, None when nothing was observed) and the step's outcome."""
+
+    index: int
+    step: Any
+    observed: Any
+    outcome: Any
+
+
+class KipJudge:
+    """``kip966`` in lockstep with the release run, adopting cited deviations on demand."""
+
+    def __init__(self, new_model: Callable[[Any], Any], release_profile: Any,
+                 elr_enabled: bool, mismatch: Mismatch) -> None:
+        self._new_model, self._mismatch = new_model, mismatch
+        self.base = kip_base(release_profile)
+        self.available = deviations_of(release_profile, elr_enabled, self.base)
+        self.adopted: tuple[Deviation, ...] = ()
+        self.model = new_model(self.base)
+        self.seen: list[ObservedStep] = []
+        self.found: list[dict[str, Any]] = []
+        self.diverged: str | None = None
+
+    def step(self, seen: ObservedStep) -> None:
+        if self.diverged is not None:
+            return
+        why = self._advance(self.model, seen)
+        if why is not None:
+            model = self._explain_with_deviations(seen, why)
+            if model is None:
+                self.diverged = f"step {seen.index + 1}: {why}"
+                return
+            self.model = model
+        self.seen.append(seen)
+
+    def finish(self, lost: Iterable[str]) -> None:
+        """Acked records the final read lacks: a loss the KIP forbids is a difference too."""
+        lost_ids = set(lost)
+        if self.diverged is not None or not lost_ids & self.model.must_survive():
+            return
+        why = f"acked records lost: {sorted(lost_ids & self.model.must_survive())[:5]}"
+        for devs in candidate_sets(self.available, self.adopted):
+            model = self._replay(devs, self.seen)
+            if model is not None and not lost_ids & model.must_survive():
+                self._adopt(devs, len(self.seen), why, model)
+                return
+        self.diverged = why
+
+    def verdict(self) -> AxisVerdict:
+        if self.diverged is not None:
+            return AxisVerdict("kip", KIP_DIVERGES, self.diverged, self.found)
+        if self.found:
+            ids = ", ".join(d.id for d in self.adopted)
+            return AxisVerdict("kip", DEVIATES, f"known deviations: {ids}", self.found)
+        return AxisVerdict("kip", CONFORMS)
+
+    def _advance(self, model: Any, seen: ObservedStep) -> str | None:
+        pred = model.apply(seen.step)
+        if pred.unsupported:
+            return None  # the release run marks the step UNSUPPORTED already
+        why = (model.explain(seen.observed) if seen.observed is not None else None) \
+            or self._mismatch(pred, seen.outcome)
+        if why is None and seen.observed is not None:
+            model.resolve(seen.observed, getattr(seen.outcome, "acks", {}) or {})
+        return why
+
+    def _explain_with_deviations(self, seen: ObservedStep, why: str) -> Any:
+        for devs in candidate_sets(self.available, self.adopted):
+            model = self._replay(devs, [*self.seen, seen])
+            if model is not None:
+                self._adopt(devs, seen.index, why, model)
+                return model
+        return None
+
+    def _replay(self, devs: tuple[Deviation, ...], steps: list[ObservedStep]) -> Any:
+        model = self._new_model(apply_deviations(self.base, devs))
+        for seen in steps:
+            if self._advance(model, seen) is not None:
+                return None
+        return model
+
+    def _adopt(self, devs: tuple[Deviation, ...], index: int, why: str, model: Any) -> None:
+        new = devs[len(self.adopted):]
+        self.found.extend({"index": index, "deviation": d.id, "cite": d.cite,
+                           "summary": d.summary, "kip_difference": why} for d in new)
+        self.adopted = devs
+        self.model = model
+
+
+# --- safety axis -------------------------------------------------------------------------
+
+def lost_data_brokers(events: Iterable[Mapping[str, Any]]) -> set[int]:
+    return {int(e["params"]["node"]) for e in events
+            if e.get("kind") == "fault" and e.get("action") == "lose_unflushed"}
+
+
+def judge_safety(events: list[dict[str, Any]], checks: list[Any], min_isr: int,
+                 trace_invariant_violations: Sequence[dict[str, Any]] = ()) -> AxisVerdict:
+    """``checks``: datachecks.CheckResult list over the same events; ``min_isr``: the
+    smallest effective min ISR the run had (min(min.insync.replicas, replication factor))."""
+    by_name = {c.name: c for c in checks}
+    findings: list[dict[str, Any]] = []
+    lost_replicas = lost_data_brokers(events)
+    budget = max(min_isr - 1, 0)
+    lost_all = [d for d in by_name["acked_lost"].details if str(d.get("acks")) == "all"]
+    if lost_all and len(lost_replicas) <= budget:
+        findings.append({"rule": "acked-record-durable", "records": lost_all,
+                         "why": f"{len(lost_all)} acks=all record(s) lost although only "
+                                f"{len(lost_replicas)} replica(s) lost unflushed data (fault "
+                                f"budget min ISR - 1 = {budget})"})
+    for name, rule in (("above_hwm", "nothing-visible-above-hwm"),
+                       ("hwm_regression", "consumer-hwm-monotonic")):
+        if not by_name[name].ok:
+            findings.append({"rule": rule, "records": by_name[name].details,
+                             "why": f"{len(by_name[name].details)} {name} finding(s)"})
+    if trace_invariant_violations:
+        findings.append({"rule": "trace-invariants", "records": list(trace_invariant_violations),
+                         "why": f"{len(trace_invariant_violations)} committed state(s) break "
+                                "a KIP-966 invariant"})
+    if not findings:
+        note = "" if not lost_all else (f"{len(lost_all)} acks=all record(s) lost beyond the "
+                                        f"fault budget ({len(lost_replicas)} replicas lost data)")
+        return AxisVerdict("safety", SAFE, note)
+    return AxisVerdict("safety", UNSAFE, "; ".join(f["why"] for f in findings), findings)
+
+
+def effective_min_isr(scenario: Any) -> int:
+    """The smallest effective min ISR of the run: min(min.insync.replicas, RF), over the
+    topic's setting and every alter_config step's."""
+    values = [int(scenario.topic.min_insync_replicas)]
+    for loaded in scenario.steps:
+        cfg = getattr(loaded.step, "config", None)
+        if isinstance(cfg, Mapping) and "min.insync.replicas" in cfg:
+            values.append(int(cfg["min.insync.replicas"]))
+    return min(min(values), len(scenario.topic.replicas))

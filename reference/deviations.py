@@ -1,0 +1,109 @@
+"""Known deviations of shipped Apache Kafka from KIP-966, as profile deltas.
+
+Every release profile is ``kip966`` with some of these deviations applied. The ``kip``
+judging axis runs the ``kip966`` profile on a run's observations; where the KIP cannot
+explain an observation but ``kip966`` plus one or more of the deviations the build's own
+profile carries can, the run is reported as that deviation (cited), never as a new
+difference. Anything else is a KIP divergence. The citations are kept in the repo, in
+docs/KNOWN-DEVIATIONS.md (one section per deviation id).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, fields, replace
+from itertools import combinations
+
+from .profiles import KIP966, KIP1303, Profile
+
+DOC = "docs/KNOWN-DEVIATIONS.md"
+
+
+@dataclass(frozen=True, slots=True)
+class Deviation:
+    """One documented difference: a Profile field and the value shipped Kafka uses."""
+
+    id: str
+    field: str
+    value: object
+    summary: str
+
+    @property
+    def cite(self) -> str:
+        return f"{DOC}#{self.id}"
+
+
+KNOWN_DEVIATIONS: tuple[Deviation, ...] = (
+    Deviation("no-elr", "elr", False,
+              "ELR is off: 3.7-3.9 never production-ready, 4.0 preview off by default, 4.1+ "
+              "off on upgraded clusters; the ISR keeps its last member"),
+    Deviation("no-hwm-rule", "hwm_rule", False,
+              "before 3.7.0 the HWM advances with the ISR alone (KAFKA-15583 arrived in 3.7)"),
+    Deviation("election-in-assignment-order", "election_order", "assignment",
+              "the controller elects the first eligible replica in assignment order (the KIP "
+              "leaves the choice open)"),
+    Deviation("last-known-elr-is-last-leader", "last_known_elr", "last-leader",
+              "LastKnownELR holds one id, the last leader, which may be elected when ISR and "
+              "ELR are empty (an unclean election: ISR := [leader], RECOVERING)"),
+    Deviation("no-last-known-elr", "last_known_elr", "none",
+              "no LastKnownELR (no ELR)"),
+    Deviation("min-isr-change-always-clears-elr", "min_isr_change_clears", "always",
+              "any min.insync.replicas change writes a ClearElrRecord (the KIP clears only "
+              "when the new min ISR <= current ISR)"),
+    Deviation("no-unclean-recovery", "unclean_recovery", False,
+              "KIP-966 part 2 (unclean recovery, longest-log elections) is in no release "
+              "through 4.3"),
+    Deviation("reassignment-ignores-min-isr", "reassignment_needs_min_isr", False,
+              "a reassignment completes without the KIP's ISR >= min ISR condition"),
+)
+
+BY_ID = {d.id: d for d in KNOWN_DEVIATIONS}
+#: Profiles that transcribe a KIP: the kip axis of a run under one of them is that KIP.
+KIP_PROFILES = {p.name: p for p in (KIP966, KIP1303)}
+_COMPARED = tuple(f.name for f in fields(Profile) if f.name not in ("name", "cites"))
+
+
+def deviations_of(profile: Profile, elr_enabled: bool = True,
+                  base: Profile = KIP966) -> tuple[Deviation, ...]:
+    """The deviations that turn ``base`` (the KIP) into ``profile`` (ELR resolved for the
+    run).
+
+    Raises ValueError if the profile differs from the KIP in a field no known deviation
+    names: every difference must be cited."""
+    out: list[Deviation] = []
+    for name in _COMPARED:
+        value = getattr(profile, name)
+        if name == "elr":
+            value = profile.elr_on(elr_enabled)
+        if value == getattr(base, name):
+            continue
+        match = [d for d in KNOWN_DEVIATIONS if d.field == name and d.value == value]
+        if not match:
+            raise ValueError(f"profile {profile.name}: {name}={value!r} differs from {base.name} "
+                             f"and no known deviation names it (add one to {DOC})")
+        out.append(match[0])
+    return tuple(out)
+
+
+def kip_base(profile: Profile) -> Profile:
+    """The KIP a run is compared with: the profile itself when it is a KIP's, else kip966."""
+    return KIP_PROFILES.get(profile.name, KIP966)
+
+
+def apply_deviations(base: Profile, devs: tuple[Deviation, ...]) -> Profile:
+    """``base`` with each deviation's field set to the shipped value."""
+    if not devs:
+        return base
+    changes: dict[str, object] = {d.field: d.value for d in devs}
+    name = base.name + "+" + "+".join(d.id for d in devs)
+    return replace(base, name=name, **changes)  # type: ignore[arg-type]
+
+
+def candidate_sets(available: tuple[Deviation, ...],
+                   adopted: tuple[Deviation, ...]) -> Iterator[tuple[Deviation, ...]]:
+    """Sets of further deviations to try, smallest first (the fewest deviations that
+    explain an observation are the ones reported)."""
+    rest = tuple(d for d in available if d not in adopted)
+    for size in range(1, len(rest) + 1):
+        for extra in combinations(rest, size):
+            yield adopted + extra
