@@ -19,10 +19,15 @@ from pathlib import Path
 from typing import IO
 
 _PR_SET_PDEATHSIG = 1
-_lock = threading.Lock()
+# Reentrant: the SIGTERM handler runs on the main thread between any two bytecodes, also
+# while that thread holds this lock (spawn, forget), and then takes it again, as do the
+# cleanups it runs (a cluster teardown calls kill -> forget and unregister_cleanup). A
+# plain Lock deadlocked the process there instead of stopping it.
+_lock = threading.RLock()
 _live: dict[int, subprocess.Popen[bytes]] = {}
 _cleanups: dict[int, Callable[[], None]] = {}
-_installed = False
+_atexit_installed = False
+_sigterm_installed = False
 
 
 def _die_with_parent() -> None:
@@ -122,10 +127,15 @@ def _on_sigterm(signum: int, frame: object) -> None:
 
 
 def install_exit_hooks() -> None:
-    global _installed
-    if _installed:
-        return
-    _installed = True
-    atexit.register(kill_all)
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _on_sigterm)
+    """Idempotent. Called where processes and cleanups are registered (spawn,
+    register_cleanup), so a run that never starts one keeps Python's own SIGTERM and
+    exit behaviour. The SIGTERM handler can only be set from the main thread: a first call
+    from another thread leaves it for the next call from the main thread."""
+    global _atexit_installed, _sigterm_installed
+    with _lock:
+        if not _atexit_installed:
+            _atexit_installed = True
+            atexit.register(kill_all)
+        if not _sigterm_installed and threading.current_thread() is threading.main_thread():
+            _sigterm_installed = True
+            signal.signal(signal.SIGTERM, _on_sigterm)

@@ -353,3 +353,54 @@ def test_storage_uuids_never_start_with_a_dash() -> None:
     from harness.storage import _random_uuid
     ids = [_random_uuid() for _ in range(2000)]  # ~31 would start with '-' unchecked
     assert all(len(i) == 22 and not i.startswith("-") for i in ids)
+
+
+# -- process registry -------------------------------------------------------------------------
+_SIGTERM_WHILE_LOCKED = """
+import os, signal, sys
+from pathlib import Path
+from harness import procs
+
+child = procs.spawn(["sleep", "300"], Path(sys.argv[1]))
+print(child.pid, flush=True)
+# what a cluster registers: its teardown calls back into the registry
+procs.register_cleanup("cluster", lambda: procs.kill(child))
+try:
+    with procs._lock:  # the main thread inside a registry update when SIGTERM lands
+        os.kill(os.getpid(), signal.SIGTERM)  # the handler runs before the next bytecode
+        print("handler returned without raising", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", procs.live_pids(), flush=True)
+"""
+
+
+def test_sigterm_while_the_main_thread_holds_the_registry_lock_stops_everything(
+        tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", _SIGTERM_WHILE_LOCKED, str(tmp_path / "log")],
+                         capture_output=True, text=True, timeout=30)  # deadlocked before
+    lines = out.stdout.splitlines()
+    assert lines[1:] == ["interrupted []"], out.stdout + out.stderr
+    stat = Path(f"/proc/{lines[0]}/stat")
+    assert not stat.exists() or ") Z" not in stat.read_text()  # killed and reaped
+
+
+def test_exit_hooks_install_once_and_wait_for_the_main_thread(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import signal
+    import threading
+
+    from harness import procs
+    installed: list[object] = []
+    monkeypatch.setattr(procs, "_atexit_installed", False)
+    monkeypatch.setattr(procs, "_sigterm_installed", False)
+    monkeypatch.setattr(procs.atexit, "register", installed.append)
+    monkeypatch.setattr(procs.signal, "signal", lambda sig, fn: installed.append((sig, fn)))
+    worker = threading.Thread(target=procs.install_exit_hooks)
+    worker.start()
+    worker.join()
+    assert installed == [procs.kill_all]  # no signal handler from a worker thread
+    procs.install_exit_hooks()
+    procs.install_exit_hooks()
+    assert installed == [procs.kill_all, (signal.SIGTERM, procs._on_sigterm)]
