@@ -42,7 +42,8 @@ def parser() -> argparse.ArgumentParser:
     info = sub.add_parser("build", help="resolve a build and print its capabilities")
     add_build_options(info)
     info.set_defaults(func=_build_info)
-    for module in ("harness.model_cli", "harness.report.cli", "harness.runner_cli"):
+    for module in ("harness.model_cli", "harness.report.cli", "harness.runner_cli",
+                   "harness.audit_cli"):
         _add_optional(sub, module)
     return top
 

@@ -11,6 +11,7 @@ the run: after it the model no longer knows the cluster's state.
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -102,6 +103,19 @@ def effective_broker_config(shape: ClusterShape) -> dict[str, str]:
     return {**TEST_FRIENDLY_BROKER, **shape.broker_config}
 
 
+def _keep_scenario(scenario: Any, run_dir: Path) -> None:
+    """The run directory carries the scenario it ran, so `audit` needs nothing else."""
+    source = Path(str(getattr(scenario, "path", "") or ""))
+    if source.is_file():
+        shutil.copyfile(source, run_dir / "scenario.yaml")
+
+
+def shape_of(scenario: Any) -> ClusterShape:
+    c = scenario.cluster
+    return ClusterShape(brokers=c.brokers, controllers=c.controllers, elr=c.elr,
+                        broker_config={k: str(v) for k, v in dict(c.broker_config).items()})
+
+
 def _as_version(value: Any) -> tuple[int, int, int] | None:
     if not value:
         return None
@@ -146,9 +160,14 @@ class Runner:
                             or _consume_mismatch(pred, outcome))
 
     def _new_model(self, profile: Any) -> Any:
+        return self.model_for(self.scenario, profile, elr_enabled(self.scenario, self.build))
+
+    @staticmethod
+    def model_for(scenario: Any, profile: Any, elr: bool) -> Any:
+        """The model of a scenario under a profile (name or Profile), as the run had it."""
         from reference import ClusterSpec, Model, TopicSpec
-        sc = self.scenario
-        shape = self.shape()
+        sc = scenario
+        shape = shape_of(sc)
         return Model(profile=profile,
                      cluster=ClusterSpec(brokers=shape.broker_ids,
                                          controllers=shape.controller_ids,
@@ -156,12 +175,10 @@ class Runner:
                      topic=TopicSpec(name=sc.topic.name, replicas=tuple(sc.topic.replicas),
                                      min_insync_replicas=sc.topic.min_insync_replicas,
                                      config=dict(sc.topic.config)),
-                     elr_enabled=elr_enabled(sc, self.build), seed=sc.seed)
+                     elr_enabled=elr, seed=sc.seed)
 
     def shape(self) -> ClusterShape:
-        c = self.scenario.cluster
-        return ClusterShape(brokers=c.brokers, controllers=c.controllers, elr=c.elr,
-                            broker_config={k: str(v) for k, v in dict(c.broker_config).items()})
+        return shape_of(self.scenario)
 
     # -- the run ------------------------------------------------------------------------
     def run(self) -> RunResult:
@@ -171,6 +188,7 @@ class Runner:
         history.update(scenario={"name": sc.name, "file": str(getattr(sc, "path", "") or "")},
                        build=self.build.describe(), backend=self.backend, seed=sc.seed,
                        profile=self.profile)
+        _keep_scenario(sc, run_dir)
         result = RunResult(sc.name, self.build.version, run_dir, self.profile, CONFORMS)
         t0 = time.monotonic()
         try:
