@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness import progress, tools
-from harness.cache import cache_dir
+from harness.cache import cache_dir, entry_lock
 from harness.errors import BuildError
 
 # Newest complete release on Maven Central when this was written (4.4.0 was only
@@ -94,7 +94,9 @@ def from_maven(version: str) -> Build:
         raise BuildError(f"--kafka-version {version!r} is not a version like 4.3.1 or 3.9.1")
     libs = cache_dir("kafka", version) / "libs"
     if not (libs / ".complete").exists():
-        _download(version, libs)
+        with entry_lock(libs.parent):  # a second process waits, then finds it complete
+            if not (libs / ".complete").exists():
+                _download(version, libs)
     return Build(version, f"maven:{version}", libs, probe_features(libs, version))
 
 

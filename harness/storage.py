@@ -7,6 +7,7 @@ nodes only in meta.properties, so we format once per (build, ELR setting) and co
 from __future__ import annotations
 
 import base64
+import hashlib
 import re
 import shutil
 import subprocess
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from harness import progress, tools
 from harness.builds import Build
+from harness.cache import cache_dir, entry_lock
 from harness.errors import BuildError
 
 _TEMPLATE_PROPS = ("process.roles=controller\nnode.id=100\ncontroller.quorum.voters="
@@ -36,12 +38,34 @@ def elr_feature_args(build: Build, elr: bool | None) -> list[str]:
 
 def template(build: Build, elr: bool | None) -> Path:
     args = elr_feature_args(build, elr)
-    key = "default" if not args else args[-1].replace("=", "-")
-    tdir = build.libs.parent / f"storage-template-{key}" if build.source.startswith(
-        "maven:") else Path("/tmp") / f"kafka-chaos-storage-{abs(hash(build.source))}-{key}"
+    tdir = template_dir(build, "default" if not args else args[-1].replace("=", "-"))
     data = tdir / "data"
-    if (tdir / ".complete").exists():
-        return data
+    if not (tdir / ".complete").exists():
+        with entry_lock(tdir):  # a second process waits, then finds it complete
+            if not (tdir / ".complete").exists():
+                _format_template(build, args, tdir)
+    return data
+
+
+def template_dir(build: Build, key: str) -> Path:
+    """Beside a Maven build's jars; for a local dist, in the cache under a key of its jars
+    (names, sizes, mtimes), stable across processes (Python's hash() is salted per process:
+    that key never matched, and left a template in /tmp per run)."""
+    if build.source.startswith("maven:"):
+        return build.libs.parent / f"storage-template-{key}"
+    return cache_dir("storage-templates") / f"{_libs_key(build)}-{key}"
+
+
+def _libs_key(build: Build) -> str:
+    digest = hashlib.sha256(f"{build.version}\0{build.source}\0".encode())
+    for jar in sorted(build.libs.glob("*.jar")):
+        st = jar.stat()
+        digest.update(f"{jar.name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def _format_template(build: Build, args: list[str], tdir: Path) -> None:
+    data = tdir / "data"
     shutil.rmtree(tdir, ignore_errors=True)
     data.mkdir(parents=True)
     props = tdir / "format.properties"
@@ -56,7 +80,6 @@ def template(build: Build, elr: bool | None) -> Path:
         raise BuildError(f"StorageTool format failed for Kafka {build.version} "
                          f"({' '.join(args) or 'defaults'}):\n{(out.stdout + out.stderr)[-1500:]}")
     (tdir / ".complete").write_text(cluster_id)
-    return data
 
 
 def format_node(build: Build, elr: bool | None, node: int, data_dir: Path) -> None:

@@ -22,7 +22,7 @@ from toxiproxy.api import APIConsumer
 from toxiproxy.exceptions import NotFound
 
 from harness import procs, progress, tools
-from harness.cache import cache_dir
+from harness.cache import cache_dir, entry_lock
 from harness.errors import NetworkError, ToolMissing
 
 TOXIPROXY_VERSION = "v2.12.0"
@@ -40,8 +40,15 @@ def ensure_server_binary() -> Path:
         return Path(explicit)
     bindir = cache_dir("toxiproxy", TOXIPROXY_VERSION)
     binary = bindir / "server"
-    if binary.exists():
-        return binary
+    # Always under the lock: `go install` writes the binary in place, so while another
+    # process builds it, its mere existence does not make it whole.
+    with entry_lock(bindir):
+        if not binary.exists():
+            _go_install(bindir, binary)
+    return binary
+
+
+def _go_install(bindir: Path, binary: Path) -> None:
     go = tools.require("go")
     progress.say(f"building Toxiproxy {TOXIPROXY_VERSION} with `go install` into {bindir}")
     env = dict(os.environ, GOBIN=str(bindir), GOFLAGS="-mod=mod")
@@ -50,7 +57,6 @@ def ensure_server_binary() -> Path:
     if out.returncode != 0 or not binary.exists():
         raise ToolMissing(f"`go install {_MODULE}@{TOXIPROXY_VERSION}` failed (needs Go >= 1.23 "
                           f"and the Go module proxy):\n{out.stderr.strip()[-2000:]}")
-    return binary
 
 
 class ToxiproxyServer:
