@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import admin, progress
+from harness import admin, metadata_records, progress
 from harness.builds import Build, version_tuple
 from harness.errors import HarnessError
 from harness.history import History, new_run_id
@@ -154,6 +154,7 @@ class Runner:
         self._raw_checks: list[Any] | None = None
         #: Trace invariant violations (profile-free) found in the controllers' logs.
         self.trace_invariant_violations: list[dict[str, Any]] = []
+        self._data_dirs: dict[int, Path] = {}
         self.model = self._new_model(self.profile)
         self.kip = KipJudge(self._new_model, self.model.profile, elr_enabled(scenario, build),
                             lambda pred, outcome: _ack_mismatch(pred, outcome)
@@ -255,16 +256,24 @@ class Runner:
                 index, kind, line, _summary(pred), "-", UNSUPPORTED, gap))
 
     def _run_on_cluster(self, history: History, result: RunResult) -> None:
-        sc = self.scenario
-        with open_session(self.build, self.shape(), history.run_dir, self.backend,
-                          history=history) as session:
-            self._create_topic(session)
-            for index, step in enumerate(sc.steps):
-                verdict = self._run_step(session, history, result, index, step)
-                if verdict != CONFORMS:
-                    result.reason = result.steps[-1].reason
-                    break
-            result.checks = self._data_checks(history, session)
+        controllers = self.shape().controller_ids
+        try:
+            with open_session(self.build, self.shape(), history.run_dir, self.backend,
+                              history=history) as session:
+                self._data_dirs = {c: session.cluster.data_dir(c) for c in controllers}
+                self._steps_on_cluster(session, history, result)
+        finally:
+            # After teardown every committed record is on disk: the trace's evidence.
+            metadata_records.archive(history.run_dir, self._data_dirs)
+
+    def _steps_on_cluster(self, session: Session, history: History, result: RunResult) -> None:
+        self._create_topic(session)
+        for index, step in enumerate(self.scenario.steps):
+            verdict = self._run_step(session, history, result, index, step)
+            if verdict != CONFORMS:
+                result.reason = result.steps[-1].reason
+                break
+        result.checks = self._data_checks(history, session)
 
     def _create_topic(self, session: Session) -> None:
         sc = self.scenario
