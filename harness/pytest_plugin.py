@@ -3,28 +3,36 @@
 Fixtures: `kafka_build` (session), `chaos_cluster` (a fresh started cluster per test,
 shape from `@pytest.mark.cluster(brokers=3, controllers=1, elr=None)`), `faults`,
 `observer`, `workload`. Clusters are torn down on failure, Ctrl-C and SIGTERM.
+
+Each chaos_cluster test writes a run history whose verdict is the test's outcome, known
+only once its teardown is reported: CONFORMS (passed), DIVERGES (failed in the test
+body), ERROR (setup or teardown failed, a harness error in the body, or interrupted),
+UNSUPPORTED (skipped or xfailed). See fixtures/histories/SCHEMA.md.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
 
-from harness import builds, procs
+from harness import builds
 from harness.backends import BACKENDS, make_cluster
 from harness.backends.base import Cluster
 from harness.errors import HarnessError
 from harness.faults import Faults
-from harness.history import History
+from harness.history import History, new_run_id
 from harness.observe import Observer
 from harness.session import current_brokers
 from harness.topology import ClusterShape
 from harness.workload import Workload
+
+_HISTORY = pytest.StashKey[History]()
+_PHASES = pytest.StashKey[dict[str, tuple[pytest.TestReport, BaseException | None]]]()
+_OPEN = pytest.StashKey[list[tuple[History, str]]]()  # histories not closed yet, by nodeid
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -47,7 +55,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "chaos: drives a real Kafka cluster (slow)")
     config.addinivalue_line("markers", "cluster(brokers, controllers, elr, broker_config): "
                                        "shape of the chaos_cluster fixture")
-    procs.install_exit_hooks()
+    config.stash[_OPEN] = []
+    # No exit hooks here: harness.procs installs them when a cluster first starts a
+    # process, so a pytest run that never does keeps its own SIGTERM and exit handling.
     if config.getoption("--kafka-image", None):
         os.environ["KAFKA_CHAOS_KAFKA_IMAGE"] = config.getoption("--kafka-image")
 
@@ -66,20 +76,84 @@ def chaos_cluster(request: pytest.FixtureRequest, kafka_build: builds.Build) -> 
     marker = request.node.get_closest_marker("cluster")
     shape = ClusterShape(**(marker.kwargs if marker else {}))
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name)[:80]
-    run_dir = Path(request.config.getoption("--runs-dir")) / f"{name}-{time.strftime('%H%M%S')}"
+    run_dir = Path(request.config.getoption("--runs-dir")) / new_run_id(name)
     history = History(run_dir)
+    # Closed by pytest_runtest_makereport once the outcome is known, not here: after the
+    # yield the fixture cannot tell a passing test from a failing one.
+    request.node.stash[_HISTORY] = history
+    request.config.stash[_OPEN].append((history, request.node.nodeid))
     backend = request.config.getoption("--backend")
     history.update(build=kafka_build.describe(), backend=backend,
                    scenario={"name": request.node.nodeid, "file": None})
     cluster = make_cluster(backend, kafka_build, shape, run_dir, history)
-    verdict = "ERROR"
     try:
         cluster.start()
         yield cluster
-        verdict = "CONFORMS"
     finally:
         cluster.teardown()
-        history.close(verdict)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    phases = item.stash.setdefault(_PHASES, {})
+    phases[report.when] = (report, call.excinfo.value if call.excinfo else None)
+    history = item.stash.get(_HISTORY, None)
+    if report.when == "teardown" and history is not None:
+        _close(item.config, history, *outcome_verdict(phases))
+    return report
+
+
+def outcome_verdict(phases: dict[str, tuple[pytest.TestReport, BaseException | None]]
+                    ) -> tuple[str, str]:
+    """(verdict, reason) of a test from its setup, call and teardown reports."""
+    setup, call, teardown = (phases.get(when, (None, None)) for when in
+                             ("setup", "call", "teardown"))
+    if setup[0] is not None and setup[0].failed:
+        return "ERROR", "setup: " + _reason(setup[0])
+    if call[0] is not None and call[0].failed:
+        # a harness fault in the test body is never blamed on the build under test
+        verdict = "ERROR" if isinstance(call[1], HarnessError) else "DIVERGES"
+        return verdict, _reason(call[0])
+    if teardown[0] is not None and teardown[0].failed:
+        return "ERROR", "teardown: " + _reason(teardown[0])
+    for report, _ in (setup, call):
+        if report is not None and report.skipped:
+            return "UNSUPPORTED", _reason(report)
+    if call[0] is not None and call[0].passed:
+        return "CONFORMS", "passed"
+    return "ERROR", "the test did not run"
+
+
+def _reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    crash = getattr(longrepr, "reprcrash", None)
+    if crash is not None:
+        text = str(crash.message)
+    elif isinstance(longrepr, tuple):  # a skip: (file, line, reason)
+        text = str(longrepr[2])
+    else:
+        text = str(longrepr or report.outcome)
+    if getattr(report, "wasxfail", None) is not None:  # pytest counts an xfail as skipped
+        text = f"xfail {report.wasxfail}: {text}".strip()
+    return text.strip()[:1000]
+
+
+def _close(config: pytest.Config, history: History, verdict: str, reason: str) -> None:
+    history.record("verdict", index=None, verdict=verdict, reason=reason, field=None)
+    history.close(verdict)
+    config.stash[_OPEN][:] = [(h, n) for h, n in config.stash[_OPEN] if h is not history]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """After pytest's own teardown of an interrupted test (Ctrl-C, SIGTERM), which makes
+    no report: its history would otherwise stay open (ended_wall null)."""
+    none: list[tuple[History, str]] = []
+    still_open = session.config.stash.get(_OPEN, none)
+    for history, nodeid in list(still_open):
+        _close(session.config, history, "ERROR", f"interrupted: {nodeid} did not finish")
 
 
 @pytest.fixture
