@@ -1,33 +1,6 @@
-"""Small helpers shared by the chaos suites."""
+"""The suites' helpers now live in the installed package (harness.testing), so tests
+outside this repository can use them too; this module keeps the old import working."""
 
-from __future__ import annotations
+from harness.testing import TOPIC, create_topic, state, wait_state
 
-from typing import Any
-
-from harness import admin
-from harness.observe import Observer
-from harness.wait import until
-
-TOPIC = "t"
-
-
-def create_topic(observer: Observer, replicas: list[int], min_isr: int,
-                 **config: str) -> dict[str, Any]:
-    """Create the one-partition test topic and wait until every replica is in the ISR."""
-    admin.create_topic(observer, TOPIC, replicas,
-                       {"min.insync.replicas": str(min_isr), **config})
-    return wait_state(observer, lambda s: s["leader"] == replicas[0]
-                      and set(s["isr"]) == set(replicas), "topic created, full ISR")
-
-
-def state(observer: Observer) -> dict[str, Any]:
-    return observer.partition_state(TOPIC)[0]
-
-
-def wait_state(observer: Observer, ok: Any, what: str, timeout_s: float = 30) -> dict[str, Any]:
-    def observe() -> dict[str, Any] | None:
-        try:
-            return state(observer)
-        except Exception:  # noqa: BLE001 - no current broker yet: keep polling
-            return None
-    return until(observe, lambda s: s is not None and ok(s), what, timeout_s)  # type: ignore[return-value]
+__all__ = ["TOPIC", "create_topic", "state", "wait_state"]
