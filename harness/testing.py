@@ -37,4 +37,6 @@ def wait_state(observer: Observer, ok: Any, what: str, timeout_s: float = 30) ->
             return state(observer)
         except Exception:  # noqa: BLE001 - no current broker yet: keep polling
             return None
-    return until(observe, lambda s: s is not None and ok(s), what, timeout_s)  # type: ignore[return-value]
+    found = until(observe, lambda s: s is not None and ok(s), what, timeout_s)
+    assert found is not None  # until returns only a value that passed the check
+    return found
