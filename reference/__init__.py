@@ -5,6 +5,18 @@ randomness."""
 from .model import Model, Prediction
 from .profiles import PROFILES, Profile, profile_for_build
 from .state import NO_LEADER, ClusterSpec, PartitionState, TopicSpec
+from .trace import (
+    BrokerRegistration,
+    CommittedState,
+    PartitionRegistration,
+    TraceContext,
+    TraceResult,
+    Violation,
+    common_prefix_agrees,
+    replay,
+    validate,
+)
+from .trace_rules import RULES as TRACE_RULES
 
 __all__ = [
     "NO_LEADER",
@@ -16,4 +28,14 @@ __all__ = [
     "Profile",
     "TopicSpec",
     "profile_for_build",
+    "BrokerRegistration",
+    "CommittedState",
+    "PartitionRegistration",
+    "TRACE_RULES",
+    "TraceContext",
+    "TraceResult",
+    "Violation",
+    "common_prefix_agrees",
+    "replay",
+    "validate",
 ]
