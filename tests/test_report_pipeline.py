@@ -147,12 +147,83 @@ def test_trends_follow_each_build_day_by_day() -> None:
 def test_history_reader_counts_bad_lines_anywhere_and_keeps_the_rest(tmp_path: Path) -> None:
     from harness.report.spark_jobs import read_history
     path = tmp_path / "events.jsonl"
-    good = [{"run_id": "r", "seq": i, "kind": "produce"} for i in range(3)]
+    good = [{"run_id": "r", "seq": i, "t_wall": 1.0 + i, "kind": "produce"} for i in range(3)]
     path.write_text(json.dumps(good[0]) + "\n" + "{broken\n" + json.dumps(good[1]) + "\n"
                     + json.dumps({"seq": 9, "kind": "ack"}) + "\n"  # no run_id
                     + "[1, 2]\n" + json.dumps(good[2]) + "\n" + '{"run_id": "r", "se')
     events, corrupt = read_history(path)
     assert events == good and corrupt == 4
+
+
+def _report_cli(*args: str) -> int:
+    from harness.cli import main
+    return main(["report", *args])
+
+
+def test_report_refuses_to_pass_on_nothing(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """A mistyped, empty or file path, or histories none of which can be judged: exit 2
+    with a message naming it, and no report (a junit.xml of 0 tests passes in CI)."""
+    out = tmp_path / "out"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    a_file = tmp_path / "run.json"
+    a_file.write_text("{}")
+    only_bad = tmp_path / "bad"
+    (only_bad / "corrupt-run").mkdir(parents=True)
+    (only_bad / "corrupt-run" / "run.json").write_text("{not json")
+    cases = [(tmp_path / "runz", "runz: no such directory"),
+             (a_file, "run.json: not a directory"),
+             (empty, "no run history to judge under"),
+             (only_bad, "skipped " + str(only_bad / "corrupt-run") + ": ")]
+    for path, message in cases:
+        assert _report_cli(str(path), "--out", str(out)) == 2, path
+        assert message in capsys.readouterr().err, path
+        assert not out.exists(), path
+    # one good root beside a mistyped one is still an error: the typo is not ignored
+    assert _report_cli(str(FIXTURES), str(tmp_path / "runz"), "--out", str(out)) == 2
+    assert "runz: no such directory" in capsys.readouterr().err
+
+
+def test_symlinked_run_directories_are_named_as_skipped(tmp_path: Path) -> None:
+    from harness.report.load import discover
+    real = sorted(p for p in FIXTURES.iterdir() if (p / "run.json").exists())
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    shutil.copytree(real[0], runs / real[0].name)
+    (runs / "latest").symlink_to(runs / real[0].name)
+    (runs / "elsewhere").symlink_to(real[1])
+    (runs / "loop").symlink_to(runs)
+    found = discover([runs])
+    assert [d.name for d, _ in found.good] == [real[0].name]
+    skipped = {Path(d).name: reason for d, reason in found.skipped}
+    assert set(skipped) == {"latest", "elsewhere", "loop"}
+    assert skipped["elsewhere"] == f"symbolic link to {real[1]}: not followed"
+    # a root given as a link is what the user asked for: followed
+    (tmp_path / "link-root").symlink_to(runs)
+    assert [d.name for d, _ in discover([tmp_path / "link-root"]).good] == [real[0].name]
+
+
+def test_a_history_cut_short_is_incomplete_whatever_its_run_json_says(tmp_path: Path) -> None:
+    from harness.report.build import make_report
+    source = next(p for p in FIXTURES.iterdir() if p.name.startswith("hwm-"))
+    runs = tmp_path / "runs"
+    no_end = runs / "no-run-end"
+    shutil.copytree(source, no_end)
+    lines = (no_end / "events.jsonl").read_text().splitlines(keepends=True)
+    (no_end / "events.jsonl").write_text("".join(lines[:-1]))  # lost its run_end
+    assert '"run_end"' in lines[-1]
+    open_ended = runs / "ended-wall-null"
+    shutil.copytree(source, open_ended)
+    meta = json.loads((open_ended / "run.json").read_text())
+    assert meta["verdict"] == "CONFORMS"
+    (open_ended / "run.json").write_text(json.dumps({**meta, "ended_wall": None,
+                                                     "scenario": {"name": "other"}}))
+    summary = make_report([runs], tmp_path / "out")
+    assert {Path(r["dir"]).name: r["verdict"] for r in summary["runs"]} == {
+        "no-run-end": "INCOMPLETE", "ended-wall-null": "INCOMPLETE"}
+    junit = (tmp_path / "out" / "junit.xml").read_text()
+    assert 'tests="2" failures="2"' in junit and "INCOMPLETE" in junit
 
 
 def _free_port() -> int:

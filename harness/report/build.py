@@ -8,6 +8,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+from harness.errors import UsageError
 from harness.report import html, junit, spark_jobs
 from harness.report.load import Runs, discover
 
@@ -15,52 +16,85 @@ MAX_POINTS_PER_RUN = 4000
 
 
 def make_report(roots: list[Path], out: Path, master: str | None = None) -> dict[str, Any]:
+    """Judge every history under `roots` and write the report into `out`. Raises
+    UsageError (exit 2), writing nothing, when there is no run to judge: an empty report
+    and a junit.xml of 0 tests would pass in CI on a mistyped path."""
     runs = discover(roots)
-    out.mkdir(parents=True, exist_ok=True)
+    _require_runs(runs, roots)
     t0 = time.monotonic()
-    facts: dict[str, Any] = (_spark_facts(runs, master) if runs.good else
-                             {"checks": {}, "timelines": {}, "corrupt_lines": 0})
+    facts = _spark_facts(runs, master)
+    _drop_unjudgeable(runs, facts["problems"])
+    _require_runs(runs, roots)
     summary = _summary(runs, facts)
     summary["report_seconds"] = round(time.monotonic() - t0, 2)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
-    (out / "junit.xml").write_text(junit.render(summary))
-    (out / "index.html").write_text(html.render(summary, facts["timelines"]))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str),
+                                      encoding="utf-8")
+    (out / "junit.xml").write_text(junit.render(summary), encoding="utf-8")
+    (out / "index.html").write_text(html.render(summary, facts["timelines"]), encoding="utf-8")
     return summary
 
 
+def _require_runs(runs: Runs, roots: list[Path]) -> None:
+    if runs.good:
+        return
+    where = ", ".join(str(r) for r in roots)
+    why = "".join(f"\n  skipped {d}: {r}" for d, r in runs.skipped[:20])
+    raise UsageError(f"no run history to judge under {where}: nothing was reported "
+                     f"({len(runs.skipped)} skipped){why}")
+
+
 def _spark_facts(runs: Runs, master: str | None) -> dict[str, Any]:
+    """Facts per run, keyed by run directory (two histories may carry the same run_id)."""
     spark = spark_jobs.session(master)
-    judged = spark_jobs.judge_runs(spark, [(meta["run_id"], d / "events.jsonl")
-                                           for d, meta in runs.good])
+    judged = spark_jobs.judge_runs(spark, [(str(d), d / "events.jsonl") for d, _ in runs.good])
     timelines = {f.run_id: sorted(f.timeline, key=lambda p: p["seq"])[:MAX_POINTS_PER_RUN]
                  for f in judged}
     return {"checks": {f.run_id: f.checks for f in judged}, "timelines": timelines,
             "counts": {f.run_id: f.events for f in judged},
+            "ended": {f.run_id: f.ended for f in judged},
+            "problems": {f.run_id: f.problem for f in judged if f.problem},
             "corrupt_lines": sum(f.corrupt_lines for f in judged)}
 
 
+def _drop_unjudgeable(runs: Runs, problems: dict[str, str]) -> None:
+    """A history the data checks failed on is named among the skipped, not shown judged."""
+    runs.skipped += [(d, f"data checks could not judge it: {p}") for d, p in problems.items()]
+    runs.good = [(d, m) for d, m in runs.good if str(d) not in problems]
+
+
 def _summary(runs: Runs, facts: dict[str, Any]) -> dict[str, Any]:
-    run_rows = []
-    for run_dir, meta in runs.good:
-        rid = meta["run_id"]
-        build = (meta.get("build") or {}).get("version", "?")
-        scenario = (meta.get("scenario") or {}).get("name") or rid
-        verdict = meta.get("verdict") or ("DID NOT FINISH" if meta.get("ended_wall") is None
-                                          else "NONE")
-        first = next((e for e in facts["timelines"].get(rid, [])
-                      if e["kind"] == "verdict" and e.get("verdict") in ("DIVERGES", "ERROR")),
-                     None)
-        run_rows.append({
-            "run_id": rid, "dir": str(run_dir), "scenario": scenario, "build": build,
-            "backend": meta.get("backend"), "profile": meta.get("profile"),
-            "verdict": verdict, "started": meta.get("started_wall"),
-            "first_divergence": (first or {}).get("reason"),
-            "events": facts.get("counts", {}).get(rid, 0),
-            "checks": {k: v for k, v in facts["checks"].get(rid, {}).items()},
-        })
+    run_rows = [_run_row(i, run_dir, meta, facts) for i, (run_dir, meta) in enumerate(runs.good)]
     return {"runs": run_rows, "skipped": [{"dir": d, "reason": r} for d, r in runs.skipped],
             "corrupt_lines": facts["corrupt_lines"], "matrix": _matrix(run_rows),
             "flakiness": _flakiness(run_rows), "trends": _trends(run_rows)}
+
+
+def _run_row(index: int, run_dir: Path, meta: dict[str, Any],
+             facts: dict[str, Any]) -> dict[str, Any]:
+    key, rid = str(run_dir), meta["run_id"]
+    first = next((e for e in facts["timelines"].get(key, [])
+                  if e["kind"] == "verdict" and e.get("verdict") in ("DIVERGES", "ERROR")),
+                 None)
+    return {
+        "run_id": rid, "anchor": f"run-{index}", "dir": key,
+        "scenario": (meta.get("scenario") or {}).get("name") or rid,
+        "build": (meta.get("build") or {}).get("version") or "?",
+        "backend": meta.get("backend"), "profile": meta.get("profile"),
+        "verdict": run_verdict(meta, facts["ended"].get(key, False)),
+        "started": meta.get("started_wall"),
+        "first_divergence": (first or {}).get("reason"),
+        "events": facts["counts"].get(key, 0),
+        "checks": dict(facts["checks"].get(key, {})),
+    }
+
+
+def run_verdict(meta: dict[str, Any], has_run_end: bool) -> str:
+    """The verdict the report shows. A history cut short (no run_end event, or ended_wall
+    null) proves nothing whatever its run.json says: INCOMPLETE."""
+    if meta.get("ended_wall") is None or not has_run_end:
+        return "INCOMPLETE"
+    return str(meta.get("verdict") or "NONE")
 
 
 def _matrix(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
@@ -68,6 +102,7 @@ def _matrix(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
     cells: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for r in sorted(rows, key=lambda r: r["started"] or 0):
         cells[r["scenario"]][r["build"]] = {"verdict": r["verdict"], "run_id": r["run_id"],
+                                            "anchor": r["anchor"],
                                             "reason": r["first_divergence"]}
     return cells
 
@@ -87,11 +122,16 @@ def _trends(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     or worse across nightly runs."""
     per_day: dict[str, dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
     for r in rows:
-        day = (time.strftime("%Y-%m-%d", time.gmtime(r["started"])) if r["started"]
-               else "unknown")
-        per_day[r["build"]][day][r["verdict"]] += 1
+        per_day[r["build"]][_day(r["started"])][r["verdict"]] += 1
     return {b: [_trend_point(day, c) for day, c in sorted(days.items())]
             for b, days in sorted(per_day.items())}
+
+
+def _day(started: float | None) -> str:
+    try:
+        return time.strftime("%Y-%m-%d", time.gmtime(started)) if started else "unknown"
+    except (OverflowError, OSError, ValueError):  # a number, but no date
+        return "unknown"
 
 
 def _trend_point(day: str, verdicts: Counter[str]) -> dict[str, Any]:

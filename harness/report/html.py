@@ -1,12 +1,18 @@
-"""index.html: a self-contained page (inline CSS/SVG, no external resources)."""
+"""index.html: a self-contained page (inline CSS/SVG, no external resources).
+
+Every value from a history goes through `escape` (harness.report.text.html_text); the
+only numbers written raw are ones this module computed or that the loaders type-checked.
+The page has no inline JSON: one that is added must escape `</` (and `<!--`) inside its
+<script>."""
 
 from __future__ import annotations
 
-from html import escape
 from typing import Any
 
+from harness.report.text import html_text as escape
+
 COLOURS = {"CONFORMS": "#2e7d32", "DIVERGES": "#c62828", "UNSUPPORTED": "#757575",
-           "ERROR": "#6a1b9a", "DID NOT FINISH": "#ef6c00"}
+           "ERROR": "#6a1b9a", "INCOMPLETE": "#ef6c00"}
 _CSS = """body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;
 margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}
 .v{color:#fff;font-weight:bold}a{color:inherit}section{border-top:2px solid #ddd;
@@ -16,25 +22,26 @@ _HEALS = {"heal": None, "restart": "kill", "resume": "pause"}
 
 
 def render(summary: dict[str, Any], timelines: dict[str, list[dict[str, Any]]]) -> str:
+    """The page; `timelines` are keyed by run directory (run ids may repeat)."""
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>kafka-chaos report"
              f"</title><style>{_CSS}</style></head><body><h1>kafka-chaos conformance report</h1>",
              _overview(summary), _matrix(summary), _flakiness(summary), _trends(summary),
              _skipped(summary)]
-    parts += [_run(r, timelines.get(r["run_id"], [])) for r in summary["runs"]]
+    parts += [_run(r, timelines.get(r["dir"], [])) for r in summary["runs"]]
     parts.append("<script>document.body.dataset.ready='yes';</script></body></html>")
     return "\n".join(parts)
 
 
-def _badge(verdict: str, href: str | None = None) -> str:
+def _badge(verdict: str, anchor: str | None = None) -> str:
     text = escape(verdict)
-    if href:
-        text = f"<a href='#{escape(href)}'>{text}</a>"
+    if anchor:
+        text = f"<a href='#{escape(anchor)}'>{text}</a>"
     return f"<td class='v' style='background:{COLOURS.get(verdict, '#999')}'>{text}</td>"
 
 
 def _overview(s: dict[str, Any]) -> str:
     return (f"<p>{len(s['runs'])} runs, {len(s['skipped'])} histories skipped, "
-            f"{s['corrupt_lines']} torn event lines ignored.</p>")
+            f"{s['corrupt_lines']} unreadable or malformed event lines ignored.</p>")
 
 
 def _matrix(s: dict[str, Any]) -> str:
@@ -42,7 +49,7 @@ def _matrix(s: dict[str, Any]) -> str:
     head = "".join(f"<th>{escape(b)}</th>" for b in builds)
     rows = []
     for scenario, cells in sorted(s["matrix"].items()):
-        tds = "".join(_badge(cells[b]["verdict"], "run-" + cells[b]["run_id"]) if b in cells
+        tds = "".join(_badge(cells[b]["verdict"], cells[b]["anchor"]) if b in cells
                       else "<td></td>" for b in builds)
         rows.append(f"<tr><th>{escape(scenario)}</th>{tds}</tr>")
     return (f"<h2>Build × scenario</h2><table id='matrix'><tr><th>scenario</th>{head}</tr>"
@@ -85,7 +92,7 @@ def _skipped(s: dict[str, Any]) -> str:
 
 
 def _run(r: dict[str, Any], points: list[dict[str, Any]]) -> str:
-    head = (f"<section id='run-{escape(r['run_id'])}'><h3>{escape(r['scenario'])} on "
+    head = (f"<section id='{escape(r['anchor'])}'><h3>{escape(r['scenario'])} on "
             f"{escape(r['build'])}</h3><table><tr>{_badge(r['verdict'])}<td>"
             f"{escape(r['first_divergence'] or '')}</td></tr></table><p class='small'>run "
             f"{escape(r['run_id'])}, backend {escape(str(r['backend']))}, profile "
@@ -126,7 +133,7 @@ def _timeline(points: list[dict[str, Any]]) -> str:
     svg += _fault_bands(points, x, height)
     for i, b in enumerate(brokers):
         y = 25 + i * 22
-        svg.append(f"<text x='5' y='{y + 12}' font-size='11'>broker {b}</text>")
+        svg.append(f"<text x='5' y='{y + 12}' font-size='11'>broker {escape(b)}</text>")
         for cur, nxt in zip(obs, obs[1:] + [None], strict=False):
             st = cur["state"]
             colour = _colour(st, b)

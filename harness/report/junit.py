@@ -1,9 +1,14 @@
-"""junit.xml: one testcase per scenario x build; failures carry the first divergence."""
+"""junit.xml: one testcase per scenario x build; failures carry the first divergence.
+
+Only CONFORMS passes and UNSUPPORTED is skipped: any other verdict (DIVERGES, ERROR,
+INCOMPLETE, none, or one this report does not know) fails, so an odd run.json cannot
+turn into a green build. Every value from a history is escaped for XML."""
 
 from __future__ import annotations
 
 from typing import Any
-from xml.sax.saxutils import quoteattr
+
+from harness.report.text import xml_attr, xml_text
 
 
 def render(summary: dict[str, Any]) -> str:
@@ -11,17 +16,16 @@ def render(summary: dict[str, Any]) -> str:
     failures = skipped = 0
     for scenario, builds in sorted(summary["matrix"].items()):
         for build, cell in sorted(builds.items()):
-            name = quoteattr(f"{scenario} [{build}]")
             body = ""
-            if cell["verdict"] in ("DIVERGES", "ERROR", "DID NOT FINISH"):
-                failures += 1
-                msg = quoteattr(f"{cell['verdict']}: {cell['reason'] or 'see run'}")
-                body = f"<failure message={msg}>run {cell['run_id']}</failure>"
-            elif cell["verdict"] == "UNSUPPORTED":
+            if cell["verdict"] == "UNSUPPORTED":
                 skipped += 1
-                body = f"<skipped message={quoteattr(cell['reason'] or 'UNSUPPORTED')}/>"
-            cases.append(f'  <testcase classname="kafka-chaos.{build}" name={name}>{body}'
-                         "</testcase>")
+                body = f"<skipped message={xml_attr(cell['reason'] or 'UNSUPPORTED')}/>"
+            elif cell["verdict"] != "CONFORMS":
+                failures += 1
+                msg = xml_attr(f"{cell['verdict']}: {cell['reason'] or 'see run'}")
+                body = f"<failure message={msg}>run {xml_text(cell['run_id'])}</failure>"
+            cases.append(f"  <testcase classname={xml_attr('kafka-chaos.' + build)} "
+                         f"name={xml_attr(f'{scenario} [{build}]')}>{body}</testcase>")
     return ('<?xml version="1.0" encoding="UTF-8"?>\n'
             f'<testsuite name="kafka-chaos" tests="{len(cases)}" failures="{failures}" '
             f'skipped="{skipped}">\n' + "\n".join(cases) + "\n</testsuite>\n")

@@ -28,6 +28,7 @@ import orjson
 from pyspark.sql import SparkSession
 
 from harness.datachecks import run_checks
+from harness.report.load import is_number
 
 TIMELINE_KINDS = ("observation", "fault", "prediction", "verdict")
 TIMELINE_FIELDS = ("run_id", "seq", "t_wall", "kind", "state", "action", "index", "verdict",
@@ -67,11 +68,13 @@ def _ship_package(spark: SparkSession) -> None:
 
 class RunFacts(NamedTuple):
     """What one task finds in one history."""
-    run_id: str
+    run_id: str  # the key the history was handed in with
     events: int  # readable events
-    corrupt_lines: int  # lines that are not a JSON event with a run_id (e.g. a torn last one)
+    corrupt_lines: int  # lines that are not a well-typed JSON event (e.g. a torn last one)
     checks: dict[str, list[dict[str, Any]]]  # check name -> findings (at most `limit` each)
     timeline: list[dict[str, Any]]  # observation, fault, prediction and verdict events
+    ended: bool  # has a run_end event: without one the history was cut short
+    problem: str | None  # why the checks could not judge this history, if they could not
 
 
 def judge_runs(spark: SparkSession, histories: list[tuple[str, Path]],
@@ -90,10 +93,14 @@ def judge_history(item: tuple[str, str, int]) -> tuple[Any, ...]:
     """One task: read a history, tolerating bad lines (counted), and judge it."""
     run_id, path, limit = item
     events, corrupt = read_history(Path(path))
-    checks = {c.name: c.details[:limit] for c in run_checks(events)}
+    try:
+        checks = {c.name: c.details[:limit] for c in run_checks(events)}
+    except Exception as exc:  # noqa: BLE001 - one odd history must not fail the whole report
+        return run_id, len(events), corrupt, {}, [], False, f"{type(exc).__name__}: {exc}"
     timeline = [{f: e.get(f) for f in TIMELINE_FIELDS} for e in events
                 if e["kind"] in TIMELINE_KINDS]
-    return run_id, len(events), corrupt, checks, timeline
+    ended = any(e["kind"] == "run_end" for e in events)
+    return run_id, len(events), corrupt, checks, timeline, ended, None
 
 
 def read_history(path: Path) -> tuple[list[dict[str, Any]], int]:
@@ -108,9 +115,61 @@ def read_history(path: Path) -> tuple[list[dict[str, Any]], int]:
             except orjson.JSONDecodeError:
                 corrupt += 1
                 continue
-            if (isinstance(event, dict) and event.get("run_id") is not None
-                    and isinstance(event.get("seq"), int) and "kind" in event):
+            if valid_event(event):
                 events.append(event)
             else:
                 corrupt += 1
     return events, corrupt
+
+
+def valid_event(event: Any) -> bool:
+    """An event whose fields the checks and the page compute with have their SCHEMA.md
+    types; a history cannot crash the report or smuggle markup in as a number."""
+    if not (isinstance(event, dict) and isinstance(event.get("run_id"), str)
+            and _is_int(event.get("seq")) and isinstance(event.get("kind"), str)
+            and is_number(event.get("t_wall"))):
+        return False
+    if not (_opt(event.get("topic"), str) and _opt_int(event.get("partition"))):
+        return False
+    check = _KIND_CHECKS.get(event["kind"])
+    return check is None or bool(check(event))
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _opt_int(value: Any) -> bool:
+    return value is None or _is_int(value)
+
+
+def _opt(value: Any, kind: type) -> bool:
+    return value is None or isinstance(value, kind)
+
+
+def _record_id(value: Any) -> bool:
+    return isinstance(value, str) or _is_int(value)
+
+
+def _state(state: Any) -> bool:
+    """A partition state as the checks and the timeline read it (or null)."""
+    if state is None:
+        return True
+    return (isinstance(state, dict) and _opt_int(state.get("hwm"))
+            and _opt_int(state.get("leader"))
+            and all(_ints(state.get(k)) for k in ("isr", "elr", "last_known_elr")))
+
+
+def _ints(value: Any) -> bool:
+    return value is None or (isinstance(value, list) and all(map(_is_int, value)))
+
+
+_KIND_CHECKS: dict[str, Any] = {
+    "consume": lambda e: _record_id(e.get("record_id")) and _is_int(e.get("offset")),
+    "ack": lambda e: _record_id(e.get("record_id")) and _opt_int(e.get("offset")),
+    "observation": lambda e: _state(e.get("state")),
+    "prediction": lambda e: isinstance(e.get("allowed", []), list)
+    and all(isinstance(a, dict) and _state(a) for a in e.get("allowed", [])),
+    "fault": lambda e: _opt(e.get("action"), str),
+    "verdict": lambda e: _opt(e.get("verdict"), str) and _opt(e.get("reason"), str),
+}
