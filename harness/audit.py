@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import datachecks
+from harness import datachecks, trace_check
 from harness.builds import version_tuple
 from harness.errors import UsageError
 from harness.history import SchemaError, check_schema, read_events
@@ -23,13 +23,13 @@ from harness.judges import (
     CONFORMS,
     DIVERGES,
     ERROR,
+    NOT_JUDGED,
     UNSUPPORTED,
     AxisVerdict,
     KipJudge,
     ObservedStep,
-    declared,
-    effective_min_isr,
-    judge_safety,
+    RunEvidence,
+    judge_run,
 )
 from harness.scenario import Scenario, load_scenario
 from harness.steps import StepOutcome
@@ -110,35 +110,28 @@ def _elr_enabled(scenario: Scenario, features: list[str]) -> bool:
 
 def _judge(result: AuditResult, scenario: Scenario, meta: dict[str, Any],
            events: list[dict[str, Any]]) -> None:
-    from harness.runner import Runner, run_data_checks, worst
+    from harness.runner import Runner, _predicts_hwm_drop, run_data_checks, worst
 
-    features = list(meta["build"].get("features") or [])
-    elr = _elr_enabled(scenario, features)
+    elr = _elr_enabled(scenario, list(meta["build"].get("features") or []))
     model = Runner.model_for(scenario, result.profile, elr)
     kip = KipJudge(lambda prof: Runner.model_for(scenario, prof, elr), model.profile, elr,
                    _outcome_mismatch)
-    steps = recorded_steps(events)
-    release, reason = _replay(model, kip, scenario, steps, str(meta.get("verdict")))
+    release, reason = _replay(model, kip, scenario, recorded_steps(events),
+                              str(meta.get("verdict")))
     raw = datachecks.run_checks(events)
-    from harness.runner import _predicts_hwm_drop
     checks = run_data_checks(raw, model, _predicts_hwm_drop(events))
-    if release not in (UNSUPPORTED, ERROR):
+    if release not in NOT_JUDGED:
         release = worst([release] + [DIVERGES if not c["ok"] else CONFORMS for c in checks])
         reason = reason or next((f"check {c['name']}" for c in checks if not c["ok"]), "")
-    axes = [AxisVerdict("release", release, reason)]
-    if release in (UNSUPPORTED, ERROR) and kip.diverged is None:
-        axes.append(AxisVerdict("kip", release, reason))
-    else:
-        kip.finish([d["record_id"] for c in raw if c.name == "acked_lost" for d in c.details])
-        axes.append(kip.verdict())
-    if release in (UNSUPPORTED, ERROR):
-        axes.append(AxisVerdict("safety", release, reason))
-    else:
-        axes.append(judge_safety(events, raw, effective_min_isr(scenario)))
-    version = version_tuple(result.build)
-    for axis in axes:
-        axis.expected = declared(scenario, axis.axis, version)
-        result.axes[axis.axis] = axis
+    logs = trace_check.read_logs(result.run_dir)
+    evidence = RunEvidence(scenario, version_tuple(result.build), events, raw,
+                           trace_check.memo(logs, scenario, events, elr),
+                           trace_check.SAFETY_RULES)
+    result.axes = judge_run(AxisVerdict("release", release, reason), model.profile, kip,
+                            evidence)
+    result.trace = {"summary": trace_check.describe(result.axes["release"].details, logs),
+                    "records": sum(len(r) for r in logs.by_controller.values()),
+                    "controllers": sorted(logs.by_controller)}
 
 
 def recorded_steps(events: list[dict[str, Any]]) -> list[RecordedStep]:

@@ -117,6 +117,25 @@ class KipJudge:
                 return
         self.diverged = why
 
+    def finish_trace(self, violations_under: Callable[[Any], list[dict[str, Any]]]) -> None:
+        """The committed trace judged under the KIP with the adopted deviations; further
+        cited deviations may explain a violation, else the run KIP-DIVERGES."""
+        if self.diverged is not None:
+            return
+        found = violations_under(self.profile)
+        if not found:
+            return
+        why = f"trace: {found[0]['rule']} at offset {found[0]['offset']}: {found[0]['detail']}"
+        for devs in candidate_sets(self.available, self.adopted):
+            if not violations_under(apply_deviations(self.base, devs)):
+                self._adopt(devs, len(self.seen), why, self.model)
+                return
+        self.diverged = why
+
+    @property
+    def profile(self) -> Any:
+        return apply_deviations(self.base, self.adopted)
+
     def verdict(self) -> AxisVerdict:
         if self.diverged is not None:
             return AxisVerdict("kip", KIP_DIVERGES, self.diverged, self.found)
@@ -204,3 +223,48 @@ def effective_min_isr(scenario: Any) -> int:
         if isinstance(cfg, Mapping) and "min.insync.replicas" in cfg:
             values.append(int(cfg["min.insync.replicas"]))
     return min(min(values), len(scenario.topic.replicas))
+
+
+@dataclass
+class RunEvidence:
+    """What a finished run leaves to judge: its events and data checks, and its trace
+    (a function from a profile to the violations of the committed records under it)."""
+
+    scenario: Any
+    version: tuple[int, int, int]
+    events: list[dict[str, Any]]
+    raw_checks: list[Any] | None
+    trace_under: Callable[[Any], list[dict[str, Any]]]
+    safety_rules: tuple[str, ...]
+
+
+def judge_run(release: AxisVerdict, release_profile: Any, kip: KipJudge,
+              ev: RunEvidence) -> dict[str, AxisVerdict]:
+    """The three axes of a run from the lockstep release verdict, the kip judge that ran
+    beside it, and the run's evidence. Used live by the runner and offline by `audit`."""
+    judged = release.verdict not in NOT_JUDGED and ev.raw_checks is not None
+    trace = ev.trace_under(release_profile) if judged else []
+    if trace and release.verdict == CONFORMS:
+        first = trace[0]
+        release = AxisVerdict("release", DIVERGES, f"trace: {first['rule']} at offset "
+                              f"{first['offset']}: {first['detail']}")
+    release.details = trace
+    if judged or kip.diverged is not None:
+        kip.finish([d["record_id"] for c in ev.raw_checks or [] if c.name == "acked_lost"
+                    for d in c.details])
+        if judged:
+            kip.finish_trace(ev.trace_under)
+        kip_axis = kip.verdict()
+    else:
+        kip_axis = AxisVerdict("kip", release.verdict, release.reason)
+    if judged:
+        assert ev.raw_checks is not None
+        safety = judge_safety(ev.events, ev.raw_checks, effective_min_isr(ev.scenario),
+                              [f for f in trace if f["rule"] in ev.safety_rules])
+    else:
+        safety = AxisVerdict("safety", release.verdict if release.verdict in NOT_JUDGED
+                             else ERROR, release.reason or "no data checks ran")
+    axes = {"release": release, "kip": kip_axis, "safety": safety}
+    for axis in axes.values():
+        axis.expected = declared(ev.scenario, axis.axis, ev.version)
+    return axes

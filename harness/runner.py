@@ -18,19 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import admin, metadata_records, progress
+from harness import admin, metadata_records, progress, trace_check
 from harness.builds import Build, version_tuple
 from harness.errors import HarnessError
 from harness.history import History, new_run_id
-from harness.judges import (
-    AXES,
-    AxisVerdict,
-    KipJudge,
-    ObservedStep,
-    declared,
-    effective_min_isr,
-    judge_safety,
-)
+from harness.judges import AXES, AxisVerdict, KipJudge, ObservedStep, RunEvidence, judge_run
 from harness.observe import ObserveError
 from harness.session import Session, open_session
 from harness.steps import execute
@@ -152,8 +144,6 @@ class Runner:
         self.on_step = on_step or (lambda r: None)
         self._events: list[dict[str, Any]] = []
         self._raw_checks: list[Any] | None = None
-        #: Trace invariant violations (profile-free) found in the controllers' logs.
-        self.trace_invariant_violations: list[dict[str, Any]] = []
         self._data_dirs: dict[int, Path] = {}
         self.model = self._new_model(self.profile)
         self.kip = KipJudge(self._new_model, self.model.profile, elr_enabled(scenario, build),
@@ -217,28 +207,21 @@ class Runner:
         return result
 
     def _judge_axes(self, history: History, result: RunResult) -> None:
-        """The release verdict is the lockstep run's; kip and safety are judged here."""
+        """The release verdict is the lockstep run's; kip, safety and the trace are judged
+        here, as `audit` judges them offline (judges.judge_run)."""
+        logs = trace_check.read_logs(history.run_dir)
+        trace_under = trace_check.memo(logs, self.scenario, self._events,
+                                       elr_enabled(self.scenario, self.build))
         release = AxisVerdict("release", result.verdict, result.reason)
-        if result.verdict in (UNSUPPORTED, ERROR) and self.kip.diverged is None:
-            kip = AxisVerdict("kip", result.verdict, result.reason)
-        else:
-            self.kip.finish(self._lost_acked_ids())
-            kip = self.kip.verdict()
-        if result.verdict in (UNSUPPORTED, ERROR) or self._raw_checks is None:
-            safety = AxisVerdict("safety", result.verdict if result.verdict in (
-                UNSUPPORTED, ERROR) else ERROR, result.reason or "no data checks ran")
-        else:
-            safety = judge_safety(self._events, self._raw_checks, effective_min_isr(
-                self.scenario), self.trace_invariant_violations)
-        for axis in (release, kip, safety):
-            axis.expected = declared(self.scenario, axis.axis, self.build.version_tuple)
-            result.axes[axis.axis] = axis
-            history.record("axis", **axis.to_json())
-        history.update(axes={a: result.axes[a].to_json() for a in AXES})
-
-    def _lost_acked_ids(self) -> list[str]:
-        lost = next((c for c in self._raw_checks or [] if c.name == "acked_lost"), None)
-        return [] if lost is None else [d["record_id"] for d in lost.details]
+        evidence = RunEvidence(self.scenario, self.build.version_tuple, self._events,
+                               self._raw_checks, trace_under, trace_check.SAFETY_RULES)
+        result.axes = judge_run(release, self.model.profile, self.kip, evidence)
+        for finding in result.axes["release"].details:
+            history.record("trace", profile=self.profile, **finding)
+        for axis in AXES:
+            history.record("axis", **result.axes[axis].to_json())
+        history.update(axes={a: result.axes[a].to_json() for a in AXES},
+                       trace=trace_check.describe(result.axes["release"].details, logs))
 
     def _predict_only(self, history: History, result: RunResult, gap: str) -> None:
         """UNSUPPORTED: the history still holds the model's predicted timeline."""

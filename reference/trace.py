@@ -144,8 +144,8 @@ class CommittedState:
 class TraceContext:
     """What the trace cannot show."""
 
-    #: Profile name (reference.profiles).
-    profile: str = "kip966"
+    #: Profile name (reference.profiles) or a Profile (e.g. kip966 with cited deviations).
+    profile: str | Profile = "kip966"
     #: The controller's static min.insync.replicas (server.properties), used when neither
     #: the topic nor the cluster level sets it.
     min_isr_default: int = 1
@@ -407,9 +407,13 @@ class _Replay:
         return True if unclean else False if clean else None
 
 
+def profile_of(ctx: TraceContext) -> Profile:
+    return ctx.profile if isinstance(ctx.profile, Profile) else get_profile(ctx.profile)
+
+
 def _replay(records: Sequence[Record], ctx: TraceContext
             ) -> tuple[list[CommittedState], list[tuple[int, str, int | None]]]:
-    r = _Replay(ctx, get_profile(ctx.profile), initial_state(ctx))
+    r = _Replay(ctx, profile_of(ctx), initial_state(ctx))
     batches = [batch_of(rec) for rec in records]
     states: list[CommittedState] = []
     for i, rec in enumerate(records):
@@ -429,7 +433,7 @@ def validate(records: Sequence[Record], ctx: TraceContext) -> TraceResult:
     record, per-state invariants at each batch end (trace_rules.RULES lists them). Records
     with ``"source": "snapshot"`` (harness.metadata_records) are a starting state: judged
     as one state, not as transitions."""
-    profile = get_profile(ctx.profile)
+    profile = profile_of(ctx)
     states, issues = _replay(records, ctx)
     start = initial_state(ctx)
     out: list[tuple[int, Violation]] = []
