@@ -177,3 +177,19 @@ def test_sigterm_is_left_alone():
 ''')
     # a fresh interpreter: this one may have started processes already
     pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_an_interrupted_test_is_closed_as_error(pytester: pytest.Pytester) -> None:
+    """Ctrl-C (or SIGTERM, which harness.procs turns into KeyboardInterrupt) mid-test: pytest
+    makes no report for it, so the history is closed at session end, not left open."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_chaos="def test_interrupted(chaos_cluster):\n"
+                                   "    raise KeyboardInterrupt\n")
+    runs = pytester.path / "runs"
+    recorded = pytester.inline_run("--runs-dir", str(runs), "-p", "no:cacheprovider",
+                                   no_reraise_ctrlc=True)
+    assert recorded.ret == pytest.ExitCode.INTERRUPTED
+    [(meta, events)] = _histories(runs)["test_interrupted"]
+    assert meta["verdict"] == "ERROR" and meta["ended_wall"] is not None
+    assert [e["kind"] for e in events][-2:] == ["verdict", "run_end"]
+    assert "interrupted" in events[-2]["reason"]
