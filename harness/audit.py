@@ -68,13 +68,14 @@ class RecordedStep:
     outcome: StepOutcome
 
 
-def audit(run_dir: Path) -> AuditResult:
+def audit(run_dir: Path, events: list[dict[str, Any]] | None = None) -> AuditResult:
+    """Re-judge one run directory; ``events`` if the caller has read them already."""
     if not run_dir.is_dir():
         raise UsageError(f"audit: {run_dir} is not a run directory (give a directory with "
                          "run.json and events.jsonl)")
     try:
         meta = check_schema(run_dir)
-        events = list(read_events(run_dir))
+        events = list(read_events(run_dir)) if events is None else events
     except (SchemaError, OSError) as exc:
         raise UsageError(f"audit: {exc}") from None
     scenario = _scenario(run_dir, meta)

@@ -246,8 +246,15 @@ class Runner:
                 self._data_dirs = {c: session.cluster.data_dir(c) for c in controllers}
                 self._steps_on_cluster(session, history, result)
         finally:
-            # After teardown every committed record is on disk: the trace's evidence.
+            self._archive_metadata(history)
+
+    def _archive_metadata(self, history: History) -> None:
+        """After teardown every committed record is on disk: the trace's evidence. A copy
+        that fails is said, never raised over the run's own outcome."""
+        try:
             metadata_records.archive(history.run_dir, self._data_dirs)
+        except OSError as exc:
+            progress.say(f"metadata log not archived ({exc}): the trace cannot be judged")
 
     def _steps_on_cluster(self, session: Session, history: History, result: RunResult) -> None:
         self._create_topic(session)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UsageError
+from harness.judges import AXES
 from harness.report import html, junit, spark_jobs
 from harness.report.load import Runs, discover
 
@@ -54,6 +55,9 @@ def _spark_facts(runs: Runs, master: str | None) -> dict[str, Any]:
             "counts": {f.run_id: f.events for f in judged},
             "ended": {f.run_id: f.ended for f in judged},
             "problems": {f.run_id: f.problem for f in judged if f.problem},
+            "axes": {f.run_id: f.axes for f in judged},
+            "trace": {f.run_id: f.trace or [] for f in judged},
+            "audit_problems": {f.run_id: f.audit_problem for f in judged if f.audit_problem},
             "corrupt_lines": sum(f.corrupt_lines for f in judged)}
 
 
@@ -86,7 +90,25 @@ def _run_row(index: int, run_dir: Path, meta: dict[str, Any],
         "first_divergence": (first or {}).get("reason"),
         "events": facts["counts"].get(key, 0),
         "checks": dict(facts["checks"].get(key, {})),
+        "axes": run_axes(meta, facts["axes"].get(key), facts["ended"].get(key, False)),
+        "axes_note": facts["audit_problems"].get(key),
+        "trace": facts["trace"].get(key, []),
     }
+
+
+def run_axes(meta: dict[str, Any], rejudged: dict[str, dict[str, Any]] | None,
+             has_run_end: bool) -> dict[str, dict[str, Any]] | None:
+    """The three axes as re-judged now (audit), else as the run recorded them; a run cut
+    short has none (INCOMPLETE)."""
+    if meta.get("ended_wall") is None or not has_run_end:
+        return None
+    recorded = meta.get("axes")
+    axes = rejudged or (recorded if isinstance(recorded, dict) else None)
+    if not axes or not all(isinstance(axes.get(a), dict) for a in AXES):
+        return None
+    return {a: {"verdict": str(axes[a].get("verdict")), "reason": str(axes[a].get("reason") or ""),
+                "as_expected": axes[a].get("as_expected") is True,
+                "expected": axes[a].get("expected")} for a in AXES}
 
 
 def run_verdict(meta: dict[str, Any], has_run_end: bool) -> str:
@@ -103,7 +125,8 @@ def _matrix(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
     for r in sorted(rows, key=lambda r: r["started"] or 0):
         cells[r["scenario"]][r["build"]] = {"verdict": r["verdict"], "run_id": r["run_id"],
                                             "anchor": r["anchor"],
-                                            "reason": r["first_divergence"]}
+                                            "reason": r["first_divergence"],
+                                            "axes": r["axes"]}
     return cells
 
 

@@ -12,7 +12,8 @@ from typing import Any
 from harness.report.text import html_text as escape
 
 COLOURS = {"CONFORMS": "#2e7d32", "DIVERGES": "#c62828", "UNSUPPORTED": "#757575",
-           "ERROR": "#6a1b9a", "INCOMPLETE": "#ef6c00"}
+           "ERROR": "#6a1b9a", "INCOMPLETE": "#ef6c00", "SAFE": "#2e7d32", "UNSAFE": "#b71c1c",
+           "DEVIATES": "#558b2f", "KIP-DIVERGES": "#c62828"}
 _CSS = """body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;
 margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}
 .v{color:#fff;font-weight:bold}a{color:inherit}section{border-top:2px solid #ddd;
@@ -49,11 +50,29 @@ def _matrix(s: dict[str, Any]) -> str:
     head = "".join(f"<th>{escape(b)}</th>" for b in builds)
     rows = []
     for scenario, cells in sorted(s["matrix"].items()):
-        tds = "".join(_badge(cells[b]["verdict"], cells[b]["anchor"]) if b in cells
-                      else "<td></td>" for b in builds)
+        tds = "".join(_cell(cells[b]) if b in cells else "<td></td>" for b in builds)
         rows.append(f"<tr><th>{escape(scenario)}</th>{tds}</tr>")
-    return (f"<h2>Build × scenario</h2><table id='matrix'><tr><th>scenario</th>{head}</tr>"
-            + "".join(rows) + "</table>")
+    return (f"<h2>Build × scenario</h2><p class='small'>Each cell: the run's verdict, then its "
+            "three axes (release / kip / safety); a cell can conform to its release and be "
+            "unsafe at once. Italics: as the scenario declares for that build.</p>"
+            f"<table id='matrix'><tr><th>scenario</th>{head}</tr>" + "".join(rows) + "</table>")
+
+
+def _cell(cell: dict[str, Any]) -> str:
+    axes = cell.get("axes")
+    if not axes:
+        return _badge(cell["verdict"], cell["anchor"])
+    spans = "".join(_axis_span(a, axes[a]) for a in ("release", "kip", "safety"))
+    return (f"<td class='axes'><a href='#{escape(cell['anchor'])}'>"
+            f"{escape(cell['verdict'])}</a><br>{spans}</td>")
+
+
+def _axis_span(axis: str, v: dict[str, Any]) -> str:
+    style = "font-style:italic;" if v.get("expected") else ""
+    mark = "" if v.get("as_expected") else " ✗"
+    return (f"<span class='v' title='{escape(axis)}: {escape(v.get('reason') or '')}' "
+            f"style='{style}background:{COLOURS.get(v['verdict'], '#999')};padding:0 3px;"
+            f"margin-right:2px'>{escape(v['verdict'])}{mark}</span>")
 
 
 def _flakiness(s: dict[str, Any]) -> str:
@@ -97,7 +116,31 @@ def _run(r: dict[str, Any], points: list[dict[str, Any]]) -> str:
             f"{escape(r['first_divergence'] or '')}</td></tr></table><p class='small'>run "
             f"{escape(r['run_id'])}, backend {escape(str(r['backend']))}, profile "
             f"{escape(str(r['profile']))}, {r['events']} events</p>")
-    return head + _timeline(points) + _checks(r["checks"]) + "</section>"
+    return (head + _axes(r) + _timeline(points, r.get("trace") or []) + _trace(r)
+            + _checks(r["checks"]) + "</section>")
+
+
+def _axes(r: dict[str, Any]) -> str:
+    if not r.get("axes"):
+        note = r.get("axes_note") or "no axes (an older or unfinished run)"
+        return f"<p class='small'>axes: {escape(note)}</p>"
+    rows = "".join(
+        f"<tr><th>{escape(a)}</th>{_badge(v['verdict'])}<td>{escape(v['reason'])}"
+        + (f" <i>(declared: {escape(str(v['expected'].get('verdict')))}: "
+           f"{escape(str(v['expected'].get('reason')))})</i>" if v.get("expected") else "")
+        + "</td></tr>" for a, v in r["axes"].items())
+    return f"<table class='axes'>{rows}</table>"
+
+
+def _trace(r: dict[str, Any]) -> str:
+    found = r.get("trace") or []
+    if not found:
+        return ""
+    rows = "".join(f"<tr><td>{escape(str(f.get('controller')))}</td><td>"
+                   f"{escape(str(f.get('offset')))}</td><td>{escape(str(f.get('rule')))}</td>"
+                   f"<td>{escape(str(f.get('detail')))}</td></tr>" for f in found[:200])
+    return (f"<h4>trace violations: {len(found)}</h4><table><tr><th>controller</th>"
+            f"<th>offset</th><th>rule</th><th>detail</th></tr>{rows}</table>")
 
 
 def _checks(checks: dict[str, list[dict[str, Any]]]) -> str:
@@ -113,7 +156,8 @@ def _checks(checks: dict[str, list[dict[str, Any]]]) -> str:
     return "".join(out) or "<p class='small'>data checks: no findings</p>"
 
 
-def _timeline(points: list[dict[str, Any]]) -> str:
+def _timeline(points: list[dict[str, Any]],
+              trace: list[dict[str, Any]] | None = None) -> str:
     obs = [p for p in points if p["kind"] == "observation" and p.get("state")]
     if not obs:
         return "<p class='small'>no observations</p>"
@@ -142,9 +186,11 @@ def _timeline(points: list[dict[str, Any]]) -> str:
                 svg.append(f"<rect x='{x0:.1f}' y='{y}' width='{max(x1 - x0, 1):.1f}' "
                            f"height='16' fill='{colour}'/>")
     svg += _hwm_plot(points, obs, x, 30 + rows * 22, 90)
+    svg += _trace_marks(trace or [], x, t0, t1, height)
     svg.append("</svg>")
     legend = ("<p class='small'>blue leader, green ISR, orange ELR, violet LastKnownELR; grey "
-              "bands: faults; line: observed HWM, dots: predicted HWM</p>")
+              "bands: faults; line: observed HWM, dots: predicted HWM; red lines: trace "
+              "violations at the time of their metadata record</p>")
     return "".join(svg) + legend
 
 
@@ -192,4 +238,20 @@ def _hwm_plot(points: list[dict[str, Any]], obs: list[dict[str, Any]], x: Any, t
         out.append(f"<polyline points='{pts}' fill='none' stroke='#333' stroke-width='1.5'/>")
     out += [f"<circle cx='{x(t):.1f}' cy='{y(v):.1f}' r='3' fill='#c62828'/>"
             for t, v in predicted]
+    return out
+
+
+def _trace_marks(trace: list[dict[str, Any]], x: Any, t0: float, t1: float,
+                 height: int) -> list[str]:
+    """A red line per trace violation at its record's append time (clamped to the plot)."""
+    out = []
+    for f in trace[:200]:
+        t = f.get("t_wall")
+        if not isinstance(t, int | float) or isinstance(t, bool):
+            continue
+        xv = x(min(max(float(t), t0), t1))
+        out.append(f"<line x1='{xv:.1f}' x2='{xv:.1f}' y1='0' y2='{height}' stroke='#d50000' "
+                   f"stroke-width='2'><title>{escape(str(f.get('rule')))} at offset "
+                   f"{escape(str(f.get('offset')))}: {escape(str(f.get('detail')))}</title>"
+                   "</line>")
     return out

@@ -18,9 +18,12 @@ A single run must fit in one Python worker: about 1.4 KB of memory per event.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import tempfile
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -39,30 +42,76 @@ def session(master: str | None = None) -> SparkSession:
     if not master:
         # Local mode talks to itself only: keep the driver on loopback.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    builder = SparkSession.builder.appName("kafka-chaos-report")
+    builder = (SparkSession.builder.appName("kafka-chaos-report")
+               .config("spark.driver.extraJavaOptions",
+                       f"-Dlog4j2.configurationFile=file:{_quiet_log4j2()}"))
     if master:
         builder = builder.master(master)
     elif not SparkSession.getActiveSession():
         builder = builder.master("local[2]")
-    spark = (builder.config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.memory", "1g")
-             # A task holds one run's events in its Python worker; reusing workers keeps
-             # the interpreter and imports warm between runs.
-             .config("spark.python.worker.reuse", "true").getOrCreate())
+    builder = (builder.config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.driver.memory", "1g")
+               # A task holds one run's events in its Python worker; reusing workers keeps
+               # the interpreter and imports warm between runs.
+               .config("spark.python.worker.reuse", "true"))
+    with _jvm_stderr_to(Path(tempfile.gettempdir()) / "kafka-chaos-spark.log"):
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     if master and not master.startswith("local"):
         _ship_package(spark)
     return spark
 
 
+_QUIET_LOG4J2 = """status=error
+rootLogger.level=error
+logger.repl.name=org.apache.spark.repl.Main
+logger.repl.level=error
+rootLogger.appenderRef.stderr.ref=STDERR
+appender.stderr.type=Console
+appender.stderr.name=STDERR
+appender.stderr.target=SYSTEM_ERR
+appender.stderr.layout.type=PatternLayout
+appender.stderr.layout.pattern=spark: %p %c{1}: %m%n
+"""
+
+
+@contextlib.contextmanager
+def _jvm_stderr_to(log: Path) -> Iterator[None]:
+    """The driver JVM inherits this process's stderr when it starts: point it at a log
+    file, so the JVM's start-up warnings (incubator modules, hostname) stay out of the
+    user's terminal; Python's own stderr is restored at once."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(log, "ab") as fh:
+            os.dup2(fh.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _quiet_log4j2() -> Path:
+    """A log4j2 config for the driver JVM: errors only. Without one Spark prints its
+    log4j banner and start-up WARNs into the user's terminal."""
+    path = Path(tempfile.gettempdir()) / "kafka-chaos-spark-log4j2.properties"
+    if not path.is_file() or path.read_text() != _QUIET_LOG4J2:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(_QUIET_LOG4J2)
+        tmp.replace(path)
+    return path
+
+
 def _ship_package(spark: SparkSession) -> None:
-    """Executors on other machines import the checks from a zip of this package."""
-    root = Path(__file__).resolve().parents[1]
+    """Executors on other machines import the judges from a zip of the harness and the
+    reference model."""
+    top = Path(__file__).resolve().parents[2]
     archive = Path(tempfile.mkdtemp(prefix="kafka-chaos-pyfiles-")) / "harness.zip"
     with zipfile.ZipFile(archive, "w") as zf:
-        for path in root.rglob("*.py"):
-            zf.write(path, Path("harness") / path.relative_to(root))
+        for package in ("harness", "reference"):
+            for path in (top / package).rglob("*.py"):
+                zf.write(path, path.relative_to(top))
     spark.sparkContext.addPyFile(str(archive))
 
 
@@ -75,6 +124,9 @@ class RunFacts(NamedTuple):
     timeline: list[dict[str, Any]]  # observation, fault, prediction and verdict events
     ended: bool  # has a run_end event: without one the history was cut short
     problem: str | None  # why the checks could not judge this history, if they could not
+    axes: dict[str, dict[str, Any]] | None = None  # release/kip/safety, re-judged (audit)
+    trace: list[dict[str, Any]] | None = None  # trace violations: t_wall, rule, offset, detail
+    audit_problem: str | None = None  # why the axes could not be re-judged, if they could not
 
 
 def judge_runs(spark: SparkSession, histories: list[tuple[str, Path]],
@@ -96,11 +148,29 @@ def judge_history(item: tuple[str, str, int]) -> tuple[Any, ...]:
     try:
         checks = {c.name: c.details[:limit] for c in run_checks(events)}
     except Exception as exc:  # noqa: BLE001 - one odd history must not fail the whole report
-        return run_id, len(events), corrupt, {}, [], False, f"{type(exc).__name__}: {exc}"
+        return (run_id, len(events), corrupt, {}, [], False, f"{type(exc).__name__}: {exc}",
+                None, [], None)
     timeline = [{f: e.get(f) for f in TIMELINE_FIELDS} for e in events
                 if e["kind"] in TIMELINE_KINDS]
     ended = any(e["kind"] == "run_end" for e in events)
-    return run_id, len(events), corrupt, checks, timeline, ended, None
+    axes, trace, why = judge_axes(Path(path).parent, events)
+    return run_id, len(events), corrupt, checks, timeline, ended, None, axes, trace, why
+
+
+def judge_axes(run_dir: Path, events: list[dict[str, Any]]
+               ) -> tuple[dict[str, dict[str, Any]] | None, list[dict[str, Any]], str | None]:
+    """The three axes and the trace violations, by `kafka-chaos audit`'s own code (the
+    runner's judges), or why they could not be re-judged (e.g. no scenario file)."""
+    from harness.audit import audit
+    try:
+        result = audit(run_dir, events)
+    except Exception as exc:  # noqa: BLE001 - the run is still shown with its data checks
+        return None, [], f"{type(exc).__name__}: {exc}"
+    axes = {a: {k: v[k] for k in ("verdict", "reason", "expected", "as_expected")}
+            for a, v in result.to_json()["axes"].items()}
+    trace = [{k: f.get(k) for k in ("t_wall", "rule", "offset", "detail", "controller")}
+             for f in result.axes["release"].details]
+    return axes, trace, None
 
 
 def read_history(path: Path) -> tuple[list[dict[str, Any]], int]:
