@@ -68,8 +68,11 @@ class RecordedStep:
     outcome: StepOutcome
 
 
-def audit(run_dir: Path, events: list[dict[str, Any]] | None = None) -> AuditResult:
-    """Re-judge one run directory; ``events`` if the caller has read them already."""
+def audit(run_dir: Path, events: list[dict[str, Any]] | None = None,
+          scenarios: Path | None = None) -> AuditResult:
+    """Re-judge one run directory; ``events`` if the caller has read them already;
+    ``scenarios``: a directory whose scenario files of the same name replace the run's own
+    copy (to judge old runs under today's declared expectations)."""
     if not run_dir.is_dir():
         raise UsageError(f"audit: {run_dir} is not a run directory (give a directory with "
                          "run.json and events.jsonl)")
@@ -78,7 +81,7 @@ def audit(run_dir: Path, events: list[dict[str, Any]] | None = None) -> AuditRes
         events = list(read_events(run_dir)) if events is None else events
     except (SchemaError, OSError) as exc:
         raise UsageError(f"audit: {exc}") from None
-    scenario = _scenario(run_dir, meta)
+    scenario = _scenario(run_dir, meta, scenarios)
     result = AuditResult(run_dir, scenario.name, str(meta["build"]["version"]),
                          str(meta.get("profile")),
                          recorded={a: v.get("verdict") for a, v in
@@ -88,9 +91,11 @@ def audit(run_dir: Path, events: list[dict[str, Any]] | None = None) -> AuditRes
     return result
 
 
-def _scenario(run_dir: Path, meta: dict[str, Any]) -> Scenario:
+def _scenario(run_dir: Path, meta: dict[str, Any], scenarios: Path | None) -> Scenario:
     named = (meta.get("scenario") or {})
     candidates = [run_dir / "scenario.yaml"]
+    if scenarios is not None and named.get("name"):
+        candidates.insert(0, scenarios / f"{named['name']}.yaml")
     if named.get("file"):
         candidates.append(Path(named["file"]))
     if named.get("name"):

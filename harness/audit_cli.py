@@ -15,6 +15,9 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     audit.add_argument("paths", nargs="+", type=Path, metavar="RUN_DIR",
                        help="a run directory, or a directory of run directories")
     audit.add_argument("--json", type=Path, help="also write every result to this JSON file")
+    audit.add_argument("--scenarios", type=Path, metavar="DIR",
+                       help="judge with the scenario files of the same name in DIR (today's "
+                            "expectations) instead of the copy each run kept")
     audit.set_defaults(func=_audit)
 
 
@@ -37,7 +40,9 @@ def run_dirs(paths: list[Path]) -> list[Path]:
 
 def _audit(args: argparse.Namespace) -> int:
     from harness.audit import audit, summary_line
-    results = [audit(d) for d in run_dirs(args.paths)]
+    if args.scenarios is not None and not args.scenarios.is_dir():
+        raise UsageError(f"audit: --scenarios {args.scenarios} is not a directory")
+    results = [audit(d, scenarios=args.scenarios) for d in run_dirs(args.paths)]
     for r in results:
         print(summary_line(r))
         for axis in r.axes.values():

@@ -70,3 +70,40 @@ def test_cli_exit_code_says_whether_every_run_was_as_expected(tmp_path: Path, ca
     assert main(["audit", str(LRS_431)]) == 0
     assert main(["audit", str(_tampered(tmp_path))]) == 1
     assert "release DIVERGES (!)" in capsys.readouterr().out
+
+
+REPO_SCENARIOS = HISTORIES.parent / "scenarios"
+KAFKA_19522 = HISTORIES / "kip966-elect-when-replied-20261123T162924-d3ab82"
+
+
+def test_trace_catches_a_state_the_controller_committed_and_repaired_kafka_19522(
+        tmp_path: Path) -> None:
+    """4.0.2 elects the fenced last known leader in the batch that re-registers it; the
+    settled state the runner polled conformed (recorded CONFORMS), the trace does not."""
+    r = audit(KAFKA_19522, scenarios=REPO_SCENARIOS)
+    assert r.recorded["release"] == "CONFORMS"
+    release = r.axes["release"]
+    assert release.verdict == "DIVERGES" and "offset 70" in release.reason
+    rules = {f["rule"] for f in release.details}
+    assert {"NewLeaderIsLive", "LeaderIsLive"} <= rules
+    first = release.details[0]
+    assert first["controller"] == 100 and first["record"]["type"] == "PARTITION_CHANGE_RECORD"
+    assert first["before"]["isr"] == [] and first["after"]["isr"] == [1]
+    assert r.axes["safety"].verdict == "UNSAFE"
+    assert r.axes["kip"].verdict == "KIP-DIVERGES"
+    assert r.as_expected  # declared in the scenario for 4.0.x, with the JIRA as reason
+    bare = tmp_path / KAFKA_19522.name
+    shutil.copytree(KAFKA_19522, bare)
+    text = (bare / "scenario.yaml").read_text()
+    (bare / "scenario.yaml").write_text(text[:text.index("expect:")])
+    assert not audit(bare).as_expected  # undeclared, the same findings fail
+
+
+@pytest.mark.parametrize("run", sorted(p.name for p in HISTORIES.iterdir()
+                                       if (p / "metadata").is_dir()))
+def test_real_runs_with_metadata_logs_are_judged_as_declared(run: str) -> None:
+    r = audit(HISTORIES / run, scenarios=REPO_SCENARIOS)
+    assert r.trace["records"] > 100 and r.trace["controllers"] == [100]
+    assert r.as_expected, {a: (v.verdict, v.reason) for a, v in r.axes.items()}
+    if run != KAFKA_19522.name:
+        assert r.axes["release"].details == []  # 0 trace violations

@@ -24,7 +24,8 @@ def render(summary: dict[str, Any]) -> str:
                 body = f"<skipped message={xml_attr(cell['reason'] or 'UNSUPPORTED')}/>"
             elif cell["verdict"] != "CONFORMS" or _axis_failures(cell):
                 failures += 1
-                why = _axis_failures(cell) or f"{cell['verdict']}: {cell['reason'] or 'see run'}"
+                why = "; ".join(x for x in (f"{cell['verdict']}: {cell['reason'] or 'see run'}",
+                                            _axis_failures(cell)) if x)
                 body = (f"<failure message={xml_attr(why)}>run {xml_text(cell['run_id'])}"
                         "</failure>")
             cases.append(f"  <testcase classname={xml_attr('kafka-chaos.' + build)} "
