@@ -123,7 +123,7 @@ def _judge(result: AuditResult, scenario: Scenario, meta: dict[str, Any],
     kip = KipJudge(lambda prof: Runner.model_for(scenario, prof, elr), model.profile, elr,
                    _outcome_mismatch)
     release, reason = _replay(model, kip, scenario, recorded_steps(events),
-                              str(meta.get("verdict")))
+                              str(meta.get("verdict")), _recorded_reason(events))
     raw = datachecks.run_checks(events)
     checks = run_data_checks(raw, model, _predicts_hwm_drop(events))
     if release not in NOT_JUDGED:
@@ -168,13 +168,19 @@ def recorded_steps(events: list[dict[str, Any]]) -> list[RecordedStep]:
     return out
 
 
+def _recorded_reason(events: list[dict[str, Any]]) -> str:
+    """The whole-run verdict's reason as the run recorded it."""
+    return next((str(e.get("reason") or "") for e in reversed(events)
+                 if e["kind"] == "verdict" and e.get("index") is None), "")
+
+
 def _replay(model: Any, kip: KipJudge, scenario: Scenario, steps: list[RecordedStep],
-            run_verdict: str) -> tuple[str, str]:
+            run_verdict: str, run_reason: str) -> tuple[str, str]:
     """The release verdict of the recorded steps, re-judged by the model."""
     from harness.runner import _await_mismatch, _state
 
-    if run_verdict == UNSUPPORTED and not steps:
-        return UNSUPPORTED, "the build could not run the scenario (recorded)"
+    if run_verdict in NOT_JUDGED and not steps:
+        return run_verdict, run_reason or f"{run_verdict} (recorded)"
     for rec in steps:
         step: Any = scenario.steps[rec.index].step
         if rec.kind == "produce":

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from harness.errors import UsageError
+from harness.judges import AXES
 
 
 def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -15,6 +17,8 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     audit.add_argument("paths", nargs="+", type=Path, metavar="RUN_DIR",
                        help="a run directory, or a directory of run directories")
     audit.add_argument("--json", type=Path, help="also write every result to this JSON file")
+    audit.add_argument("--matrix", type=Path, metavar="FILE",
+                       help="also write a scenario x build markdown table of the three axes")
     audit.add_argument("--scenarios", type=Path, metavar="DIR",
                        help="judge with the scenario files of the same name in DIR (today's "
                             "expectations) instead of the copy each run kept")
@@ -52,6 +56,51 @@ def _audit(args: argparse.Namespace) -> int:
                 print(f"    {axis.axis}: {axis.verdict} as declared ({axis.expected['reason']})")
     if args.json:
         args.json.write_text(json.dumps([r.to_json() for r in results], indent=1))
+    if args.matrix:
+        args.matrix.write_text(axes_matrix(results))
     bad = [r for r in results if not r.as_expected]
     print(f"{len(results)} run(s) audited, {len(bad)} not as expected")
     return 1 if bad else 0
+
+
+def axes_matrix(results: list[Any]) -> str:
+    """scenario x build markdown table of the three axes (the newest run per cell), then a
+    reason line for every cell that is not clean on every axis."""
+    cells: dict[tuple[str, str], Any] = {}
+    for r in sorted(results, key=lambda r: r.run_dir.name):
+        cells[(r.scenario, r.build)] = r
+    builds = sorted({b for _, b in cells}, key=lambda v: tuple(int(x) for x in v.split(".")))
+    names = sorted({s for s, _ in cells})
+    lines = ["| scenario | " + " | ".join(builds) + " |", "|---" * (len(builds) + 1) + "|"]
+    notes: list[str] = []
+    for name in names:
+        row = []
+        for build in builds:
+            r = cells.get((name, build))
+            row.append("" if r is None else _cell(r))
+            if r is not None:
+                notes += _cell_notes(name, build, r)
+        lines.append(f"| {name} | " + " | ".join(row) + " |")
+    return "\n".join(lines + [""] + notes) + "\n"
+
+
+def _cell(r: Any) -> str:
+    if all(r.axes[a].verdict == "UNSUPPORTED" for a in AXES):
+        return "UNSUPPORTED"
+    return " / ".join(r.axes[a].verdict + ("" if r.axes[a].as_expected else " (!)")
+                      for a in AXES)
+
+
+def _cell_notes(name: str, build: str, r: Any) -> list[str]:
+    if all(r.axes[a].verdict == "UNSUPPORTED" for a in AXES):
+        return [f"- {build} × {name}: UNSUPPORTED: {r.axes['release'].reason}"]
+    out = []
+    for axis in AXES:
+        v = r.axes[axis]
+        if v.verdict in ("CONFORMS", "SAFE") or (v.verdict == "UNSUPPORTED" and axis != "release"):
+            continue
+        why = v.expected["reason"] if v.expected else v.reason
+        tag = "declared" if v.expected and v.as_expected else "NOT EXPECTED" \
+            if not v.as_expected else "clean"
+        out.append(f"- {build} × {name}: {axis} {v.verdict} ({tag}): {why}")
+    return out
