@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from harness.errors import UsageError
 from harness.topology import ClusterShape, host_alias
 
 INTERNAL_PORT = 9092
@@ -33,6 +34,7 @@ TEST_FRIENDLY_BROKER = {
     "log.flush.interval.messages": str(2**63 - 1),
 }
 TEST_FRIENDLY_CONTROLLER = {
+    "auto.leader.rebalance.enable": "false",  # the controller rebalances; as the brokers say
     "broker.session.timeout.ms": "3000",
     "broker.heartbeat.interval.ms": "500",
     "controller.quorum.election.timeout.ms": "1000",
@@ -52,13 +54,73 @@ def voters(shape: ClusterShape) -> str:
     return ",".join(f"{c}@{host_alias(c)}:{CONTROLLER_PORT}" for c in shape.controller_ids)
 
 
+#: Keys the harness writes to wire a node (roles, ids, listeners, quorum, data dirs) and
+#: keys that would fight those: a scenario's or a marker's broker_config may not set them.
+HARNESS_OWNED = frozenset({
+    "process.roles", "node.id", "broker.id", "controller.quorum.voters",
+    "controller.quorum.bootstrap.servers", "controller.listener.names", "listeners",
+    "advertised.listeners", "listener.security.protocol.map", "inter.broker.listener.name",
+    "security.inter.broker.protocol", "control.plane.listener.name", "early.start.listeners",
+    "log.dirs", "log.dir", "metadata.log.dir", "zookeeper.connect",
+})
+
+#: broker_config keys a KRaft controller reads as well (cluster-wide defaults it applies
+#: in elections, fencing, ELR and topic creation, and its own quorum/metadata settings):
+#: these reach the controllers too; every other broker_config key stays on the brokers.
+CONTROLLER_SHARED = frozenset({
+    "auto.leader.rebalance.enable", "broker.heartbeat.interval.ms",
+    "broker.session.timeout.ms", "default.replication.factor", "min.insync.replicas",
+    "num.partitions", "unclean.leader.election.enable", "unclean.leader.election.interval.ms",
+})
+CONTROLLER_SHARED_PREFIXES = ("controller.quorum.", "metadata.", "unclean.recovery.",
+                              "leader.imbalance.", "leader.election.",
+                              "eligible.leader.replicas.")
+
+
+def reaches_controllers(key: str) -> bool:
+    """Whether a broker_config key is also written into the controllers' properties."""
+    return key in CONTROLLER_SHARED or key.startswith(CONTROLLER_SHARED_PREFIXES)
+
+
 def render(node: int, shape: ClusterShape, addr: NodeAddresses, data_dir: str,
            overrides: Mapping[str, str] | None = None) -> str:
-    props = controller_props(node, shape, addr) if shape.is_controller(node) else broker_props(
-        node, shape, addr)
+    """server.properties of one node; ``overrides`` is the cluster's broker_config."""
+    overrides = dict(overrides or {})
+    owned = sorted(set(overrides) & HARNESS_OWNED)
+    if owned:
+        raise UsageError(f"broker_config sets {', '.join(owned)}: the harness owns these "
+                         "(it wires listeners, node ids, the quorum and data dirs); drop them")
+    if shape.is_controller(node):
+        props = controller_props(node, shape, addr)
+        overrides = {k: v for k, v in overrides.items() if reaches_controllers(k)}
+    else:
+        props = broker_props(node, shape, addr)
     props["log.dirs"] = data_dir
-    props.update(overrides or {})
-    return "".join(f"{key}={value}\n" for key, value in props.items())
+    props.update(overrides)
+    return "".join(f"{escape(key, key=True)}={escape(str(value))}\n"
+                   for key, value in props.items())
+
+
+_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\f": "\\f"}
+_KEY_ESCAPES = {"=": "\\=", ":": "\\:", "#": "\\#", "!": "\\!", " ": "\\ "}
+
+
+def escape(text: str, key: bool = False) -> str:
+    """``text`` as java.util.Properties.load reads it back (ISO-8859-1, \\uXXXX escapes):
+    backslashes and line breaks escaped, a leading space kept, non-ASCII as UTF-16 units;
+    in a key also the separators ``=``, ``:``, space and the comment marks."""
+    out = []
+    for i, ch in enumerate(text):
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif (key or i == 0) and ch in _KEY_ESCAPES:
+            out.append(_KEY_ESCAPES[ch])
+        elif " " <= ch <= "~":
+            out.append(ch)
+        else:
+            units = ch.encode("utf-16-be")
+            out += [f"\\u{units[j]:02x}{units[j + 1]:02x}" for j in range(0, len(units), 2)]
+    return "".join(out)
 
 
 def controller_props(node: int, shape: ClusterShape, addr: NodeAddresses) -> dict[str, str]:

@@ -6,6 +6,11 @@ from dataclasses import dataclass, field
 
 CONTROLLER_BASE = 100
 CLIENT = 250  # pseudo node id for the harness's own producers and consumers
+#: What a backend can wire: node j of a block is <net>.A.0.j and node i's proxy towards j
+#: is <net>.A.i.j, so every id must stay below CLIENT (250) and the Toxiproxy API (254);
+#: brokers 1..9 and an odd controller quorum are what the harness is built and tested for.
+MAX_BROKERS = 9
+CONTROLLER_COUNTS = (1, 3, 5)
 
 
 @dataclass(frozen=True)
@@ -16,9 +21,9 @@ class ClusterShape:
     broker_config: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not 1 <= self.brokers <= 9:
-            raise ValueError(f"brokers={self.brokers}: choose 1..9")
-        if self.controllers not in (1, 3, 5):
+        if not 1 <= self.brokers <= MAX_BROKERS:
+            raise ValueError(f"brokers={self.brokers}: choose 1..{MAX_BROKERS}")
+        if self.controllers not in CONTROLLER_COUNTS:
             raise ValueError(f"controllers={self.controllers}: choose 1, 3 or 5")
 
     @property
