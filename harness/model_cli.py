@@ -36,7 +36,7 @@ def add_subcommands(sub: Any) -> None:
                                        "cluster and report invariant violations")
     e.add_argument("--profile", required=True, help=f"model profile ({names})")
     e.add_argument("--brokers", type=int, default=3)
-    e.add_argument("--min-isr", type=int, default=2)
+    e.add_argument("--min-isr", type=int, default=2, help="1..--brokers (default 2)")
     e.add_argument("--depth", type=int, default=6, help="schedule length (moves)")
     e.add_argument("--elr", choices=("on", "off"), default="on")
     e.add_argument("--max-states", type=int, help="stop after this many states")
@@ -108,10 +108,7 @@ def predict_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
 def explore_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     profile = _profile(args.profile)
-    if not 1 <= args.brokers <= 5:
-        raise UsageError("--brokers must be between 1 and 5")
-    if args.depth < 0:
-        raise UsageError("--depth must be >= 0")
+    _check_explore_args(args)
     started = time.monotonic()
     res = explore(profile, brokers=args.brokers, min_isr=args.min_isr, depth=args.depth,
                   elr_enabled=args.elr == "on", symmetry=not args.no_symmetry,
@@ -124,19 +121,46 @@ def explore_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
           f"time: {secs:.2f} s  ({rate:.0f} states/s)", file=out)
     print(f"new states per level: {res.levels}", file=out)
     print(f"counterexamples: {len(res.counterexamples)}", file=out)
-    if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
     for cx in res.counterexamples:
         print(f"\n{cx.invariant} after {len(cx.moves)} moves: {cx.detail}", file=out)
         for s in cx.steps:
             d = to_scenario_step(s)
             print(f"  - {d}", file=out)
         if args.out is not None:
-            doc = to_scenario(cx, profile=profile, brokers=args.brokers, min_isr=args.min_isr)
-            path = args.out / f"{doc['name']}.yaml"
-            path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+            path = _write_counterexample(args, profile, cx)
             print(f"  written to {path}", file=out)
     return 1 if res.counterexamples else 0
+
+
+def _check_explore_args(args: argparse.Namespace) -> None:
+    """Every flag is checked before the search starts."""
+    if not 1 <= args.brokers <= 5:
+        raise UsageError(f"--brokers {args.brokers}: choose 1..5")
+    if not 1 <= args.min_isr <= args.brokers:
+        raise UsageError(f"--min-isr {args.min_isr}: choose 1..{args.brokers} (--brokers)")
+    if args.depth < 0:
+        raise UsageError(f"--depth {args.depth}: give 0 or more moves")
+    if args.max_states is not None and args.max_states < 1:
+        raise UsageError(f"--max-states {args.max_states}: give 1 or more")
+    if args.out is not None:
+        if args.out.exists() and not args.out.is_dir():
+            raise UsageError(f"--out {args.out} is a file; give a directory for the scenarios")
+        try:
+            args.out.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UsageError(f"--out {args.out}: cannot create it ({e.strerror or e})") from None
+
+
+def _write_counterexample(args: argparse.Namespace, profile: str, cx: Any) -> Path:
+    """The counterexample as a scenario file that runs on the builds ``profile`` models."""
+    doc = to_scenario(cx, profile=profile, brokers=args.brokers, min_isr=args.min_isr,
+                      elr_enabled=args.elr == "on")
+    path = Path(args.out) / f"{doc['name']}.yaml"
+    try:
+        path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"--out: cannot write {path} ({e.strerror or e})") from None
+    return path
 
 
 def to_scenario_step(step: Any) -> str:

@@ -12,6 +12,30 @@ from harness.errors import UsageError
 from harness.runner import CONFORMS, DIVERGES, ERROR, UNSUPPORTED, Runner, RunResult, StepResult
 
 EXIT_CODES = {CONFORMS: 0, UNSUPPORTED: 0, DIVERGES: 1, ERROR: 2}
+MAX_STEP_TIMEOUT_S = 600
+MAX_REPEAT = 1000
+
+
+def seconds(text: str) -> float:
+    """--step-timeout: a finite number of seconds, > 0 and <= 600 (argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value <= MAX_STEP_TIMEOUT_S:  # NaN fails every comparison
+        raise argparse.ArgumentTypeError(f"{text}: give seconds > 0 and <= {MAX_STEP_TIMEOUT_S}")
+    return value
+
+
+def repeat_count(text: str) -> int:
+    """--repeat: 1..1000 (argparse type, so it is checked before anything runs)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= MAX_REPEAT:
+        raise argparse.ArgumentTypeError(f"{text}: give a count of 1..{MAX_REPEAT}")
+    return value
 
 
 def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -20,9 +44,9 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     run.add_argument("scenarios", nargs="+", type=Path, metavar="SCENARIO")
     add_build_options(run)
     run.add_argument("--profile", help="model profile (default: follows the build)")
-    run.add_argument("--step-timeout", type=float, default=30.0,
-                     help="seconds a step may take to settle (default 30)")
-    run.add_argument("--repeat", type=int, default=1,
+    run.add_argument("--step-timeout", type=seconds, default=30.0,
+                     help="seconds a step may take to settle (default 30, at most 600)")
+    run.add_argument("--repeat", type=repeat_count, default=1,
                      help="run each scenario N times and summarise the verdicts (flakiness)")
     run.set_defaults(func=_run)
     matrix = sub.add_parser("matrix", help="scenarios x builds -> markdown verdict table")
@@ -41,11 +65,30 @@ def load_all(paths: list[Path]) -> list[Any]:
     return [load_scenario(p) for p in paths]
 
 
+def check_profile(profile: str | None) -> None:
+    from reference import PROFILES
+    if profile is not None and profile not in PROFILES:
+        raise UsageError(f"--profile {profile!r} is not a model profile; choose one of "
+                         f"{', '.join(sorted(PROFILES))} (or leave it out to follow the build)")
+
+
+def check_runs_dir(runs_dir: Path) -> None:
+    """--runs-dir must be a directory this process can create and write in."""
+    if runs_dir.exists() and not runs_dir.is_dir():
+        raise UsageError(f"--runs-dir {runs_dir} is a file; give a directory for run histories")
+    try:
+        runs_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--runs-dir {runs_dir}: cannot create it ({e.strerror or e}); give a "
+                         "writable directory") from None
+
+
 def _run(args: argparse.Namespace) -> int:
+    # Every input is checked before a build is resolved (which may download for minutes).
     scenarios = load_all(args.scenarios)
+    check_profile(args.profile)
+    check_runs_dir(args.runs_dir)
     build = builds.resolve(args.kafka_version, args.kafka_dist)
-    if args.repeat < 1:
-        raise UsageError(f"--repeat {args.repeat}: give a count of 1 or more")
     results = []
     for sc in scenarios:
         for attempt in range(args.repeat):
@@ -113,6 +156,9 @@ def _describe_findings(check: dict[str, Any]) -> str:
 def _matrix(args: argparse.Namespace) -> int:
     scenarios = load_all(args.scenarios)
     versions = [v.strip() for v in args.versions.split(",") if v.strip()]
+    if not versions:
+        raise UsageError(f"--versions {args.versions!r}: give Kafka versions, e.g. 3.9.1,4.3.1")
+    check_runs_dir(args.runs_dir)
     resolved = [builds.resolve(v) for v in versions]  # unknown versions fail before any run
     cells: dict[tuple[str, str], RunResult] = {}
     for build in resolved:

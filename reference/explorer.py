@@ -302,20 +302,60 @@ def _explore(
     return result
 
 
+#: The builds each profile describes (profiles.profile_for_build inverted), as a scenario's
+#: ``requires``: a counterexample file then runs only on builds its profile models. The
+#: profiles of unreleased KIP parts need a feature no release has, so every build gives
+#: UNSUPPORTED and keeps the profile's predicted timeline (fixtures/scenarios/FORMAT.md).
+PROFILE_REQUIRES: dict[str, dict[str, Any]] = {
+    "pre-3.7": {"max_version": "3.6.99"},
+    "pre-elr": {"min_version": "3.7.0", "max_version": "3.99.99"},
+    "kafka-4.0-elr": {"min_version": "4.0.0", "max_version": "4.0.99", "features": ["elr"]},
+    "kafka-4.0-noelr": {"min_version": "4.0.0", "max_version": "4.0.99"},
+    "kafka-4.1": {"min_version": "4.1.0"},
+    "kip966": {"features": ["unclean_recovery"]},
+    "kip1303": {"features": ["kip1303"]},
+}
+#: Profiles of builds without the ELR feature: their scenarios say nothing about ELR.
+NO_ELR_FEATURE = ("pre-3.7", "pre-elr")
+
+
+def scenario_build(profile: str, elr_enabled: bool = True) -> tuple[dict[str, Any], bool | None]:
+    """(requires, cluster.elr) of a scenario that runs ``profile`` on the builds it models."""
+    prof = get_profile(profile)
+    requires = {k: list(v) if isinstance(v, list) else v
+                for k, v in PROFILE_REQUIRES.get(profile, {}).items()}
+    if profile in NO_ELR_FEATURE:
+        return requires, None
+    elr = prof.elr_on(elr_enabled)
+    if elr and profile == "kafka-4.1":
+        requires["features"] = ["elr"]
+    return requires, elr
+
+
 def to_scenario(cx: Counterexample, *, profile: str, brokers: int, min_isr: int,
-                seed: int = 0) -> dict[str, Any]:
-    """A counterexample as a scenario mapping (fixtures/scenarios/FORMAT.md)."""
+                seed: int = 0, elr_enabled: bool = True) -> dict[str, Any]:
+    """A counterexample as a scenario mapping (fixtures/scenarios/FORMAT.md), with the
+    ``requires`` and ``cluster.elr`` of the builds ``profile`` models."""
     name = "explore-" + profile.replace(".", "") + "-" + "".join(
         ("-" + c.lower()) if c.isupper() else c for c in cx.invariant).lstrip("-")
-    return {
+    requires, elr = scenario_build(profile, elr_enabled)
+    cluster: dict[str, Any] = {"brokers": brokers, "controllers": 1}
+    if elr is not None:
+        cluster["elr"] = elr
+    cluster["broker_config"] = {"auto.leader.rebalance.enable": "false"}
+    doc: dict[str, Any] = {
         "version": 1,
         "name": name,
         "description": f"Found by the explorer under profile {profile}: {cx.invariant} "
                        f"violated after {len(cx.moves)} moves: {cx.detail}",
         "seed": seed,
         "profile": profile,
-        "cluster": {"brokers": brokers, "controllers": 1, "elr": True,
-                    "broker_config": {"auto.leader.rebalance.enable": "false"}},
+    }
+    if requires:
+        doc["requires"] = requires
+    return {
+        **doc,
+        "cluster": cluster,
         "topic": {"name": "t", "replicas": list(range(1, brokers + 1)),
                   "min_insync_replicas": min_isr,
                   "config": {"unclean.leader.election.enable": "false"}},
