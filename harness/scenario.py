@@ -44,8 +44,8 @@ FIRST_CONTROLLER = CONTROLLER_BASE
 # Bounds (FORMAT.md "Limits"): what the runner can do and the model can hold.
 MAX_FILE_BYTES = 1_000_000
 MAX_DEPTH = 16  # lists and mappings inside each other, aliases expanded
-MAX_YAML_EVENTS = 50_000  # YAML values as written
-MAX_YAML_NODES = 100_000  # YAML values once aliases are expanded
+MAX_YAML_EVENTS = 20_000  # YAML values as written
+MAX_YAML_NODES = 50_000  # YAML values once aliases are expanded
 MAX_NAME = 100
 MAX_TOPIC_NAME = 249  # Kafka's limit
 MAX_STEPS = 500
@@ -282,7 +282,8 @@ def _events(text: str, path: str) -> Iterator[Event]:
     try:
         yield from yaml.parse(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as e:
-        line = _line(e.problem_mark or e.context_mark)
+        # libyaml may place the mark of an error at the end of the stream one line past it
+        line = min(_line(e.problem_mark or e.context_mark), text.count("\n") + 1)
         raise ScenarioError(f"{path}:{line}: invalid YAML: {e.problem or e}") from None
     except yaml.YAMLError as e:
         raise ScenarioError(f"{path}:1: invalid YAML: {e}") from None
