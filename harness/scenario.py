@@ -161,6 +161,8 @@ _SCALAR_TAGS = frozenset(_TAG + t for t in ("null", "bool", "int", "float", "str
 #: libyaml when PyYAML has it: the pure-Python parser takes ~10 s for a dense 1 MB file.
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _NON_PRINTABLE = yaml.reader.Reader.NON_PRINTABLE
+#: YAML 1.1 line breaks that editors do not show as such: line numbers would disagree.
+_ODD_BREAKS = re.compile("[\x85\u2028\u2029]")
 Mark = Any  # yaml.error.Mark, or libyaml's own Mark class
 
 
@@ -273,17 +275,29 @@ class _Composer:
             self.root = node
 
 
+def _check_characters(text: str, path: str) -> None:
+    for pattern, what in ((_NON_PRINTABLE, "is not allowed in YAML (a control character or "
+                           "a lone surrogate); remove it"),
+                          (_ODD_BREAKS, "is a line break to YAML but not to most editors; "
+                           "replace it with a newline or remove it")):
+        bad = pattern.search(text)
+        if bad is not None:
+            line = _lines(text[:bad.start()])
+            raise ScenarioError(f"{path}:{line}: character U+{ord(bad.group()):04X} {what}")
+
+
+def _lines(text: str) -> int:
+    """The line the end of ``text`` is on (line breaks as YAML counts them: \n, \r\n, \r)."""
+    return len((text + ".").splitlines())
+
+
 def _events(text: str, path: str) -> Iterator[Event]:
-    bad = _NON_PRINTABLE.search(text)
-    if bad is not None:
-        line = text.count("\n", 0, bad.start()) + 1
-        raise ScenarioError(f"{path}:{line}: character U+{ord(bad.group()):04X} is not allowed "
-                            "in YAML (control characters and lone surrogates); remove it")
+    _check_characters(text, path)
     try:
         yield from yaml.parse(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as e:
         # libyaml may place the mark of an error at the end of the stream one line past it
-        line = min(_line(e.problem_mark or e.context_mark), text.count("\n") + 1)
+        line = min(_line(e.problem_mark or e.context_mark), _lines(text))
         raise ScenarioError(f"{path}:{line}: invalid YAML: {e.problem or e}") from None
     except yaml.YAMLError as e:
         raise ScenarioError(f"{path}:1: invalid YAML: {e}") from None

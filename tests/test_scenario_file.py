@@ -422,3 +422,22 @@ def test_expect_entries_parse_into_expectations() -> None:
     bad(GOOD + "expect:\n  - {axis: safety, verdict: UNSAFE, reason: '  '}\n", 35, "reason")
     bad(GOOD + "expect:\n  - {axis: safety, verdict: UNSAFE, reason: r, versions: "
         "{max: \"3.9\"}}\n", 35, "expect[0].versions.max", "quoted version")
+
+
+def test_odd_yaml_line_breaks_are_refused_so_lines_match_the_editor() -> None:
+    bad(edit("name: ok", "name: o\x85k"), 2, "U+0085", "line break")
+    bad(edit("  - heal: {}", "  - heal: {}\u2028"), 23, "U+2028")
+
+
+def test_every_error_line_is_a_line_of_the_file() -> None:
+    # found by the fuzz test: libyaml marks some errors at the end of the stream one line
+    # past the last line of a truncated file
+    for f in SCENARIOS.glob("*.yaml"):
+        text = f.read_text()
+        for cut in range(0, len(text), 7):
+            prefix = text[:cut]
+            try:
+                parse_scenario(prefix, "cut.yaml")
+            except ScenarioError as e:
+                line = int(str(e).split(":")[1])
+                assert 1 <= line <= prefix.count("\n") + 1, (f.name, cut, str(e))
