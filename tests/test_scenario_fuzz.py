@@ -43,7 +43,7 @@ LOAD_BYTES = 500 * 2**20
 STATS: dict[str, Any] = {"inputs": 0, "accepted": 0, "rejected": 0, "max_load_s": 0.0,
                          "max_model_s": 0.0}
 
-FUZZ = settings(max_examples=max(1, EXAMPLES // 4), deadline=None, print_blob=True,
+FUZZ = settings(max_examples=max(1, EXAMPLES // 5), deadline=None, print_blob=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                        HealthCheck.function_scoped_fixture,
                                        HealthCheck.filter_too_much])
@@ -221,7 +221,106 @@ def _edit_lines(text: str, kind: str, i: int, j: int) -> str:
     return "".join(lines)
 
 
+def _pick(draw: st.DrawFn, valid: bool, good: st.SearchStrategy[Any],
+          bad: st.SearchStrategy[Any]) -> Any:
+    return draw(good if valid or draw(st.booleans()) else bad)
+
+
+def _subset(draw: st.DrawFn, pool: list[int], least: int = 0) -> list[int]:
+    return draw(st.lists(st.sampled_from(pool), min_size=least, max_size=len(pool),
+                         unique=True))
+
+
+VALID_CONFIGS = {"min.insync.replicas": st.integers(1, 4).map(str),
+                 "unclean.leader.election.enable": st.sampled_from(["true", "false", "TRUE"]),
+                 "unclean.recovery.strategy": st.sampled_from(["Aggressive", "balanced", "None"]),
+                 "unclean.recovery.manager.enabled": st.sampled_from(["true", "false"]),
+                 "leader.election.eligible.local.log.ms": st.integers(-1, 10**6).map(str),
+                 "auto.leader.rebalance.enable": st.sampled_from(["true", "false"]),
+                 "log.segment.bytes": st.sampled_from(["1048576", "x y", "é", " a\\b"])}
+BAD_CONFIGS = {"min.insync.replicas": st.sampled_from(["0", "-1", "x", "1.5"]),
+               "unclean.leader.election.enable": st.sampled_from(["no", "maybe"]),
+               "unclean.recovery.strategy": st.just("Sometimes"),
+               "listeners": st.just("PLAINTEXT://:9092"), "a=b": st.just("1")}
+
+
+def _configs(draw: st.DrawFn, valid: bool, least: int = 0) -> dict[str, str]:
+    cfg = draw(st.fixed_dictionaries({}, optional=VALID_CONFIGS))
+    if not valid:
+        cfg.update(draw(st.fixed_dictionaries({}, optional=BAD_CONFIGS)))
+    return cfg if len(cfg) >= least else {"auto.leader.rebalance.enable": "false"}
+
+
+def _steps(draw: st.DrawFn, valid: bool, brokers: list[int], nodes: list[int]
+           ) -> list[dict[str, Any]]:
+    b = _pick(draw, valid, st.sampled_from(brokers), st.sampled_from([0, 10, 100]))
+    kind = draw(st.sampled_from(["produce", "consume", "isolate", "partition", "cut", "heal",
+                                 "kill", "kill_lose", "stop", "restart", "local_log",
+                                 "alter_config", "elect", "reassign", "await"]))
+    if kind == "kill_lose":
+        return [{"kill": {"broker": b}},
+                {"lose_unflushed": {"broker": b, "offset": _pick(
+                    draw, valid, st.integers(0, 20), st.sampled_from([-1, 10**9 + 1]))}}]
+    order = draw(st.permutations(nodes))
+    cut = draw(st.integers(1, len(nodes) - 1)) if len(nodes) > 1 else 1
+    params: dict[str, Any] = {
+        "produce": lambda: {"count": _pick(draw, valid, st.integers(1, 50),
+                                           st.sampled_from([0, 10**4 + 1])),
+                            "acks": _pick(draw, valid, st.sampled_from(["all", 1, 0]),
+                                          st.just("2"))},
+        "isolate": lambda: {"node": draw(st.sampled_from(nodes))},
+        "partition": lambda: {"groups": [order[:cut], order[cut:]]},
+        "cut": lambda: {"src": order[0], "dst": order[-1],
+                        "direction": draw(st.sampled_from(["both", "oneway"]))},
+        "kill": lambda: {"broker": b}, "stop": lambda: {"broker": b},
+        "restart": lambda: {"broker": b},
+        "local_log": lambda: {"broker": b, "age_ms": draw(st.integers(0, 10**6)),
+                              "size_bytes": draw(st.integers(0, 10**6))},
+        "alter_config": lambda: {"scope": draw(st.sampled_from(["topic", "cluster"])),
+                                 "config": _configs(draw, valid, 1)},
+        "elect": lambda: {"type": draw(st.sampled_from(
+            ["preferred", "unclean", "longest_log_aggressive", "longest_log_balanced"]))},
+        "reassign": lambda: {"replicas": _subset(draw, brokers, 1)},
+        "await": lambda: {"leader": draw(st.sampled_from([None, *brokers])),
+                          "isr": _subset(draw, brokers), "elr": _subset(draw, brokers),
+                          "hwm": draw(st.integers(0, 30)),
+                          "timeout_s": _pick(draw, valid, st.sampled_from([1, 0.5, 600]),
+                                             st.sampled_from([float("nan"), 0, 601]))},
+    }.get(kind, dict)()
+    return [{kind: params}]
+
+
+@st.composite
+def generated_scenario(draw: st.DrawFn) -> bytes:
+    """Scenarios built from the format's grammar, mostly valid (the model's inputs); one in
+    four has invalid values sprinkled in."""
+    from reference import PROFILES
+    valid = draw(st.integers(0, 3)) > 0
+    n = draw(st.integers(1, 9))
+    brokers = list(range(1, n + 1))
+    controllers = draw(st.sampled_from([1, 3, 5]))
+    nodes = brokers + list(range(100, 100 + controllers))
+    cluster: dict[str, Any] = {"brokers": n, "controllers": controllers,
+                               "broker_config": _configs(draw, valid)}
+    if draw(st.booleans()):
+        cluster["elr"] = draw(st.booleans())
+    steps = [s for _ in range(draw(st.integers(1, 12)))
+             for s in _steps(draw, valid, brokers, nodes)]
+    doc = {"version": 1, "name": "fuzz", "seed": draw(st.integers(0, 99)),
+           "profile": draw(st.sampled_from(["auto", *PROFILES])), "cluster": cluster,
+           "topic": {"name": "t", "replicas": _subset(draw, brokers, 1),
+                     "min_insync_replicas": draw(st.integers(1, n))},
+           "steps": steps}
+    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True).encode()
+
+
 # -- the tests -------------------------------------------------------------------------------
+@FUZZ
+@given(data=generated_scenario())
+def test_generated_scenarios(data: bytes, tmp_path: Path) -> None:
+    check(data, tmp_path)
+
+
 @FUZZ
 @given(data=yaml_value_in_scenario())
 def test_arbitrary_yaml_values(data: bytes, tmp_path: Path) -> None:
