@@ -287,8 +287,8 @@ def _check_characters(text: str, path: str) -> None:
 
 
 def _lines(text: str) -> int:
-    """The line the end of ``text`` is on (line breaks as YAML counts them: \n, \r\n, \r)."""
-    return len((text + ".").splitlines())
+    """The line the end of ``text`` is on, counting \n, \r\n and \r as an editor does."""
+    return text.count("\n") + text.count("\r") - text.count("\r\n") + 1
 
 
 def _events(text: str, path: str) -> Iterator[Event]:

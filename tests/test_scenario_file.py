@@ -441,3 +441,8 @@ def test_every_error_line_is_a_line_of_the_file() -> None:
             except ScenarioError as e:
                 line = int(str(e).split(":")[1])
                 assert 1 <= line <= prefix.count("\n") + 1, (f.name, cut, str(e))
+
+
+def test_a_bad_character_after_an_odd_line_break_is_on_line_1() -> None:
+    bad("\x85\x00", 1, "U+0000")  # found by the fuzz test: splitlines counted U+0085
+    bad("a\r\nb\rc\x00", 3, "U+0000")
