@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,7 @@ def axes_matrix(results: list[Any]) -> str:
     cells: dict[tuple[str, str], Any] = {}
     for r in sorted(results, key=lambda r: r.run_dir.name):
         cells[(r.scenario, r.build)] = r
-    builds = sorted({b for _, b in cells}, key=lambda v: tuple(int(x) for x in v.split(".")))
+    builds = sorted({b for _, b in cells}, key=_version_key)
     names = sorted({s for s, _ in cells})
     lines = ["| scenario | " + " | ".join(builds) + " |", "|---" * (len(builds) + 1) + "|"]
     notes: list[str] = []
@@ -82,6 +83,11 @@ def axes_matrix(results: list[Any]) -> str:
                 notes += _cell_notes(name, build, r)
         lines.append(f"| {name} | " + " | ".join(row) + " |")
     return "\n".join(lines + [""] + notes) + "\n"
+
+
+def _version_key(version: str) -> tuple[tuple[int, ...], str]:
+    """Releases in version order; a local build's odd version string sorts by its digits."""
+    return tuple(int(x) for x in re.findall(r"\d+", version)[:3]), version
 
 
 def _cell(r: Any) -> str:

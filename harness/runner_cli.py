@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import builds, progress
+from harness.audit_cli import axes_matrix
 from harness.errors import UsageError
 from harness.runner import CONFORMS, DIVERGES, ERROR, UNSUPPORTED, Runner, RunResult, StepResult
 
@@ -101,7 +102,15 @@ def _run(args: argparse.Namespace) -> int:
             results.append(result)
     if args.repeat > 1:
         print_repeat_summary(results)
-    return max(EXIT_CODES[r.verdict] for r in results)
+    return max(exit_code(r) for r in results)
+
+
+def exit_code(result: RunResult) -> int:
+    """2 on a harness error; 1 when an axis is neither clean nor as the scenario declares
+    for this build; else 0 (UNSUPPORTED included)."""
+    if result.verdict == ERROR:
+        return EXIT_CODES[ERROR]
+    return 0 if result.as_expected else 1
 
 
 def print_repeat_summary(results: list[RunResult]) -> None:
@@ -140,8 +149,20 @@ def print_table(result: RunResult, out: Any = sys.stdout) -> None:
             extra = f" ({_describe_findings(check)}"
             extra += ", as the model predicts)" if check["ok"] else ")"
         print(f"check {check['name']}: {status}{extra}", file=out)
-    print(f"VERDICT {result.verdict}" + (f": {result.reason}" if result.reason else "")
-          + f"\nhistory: {result.run_dir}", file=out)
+    print(f"VERDICT {result.verdict}" + (f": {result.reason}" if result.reason else ""),
+          file=out)
+    for axis in result.axes.values():
+        print(f"  {axis.axis:8s} {axis.verdict}" + _axis_note(axis), file=out)
+    print(f"history: {result.run_dir}", file=out)
+
+
+def _axis_note(axis: Any) -> str:
+    if axis.expected is not None:
+        mark = "as declared" if axis.as_expected else "DECLARED " + axis.expected["verdict"]
+        return f" ({mark}: {axis.expected['reason']})"
+    if not axis.as_expected:
+        return f": {axis.reason} (not declared for this build)"
+    return f": {axis.reason}" if axis.reason else ""
 
 
 def _describe_findings(check: dict[str, Any]) -> str:
@@ -166,27 +187,8 @@ def _matrix(args: argparse.Namespace) -> int:
             result = Runner(sc, build, args.backend, args.runs_dir, on_step=_print_step).run()
             cells[(build.version, sc.name)] = result
             progress.say(f"{sc.name} on {build.version}: {result.verdict}")
-    table = matrix_markdown([b.version for b in resolved], [s.name for s in scenarios], cells)
+    table = axes_matrix(list(cells.values()))
     print(table)
     if args.out:
         args.out.write_text(table)
-    return max(EXIT_CODES[r.verdict] for r in cells.values())
-
-
-def matrix_markdown(versions: list[str], names: list[str],
-                    cells: dict[tuple[str, str], RunResult]) -> str:
-    lines = ["| build | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
-    notes = []
-    for version in versions:
-        row = []
-        for name in names:
-            r = cells[(version, name)]
-            row.append(f"{r.verdict} ({r.profile})")
-            if r.verdict != CONFORMS:
-                notes.append(f"- {version} × {name}: {r.verdict}: {r.reason or 'see history'}")
-            lost = [c for c in r.checks if c["name"] == "acked_lost" and c["details"]]
-            if lost:
-                notes.append(f"- {version} × {name}: {len(lost[0]['details'])} acked records "
-                             f"lost{' (as the model predicts)' if lost[0]['ok'] else ''}")
-        lines.append(f"| {version} | " + " | ".join(row) + " |")
-    return "\n".join(lines + [""] + notes) + "\n"
+    return max(exit_code(r) for r in cells.values())

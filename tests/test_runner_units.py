@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
+from harness.audit_cli import axes_matrix
 from harness.builds import Build, Features
+from harness.judges import AxisVerdict
 from harness.runner import (
     CONFORMS,
     DIVERGES,
@@ -18,7 +20,7 @@ from harness.runner import (
     requirement_gap,
     worst,
 )
-from harness.runner_cli import matrix_markdown
+from harness.runner_cli import exit_code
 from harness.steps import StepOutcome
 
 
@@ -82,16 +84,32 @@ def test_consume_must_see_every_record_the_model_says_survives() -> None:
         "records: 1 acked records not visible, e.g. ['r2']")
 
 
-def test_matrix_table_has_a_reason_line_per_non_conforming_cell() -> None:
-    cells = {
-        ("3.9.1", "a"): RunResult("a", "3.9.1", Path("r1"), "pre-elr", UNSUPPORTED,
-                                  reason="lacks elr"),
-        ("4.3.1", "a"): RunResult("a", "4.3.1", Path("r2"), "kafka-4.1", CONFORMS),
-    }
-    table = matrix_markdown(["3.9.1", "4.3.1"], ["a"], cells)
-    assert "| 3.9.1 | UNSUPPORTED (pre-elr) |" in table
-    assert "| 4.3.1 | CONFORMS (kafka-4.1) |" in table
+def _axes(release: str, kip: str, safety: str, reason: str = "",
+          expected: dict[str, str] | None = None) -> dict[str, AxisVerdict]:
+    return {"release": AxisVerdict("release", release, reason if release != "CONFORMS" else ""),
+            "kip": AxisVerdict("kip", kip, reason if kip != "CONFORMS" else ""),
+            "safety": AxisVerdict("safety", safety, reason if safety != "SAFE" else "",
+                                  expected=expected)}
+
+
+def test_matrix_table_shows_three_axes_and_a_reason_per_cell_that_is_not_clean() -> None:
+    unsafe = {"verdict": "UNSAFE", "reason": "no ELR"}
+    runs = [
+        RunResult("a", "3.9.1", Path("r1"), "pre-elr", UNSUPPORTED, reason="lacks elr",
+                  axes=_axes(UNSUPPORTED, UNSUPPORTED, UNSUPPORTED, "lacks elr")),
+        RunResult("b", "3.9.1", Path("r2"), "pre-elr", CONFORMS,
+                  axes=_axes(CONFORMS, "DEVIATES", "UNSAFE", "3 lost", unsafe)),
+        RunResult("b", "4.3.1", Path("r3"), "kafka-4.1", CONFORMS,
+                  axes=_axes(CONFORMS, CONFORMS, "UNSAFE", "1 lost")),
+    ]
+    table = axes_matrix(runs)
+    assert "| a | UNSUPPORTED |  |" in table
+    assert "| b | CONFORMS / DEVIATES / UNSAFE | CONFORMS / CONFORMS / UNSAFE (!) |" in table
     assert "- 3.9.1 × a: UNSUPPORTED: lacks elr" in table
+    assert "- 3.9.1 × b: safety UNSAFE (declared): no ELR" in table
+    assert "- 4.3.1 × b: safety UNSAFE (NOT EXPECTED): 1 lost" in table
+    assert [exit_code(r) for r in runs] == [0, 0, 1]
+    assert exit_code(RunResult("c", "4.3.1", Path("r4"), "kafka-4.1", "ERROR")) == 2
 
 
 def test_a_predicted_hwm_drop_is_read_from_the_prediction_events() -> None:
