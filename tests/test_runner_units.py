@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from harness.audit_cli import axes_matrix
 from harness.builds import Build, Features
 from harness.judges import AxisVerdict
@@ -137,3 +139,24 @@ def test_a_cluster_the_observer_cannot_see_is_an_error_not_a_divergence() -> Non
     observed, why, blind = runner._converge(session, None, {}, timeout_s=0)  # type: ignore[arg-type]
     assert observed is None and blind
     assert str(why).startswith("no current broker could be observed")
+
+
+def test_a_run_that_errors_records_its_verdict_once_and_judges_no_axis(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.errors import HarnessError
+    from harness.history import read_events
+    from harness.runner import Runner
+    from harness.scenario import load_scenario
+
+    def boom(self: Runner, history: object, result: object) -> None:
+        raise HarnessError("cluster did not come up")
+    monkeypatch.setattr(Runner, "_run_on_cluster", boom)
+    sc = load_scenario(Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
+                       / "last-replica-standing.yaml")
+    result = Runner(sc, _build("4.3.1"), runs_dir=tmp_path).run()
+    assert result.verdict == "ERROR" and not result.as_expected
+    whole = [e for e in read_events(result.run_dir)
+             if e["kind"] == "verdict" and e["index"] is None]
+    assert [e["verdict"] for e in whole] == ["ERROR"]
+    assert {a: v.verdict for a, v in result.axes.items()} == {
+        "release": "ERROR", "kip": "ERROR", "safety": "ERROR"}
