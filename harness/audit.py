@@ -23,6 +23,7 @@ from harness.judges import (
     CONFORMS,
     DIVERGES,
     ERROR,
+    INCOMPLETE,
     NOT_JUDGED,
     UNSUPPORTED,
     AxisVerdict,
@@ -87,6 +88,10 @@ def audit(run_dir: Path, events: list[dict[str, Any]] | None = None,
                          recorded={a: v.get("verdict") for a, v in
                                    (meta.get("axes") or {}).items()} or
                          {"release": str(meta.get("verdict"))})
+    if meta.get("ended_wall") is None or not any(e["kind"] == "run_end" for e in events):
+        why = "the history was cut short (no run_end): the run crashed, was killed or is running"
+        result.axes = {a: AxisVerdict(a, INCOMPLETE, why) for a in AXES}
+        return result
     _judge(result, scenario, meta, events)
     return result
 

@@ -30,8 +30,9 @@ AXES = ("release", "kip", "safety")
 CONFORMS, DIVERGES, UNSUPPORTED, ERROR = "CONFORMS", "DIVERGES", "UNSUPPORTED", "ERROR"
 DEVIATES, KIP_DIVERGES = "DEVIATES", "KIP-DIVERGES"
 SAFE, UNSAFE = "SAFE", "UNSAFE"
+INCOMPLETE = "INCOMPLETE"  # a history cut short (no run_end): nothing can be claimed
 CLEAN = {"release": (CONFORMS,), "kip": (CONFORMS, DEVIATES), "safety": (SAFE,)}
-NOT_JUDGED = (UNSUPPORTED, ERROR)
+NOT_JUDGED = (UNSUPPORTED, ERROR, INCOMPLETE)
 
 
 @dataclass

@@ -107,3 +107,12 @@ def test_real_runs_with_metadata_logs_are_judged_as_declared(run: str) -> None:
     assert r.as_expected, {a: (v.verdict, v.reason) for a, v in r.axes.items()}
     if run != KAFKA_19522.name:
         assert r.axes["release"].details == []  # 0 trace violations
+
+
+def test_a_history_cut_short_is_incomplete_on_every_axis(tmp_path: Path) -> None:
+    run = tmp_path / LRS_431.name
+    shutil.copytree(LRS_431, run)
+    lines = (run / "events.jsonl").read_text().splitlines(keepends=True)
+    (run / "events.jsonl").write_text("".join(lines[: len(lines) // 2]))  # crashed mid-run
+    r = audit(run)
+    assert {v.verdict for v in r.axes.values()} == {"INCOMPLETE"} and not r.as_expected
