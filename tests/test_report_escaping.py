@@ -156,3 +156,11 @@ def test_hostile_history_is_text_in_the_page_and_valid_xml_in_junit(tmp_path: Pa
     assert all(shown in (f.get("message") or "") for f in failures if f is not None)
     assert all((c.get("classname") or "").startswith("kafka-chaos.build:") for c in cases)
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["runs"]
+
+
+def test_report_out_pointing_at_a_file_is_refused_before_spark(tmp_path: Path) -> None:
+    from harness.cli import main
+    out = tmp_path / "a-file"
+    out.write_text("x")
+    assert main(["report", str(tmp_path), "--out", str(out)]) == 2
+    assert out.read_text() == "x"
