@@ -19,11 +19,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import builds, dockerengine, dockerimages, toxiproxy
-from harness.backends import make_cluster
-from harness.backends.readiness import wait_brokers_unfenced
-from harness.history import History
-from harness.topology import ClusterShape
+from harness.cluster import builds
+from harness.cluster import images as dockerimages
+from harness.cluster.backends import make_cluster
+from harness.cluster.backends.readiness import wait_brokers_unfenced
+from harness.cluster.topology import ClusterShape
+from harness.infra import dockerengine, toxiproxy
+from harness.infra.history import History
 
 
 def cycle(backend: str, build: builds.Build, root: Path, i: int) -> tuple[float, float, float]:

@@ -15,11 +15,12 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from harness import admin, builds
-from harness.history import History
-from harness.session import open_session
-from harness.topology import ClusterShape
-from harness.wait import until
+from harness.client import admin
+from harness.cluster import builds
+from harness.cluster.topology import ClusterShape
+from harness.infra.history import History
+from harness.infra.wait import until
+from harness.run.session import open_session
 
 REPEATS = 3
 RECORDS = 50_000

@@ -20,9 +20,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from harness import builds
-from harness.runner import CONFORMS, UNSUPPORTED, Runner
-from harness.scenario import load_scenario
+from harness.cluster import builds
+from harness.run.runner import CONFORMS, UNSUPPORTED, Runner
+from harness.run.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -10,4 +10,4 @@
 set -eu
 cd "$(dirname "$0")/.."
 export TESTCONTAINERS_RYUK_DISABLED=true
-exec python3 -m harness.dockerimages "$@"
+exec python3 -m harness.cluster.images "$@"

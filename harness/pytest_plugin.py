@@ -32,16 +32,16 @@ with warnings.catch_warnings():
     # pytest_configure of ours could add its filters: import the dependencies under them.
     for _module, _ in _DEPENDENCY_WARNINGS:
         warnings.filterwarnings("ignore", category=DeprecationWarning, module=_module)
-    from harness import builds
-    from harness.backends import BACKENDS, make_cluster
-    from harness.backends.base import Cluster
-    from harness.errors import HarnessError
-    from harness.faults import Faults
-    from harness.history import History, new_run_id
-    from harness.observe import Observer
-    from harness.session import current_brokers
-    from harness.topology import ClusterShape
-    from harness.workload import Workload
+    from harness.client.observe import Observer
+    from harness.client.workload import Workload
+    from harness.cluster import builds
+    from harness.cluster.backends import BACKENDS, make_cluster
+    from harness.cluster.backends.base import Cluster
+    from harness.cluster.topology import ClusterShape
+    from harness.infra.errors import HarnessError
+    from harness.infra.history import History, new_run_id
+    from harness.nemesis.faults import Faults
+    from harness.run.session import current_brokers
 
 _HISTORY = pytest.StashKey[History]()
 _PHASES = pytest.StashKey[dict[str, tuple[pytest.TestReport, BaseException | None]]]()
@@ -71,7 +71,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for _, line in _DEPENDENCY_WARNINGS:  # for warnings raised later, in collection and tests
         config.addinivalue_line("filterwarnings", line)
     config.stash[_OPEN] = []
-    # No exit hooks here: harness.procs installs them when a cluster first starts a
+    # No exit hooks here: harness.infra.procs installs them when a cluster first starts a
     # process, so a pytest run that never does keeps its own SIGTERM and exit handling.
     if config.getoption("--kafka-image", None):
         os.environ["KAFKA_CHAOS_KAFKA_IMAGE"] = config.getoption("--kafka-image")

@@ -431,7 +431,7 @@ def replay(records: Sequence[Record], ctx: TraceContext) -> list[CommittedState]
 def validate(records: Sequence[Record], ctx: TraceContext) -> TraceResult:
     """Replay ``records`` and judge them under ``ctx.profile``: per-change rules record by
     record, per-state invariants at each batch end (trace_rules.RULES lists them). Records
-    with ``"source": "snapshot"`` (harness.metadata_records) are a starting state: judged
+    with ``"source": "snapshot"`` (harness.client.metadata_records) are a starting state: judged
     as one state, not as transitions."""
     profile = profile_of(ctx)
     states, issues = _replay(records, ctx)

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import NodeNotReady
-from harness.history import History
-from harness.session import open_session
-from harness.topology import ClusterShape
+from harness.cluster.topology import ClusterShape
+from harness.infra.errors import NodeNotReady
+from harness.infra.history import History
+from harness.run.session import open_session
 
 pytestmark = pytest.mark.chaos
 
@@ -108,7 +108,7 @@ def test_node_that_never_starts_reports_its_log_tail_and_cleans_up(tmp_path: Pat
 
 
 def test_unknown_kafka_version_is_rejected_before_anything_starts() -> None:
-    from harness import builds
-    from harness.errors import BuildError
+    from harness.cluster import builds
+    from harness.infra.errors import BuildError
     with pytest.raises(BuildError, match=r"9\.9\.9.*not on Maven Central"):
         builds.from_maven("9.9.9")

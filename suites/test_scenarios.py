@@ -2,7 +2,7 @@
 model in lockstep (issue 4). A build lacking a feature gives UNSUPPORTED, shown as a skip
 with the reason; the run's history still holds the model's predicted timeline.
 
-Each run is judged on three axes (release, kip, safety; harness/judges.py). A test passes
+Each run is judged on three axes (release, kip, safety; harness/run/judges.py). A test passes
 only when every axis is clean or gives exactly the verdict the scenario declares for the
 build (``expect:`` with a reason): a known-unsafe build stays green here and still shows
 UNSAFE in the report; an undeclared failure on any axis fails the test."""
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.runner import UNSUPPORTED, Runner
-from harness.runner_cli import print_table
-from harness.scenario import load_scenario
+from harness.cli.run import print_table
+from harness.run.runner import UNSUPPORTED, Runner
+from harness.run.scenario import load_scenario
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
 KEY = {"last-replica-standing", "hwm-frozen-under-min-isr"}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness import logfiles
-from harness.topology import CLIENT as CLIENT_ID
-from harness.wait import until
+from harness.cluster.topology import CLIENT as CLIENT_ID
+from harness.infra.wait import until
+from harness.nemesis import logfiles
 from suites.helpers import TOPIC, create_topic, state, wait_state
 
 pytestmark = [pytest.mark.chaos, pytest.mark.key]

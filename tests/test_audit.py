@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.audit import audit
-from harness.audit_cli import run_dirs
-from harness.cli import main
-from harness.errors import UsageError
+from harness.cli.app import main
+from harness.cli.audit import run_dirs
+from harness.infra.errors import UsageError
+from harness.run.audit import audit
 
 HISTORIES = Path(__file__).resolve().parent.parent / "fixtures" / "histories"
 LRS_391 = HISTORIES / "last-replica-standing-20261122T152527-aacf9e"

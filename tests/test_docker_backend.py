@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import builds, dockerengine
-from harness.errors import HarnessError
+from harness.cluster import builds
+from harness.infra import dockerengine
+from harness.infra.errors import HarnessError
 
 pytestmark = [pytest.mark.docker]
 
@@ -54,9 +55,9 @@ def _leftovers(pid: int) -> tuple[list[str], list[str]]:
 
 
 def test_no_container_or_network_left_after_a_run(build: builds.Build, tmp_path: Path) -> None:
-    from harness.backends.docker import DockerCluster
-    from harness.history import History
-    from harness.topology import ClusterShape
+    from harness.cluster.backends.docker import DockerCluster
+    from harness.cluster.topology import ClusterShape
+    from harness.infra.history import History
 
     cluster = DockerCluster(build, ClusterShape(brokers=1, controllers=1), tmp_path / "run",
                             History(tmp_path / "run"))
@@ -76,10 +77,10 @@ def test_teardown_removes_what_it_never_got_a_handle_on(build: builds.Build,
                                                        tmp_path: Path) -> None:
     # An interrupt can land after the daemon created a container or network and before
     # the cluster object held it.
-    from harness import dockerimages
-    from harness.backends.docker import DockerCluster
-    from harness.history import History
-    from harness.topology import ClusterShape
+    from harness.cluster import images as dockerimages
+    from harness.cluster.backends.docker import DockerCluster
+    from harness.cluster.topology import ClusterShape
+    from harness.infra.history import History
 
     cluster = DockerCluster(build, ClusterShape(brokers=1, controllers=1), tmp_path / "run",
                             History(tmp_path / "run"))
@@ -98,10 +99,10 @@ def test_teardown_removes_what_it_never_got_a_handle_on(build: builds.Build,
 _CHILD = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from harness import builds
-    from harness.backends.docker import DockerCluster
-    from harness.history import History
-    from harness.topology import ClusterShape
+    from harness.cluster import builds
+    from harness.cluster.backends.docker import DockerCluster
+    from harness.infra.history import History
+    from harness.cluster.topology import ClusterShape
     run = Path(sys.argv[1])
     cluster = DockerCluster(builds.resolve(sys.argv[2]), ClusterShape(brokers=1, controllers=1),
                             run, History(run))

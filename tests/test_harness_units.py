@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from harness import builds, kafkaconfig, logfiles
-from harness.errors import BuildError, UsageError
-from harness.history import History, HistoryExists, SchemaError, new_run_id, read_events
-from harness.network import Network
-from harness.topology import CLIENT, ClusterShape
-from harness.wait import WaitTimeout, until
+from harness.cluster import builds
+from harness.cluster import config as kafkaconfig
+from harness.cluster.topology import CLIENT, ClusterShape
+from harness.infra.errors import BuildError, UsageError
+from harness.infra.history import History, HistoryExists, SchemaError, new_run_id, read_events
+from harness.infra.wait import WaitTimeout, until
+from harness.nemesis import logfiles
+from harness.nemesis.network import Network
 
 
 # -- topology and configs -----------------------------------------------------------------
@@ -229,8 +231,8 @@ def test_until_returns_the_first_good_value_and_times_out_with_evidence() -> Non
 
 # -- bad input and missing pieces -------------------------------------------------------------
 def test_missing_tool_names_it_and_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness import tools
-    from harness.errors import ToolMissing
+    from harness.infra import tools
+    from harness.infra.errors import ToolMissing
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(ToolMissing, match=r"`mvn` not found on PATH: install Maven"):
         tools.require("mvn")
@@ -239,8 +241,8 @@ def test_missing_tool_names_it_and_the_fix(monkeypatch: pytest.MonkeyPatch) -> N
 def test_unreachable_toxiproxy_is_a_network_error() -> None:
     import socket
 
-    from harness.errors import NetworkError
-    from harness.toxiproxy import ToxiproxyApi
+    from harness.infra.errors import NetworkError
+    from harness.infra.toxiproxy import ToxiproxyApi
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -250,8 +252,8 @@ def test_unreachable_toxiproxy_is_a_network_error() -> None:
 
 def test_no_free_loopback_block_is_a_port_clash(monkeypatch: pytest.MonkeyPatch,
                                                 tmp_path: Path) -> None:
-    from harness.backends import local
-    from harness.errors import PortClash
+    from harness.cluster.backends import local
+    from harness.infra.errors import PortClash
     monkeypatch.setattr(local, "_free", lambda host, port: False)
     cluster = local.LocalCluster(None, ClusterShape(), tmp_path, None)  # type: ignore[arg-type]
     with pytest.raises(PortClash, match="no free loopback block"):
@@ -260,7 +262,7 @@ def test_no_free_loopback_block_is_a_port_clash(monkeypatch: pytest.MonkeyPatch,
 
 # -- the controller's metadata log --------------------------------------------------------------
 def test_replay_of_controller_records_follows_partition_changes_and_clear_elr() -> None:
-    from harness.metadata_log import replay
+    from harness.client.metadata_log import replay
     tid = "abc"
     records = [
         {"type": "REGISTER_BROKER_RECORD", "data": {"brokerId": b, "fenced": True}}
@@ -290,7 +292,7 @@ def test_replay_of_controller_records_follows_partition_changes_and_clear_elr() 
 
 
 def test_observer_trusts_the_newest_epoch_then_the_majority_view() -> None:
-    from harness.observe import _freshest
+    from harness.client.observe import _freshest
 
     def view(leader: int, epoch: int, isr: list[int]) -> dict:
         return {"leader": leader, "leader_epoch": epoch, "isr": isr, "elr": [],
@@ -305,7 +307,7 @@ def test_observer_trusts_the_newest_epoch_then_the_majority_view() -> None:
 def test_observer_starts_over_when_its_client_does_not_know_a_broker() -> None:
     import kafka.errors as kafka_errors
 
-    from harness.observe import Observer
+    from harness.client.observe import Observer
 
     class Manager:
         def __init__(self) -> None:
@@ -335,7 +337,7 @@ def test_observer_bootstraps_only_from_running_brokers(monkeypatch: pytest.Monke
     # bootstrap deadline on one such connect if it picked that address.
     from types import SimpleNamespace
 
-    from harness import observe
+    from harness.client import observe
 
     seen: dict[str, object] = {}
     monkeypatch.setattr(observe, "KafkaAdminClient", lambda **kw: seen.update(kw) or object())
@@ -351,7 +353,7 @@ def test_observer_bootstraps_only_from_running_brokers(monkeypatch: pytest.Monke
 
 
 def test_storage_uuids_never_start_with_a_dash() -> None:
-    from harness.storage import _random_uuid
+    from harness.cluster.storage import _random_uuid
     ids = [_random_uuid() for _ in range(2000)]  # ~31 would start with '-' unchecked
     assert all(len(i) == 22 and not i.startswith("-") for i in ids)
 
@@ -360,7 +362,7 @@ def test_storage_uuids_never_start_with_a_dash() -> None:
 _SIGTERM_WHILE_LOCKED = """
 import os, signal, sys
 from pathlib import Path
-from harness import procs
+from harness.infra import procs
 
 child = procs.spawn(["sleep", "300"], Path(sys.argv[1]))
 print(child.pid, flush=True)
@@ -392,7 +394,7 @@ def test_exit_hooks_install_once_and_wait_for_the_main_thread(
     import signal
     import threading
 
-    from harness import procs
+    from harness.infra import procs
     installed: list[object] = []
     monkeypatch.setattr(procs, "_atexit_installed", False)
     monkeypatch.setattr(procs, "_sigterm_installed", False)
@@ -411,7 +413,7 @@ def test_exit_hooks_install_once_and_wait_for_the_main_thread(
 def _lock_is_held(entry: Path) -> bool:
     import fcntl
 
-    from harness.cache import lock_path
+    from harness.infra.cache import lock_path
     with open(lock_path(entry), "a") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -425,7 +427,7 @@ def test_cache_entry_lock_excludes_other_processes(tmp_path: Path) -> None:
     import subprocess
     import sys
     entry = tmp_path / "kafka" / "4.3.1"
-    code = ("import sys; from pathlib import Path; from harness.cache import entry_lock\n"
+    code = ("import sys; from pathlib import Path; from harness.infra.cache import entry_lock\n"
             "with entry_lock(Path(sys.argv[1])):\n    print('held', flush=True)\n"
             "    sys.stdin.read()\n")
     child = subprocess.Popen([sys.executable, "-c", code, str(entry)], stdin=subprocess.PIPE,
@@ -456,7 +458,7 @@ def test_storage_template_is_formatted_once_under_its_lock_at_a_stable_place(
     import subprocess
     import sys
 
-    from harness import storage
+    from harness.cluster import storage
     monkeypatch.setenv("KAFKA_CHAOS_CACHE", str(tmp_path / "cache"))
     build = _fake_dist(tmp_path)
     tdir = storage.template_dir(build, "default")
@@ -502,8 +504,8 @@ def test_maven_download_runs_under_its_lock_once(tmp_path: Path,
 
 def test_toxiproxy_binary_is_built_under_its_lock_once(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness import toxiproxy
-    from harness.cache import lock_path
+    from harness.infra import toxiproxy
+    from harness.infra.cache import lock_path
     monkeypatch.setenv("KAFKA_CHAOS_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("KAFKA_CHAOS_TOXIPROXY", raising=False)
     bindir = tmp_path / "cache" / "toxiproxy" / toxiproxy.TOXIPROXY_VERSION

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from harness.datachecks import run_checks
-from harness.judges import (
+from harness.run.datachecks import run_checks
+from harness.run.judges import (
     DEVIATES,
     KIP_DIVERGES,
     SAFE,

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from harness import metadata_log, metadata_records
-from harness.metadata_records import METADATA_DIR, SCHEMAS, read_log_dir
+from harness.client import metadata_log, metadata_records
+from harness.client.metadata_records import METADATA_DIR, SCHEMAS, read_log_dir
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "metadata"
 VERSIONS = ("4.3.1", "3.9.1")

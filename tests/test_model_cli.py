@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from harness import model_cli
-from harness.errors import UsageError
-from harness.scenario import load_scenario
+from harness.cli import model as model_cli
+from harness.infra.errors import UsageError
+from harness.run.scenario import load_scenario
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
 
@@ -142,7 +142,7 @@ def test_explored_files_validate_and_fit_their_profile(tmp_path: Path) -> None:
 
 # -- run: every flag checked before a build is resolved ------------------------------------
 def parse_run(*argv: str) -> argparse.Namespace:
-    from harness import runner_cli
+    from harness.cli import run as runner_cli
     top = argparse.ArgumentParser(prog="kafka-chaos")
     sub = top.add_subparsers(dest="command", required=True)
     runner_cli.add_subcommands(sub)
@@ -151,7 +151,7 @@ def parse_run(*argv: str) -> argparse.Namespace:
 
 @pytest.fixture
 def no_build(monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness import builds
+    from harness.cluster import builds
 
     def resolve(*args: Any) -> None:
         raise AssertionError("a build was resolved before the flags were checked")
@@ -191,7 +191,7 @@ def test_run_runs_dir_that_is_a_file_is_a_usage_error(no_build: None, tmp_path: 
 
 
 def test_run_bad_scenario_is_rejected_before_a_build(no_build: None, tmp_path: Path) -> None:
-    from harness.scenario import ScenarioError
+    from harness.run.scenario import ScenarioError
     f = tmp_path / "bad.yaml"
     f.write_text((SCENARIOS / "last-replica-standing.yaml").read_text().replace(
         "brokers: 3", "brokers: 10"))

@@ -15,7 +15,7 @@ pytest_plugins = ["pytester"]
 CONFTEST = '''
 import pytest
 from harness import pytest_plugin
-from harness.errors import ClusterError
+from harness.infra.errors import ClusterError
 
 
 class FakeBuild:
@@ -51,7 +51,7 @@ def stub_cluster(monkeypatch):
 
 TESTS = '''
 import pytest
-from harness.errors import NetworkError
+from harness.infra.errors import NetworkError
 
 
 @pytest.fixture
@@ -114,10 +114,10 @@ EXPECTED = {
     "test_harness_error_in_body": ("ERROR", "Toxiproxy unreachable"),
     "test_skipped": ("UNSUPPORTED", "needs ELR"),
     "test_xfails": ("UNSUPPORTED", "known divergence"),
-    "test_cluster_does_not_start": ("ERROR", "setup: harness.errors.ClusterError: node 1"),
+    "test_cluster_does_not_start": ("ERROR", "setup: harness.infra.errors.ClusterError: node 1"),
     "test_setup_error": ("ERROR", "setup: RuntimeError: fixture broke"),
     "test_teardown_error": ("ERROR", "teardown: RuntimeError: fixture teardown broke"),
-    "test_cluster_teardown_fails": ("ERROR", "teardown: harness.errors.ClusterError"),
+    "test_cluster_teardown_fails": ("ERROR", "teardown: harness.infra.errors.ClusterError"),
     "test_fails_and_teardown_errors": ("DIVERGES", "ISR never shrank"),
 }
 
@@ -168,7 +168,7 @@ def test_two_sessions_in_the_same_second_get_two_run_directories(
 def test_a_run_without_a_cluster_installs_no_exit_hooks(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_plain='''
 import signal
-from harness import procs
+from harness.infra import procs
 
 
 def test_sigterm_is_left_alone():
@@ -180,7 +180,7 @@ def test_sigterm_is_left_alone():
 
 
 def test_an_interrupted_test_is_closed_as_error(pytester: pytest.Pytester) -> None:
-    """Ctrl-C (or SIGTERM, which harness.procs turns into KeyboardInterrupt) mid-test: pytest
+    """Ctrl-C (or SIGTERM, which harness.infra.procs turns into KeyboardInterrupt) mid-test: pytest
     makes no report for it, so the history is closed at session end, not left open."""
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_chaos="def test_interrupted(chaos_cluster):\n"

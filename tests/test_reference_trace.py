@@ -495,9 +495,9 @@ def replace_partition(rec: Rec, k: int) -> Rec:
 @pytest.mark.parametrize(("version", "profile"), [("4.3.1", "kafka-4.1"), ("3.9.1", "pre-elr")])
 def test_real_decoded_logs(version: str, profile: str) -> None:
     """fixtures/metadata/<version>: a real controller log (controlled shutdown, reassignment,
-    min ISR change, kills, unclean election enabled) decoded by harness.metadata_records:
+    min ISR change, kills, unclean election enabled) decoded by harness.client.metadata_records:
     clean under its own profile, from the log and from the newest snapshot."""
-    records = pytest.importorskip("harness.metadata_records")
+    records = pytest.importorskip("harness.client.metadata_records")
     log_dir = Path(__file__).parent.parent / "fixtures" / "metadata" / version / \
         "__cluster_metadata-0"
     if not log_dir.is_dir():

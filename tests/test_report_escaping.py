@@ -159,7 +159,7 @@ def test_hostile_history_is_text_in_the_page_and_valid_xml_in_junit(tmp_path: Pa
 
 
 def test_report_out_pointing_at_a_file_is_refused_before_spark(tmp_path: Path) -> None:
-    from harness.cli import main
+    from harness.cli.app import main
     out = tmp_path / "a-file"
     out.write_text("x")
     assert main(["report", str(tmp_path), "--out", str(out)]) == 2

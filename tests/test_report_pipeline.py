@@ -1,4 +1,4 @@
-"""The report pipeline on PySpark: its data checks equal the runner's (harness/datachecks.py),
+"""The report pipeline on PySpark: its data checks equal the runner's (harness/run/datachecks.py),
 bad histories are named and skipped, and the page loads in a real headless browser."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from harness.datachecks import run_checks
-from harness.history import read_events
+from harness.infra.history import read_events
+from harness.run.datachecks import run_checks
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "histories"
@@ -156,7 +156,7 @@ def test_history_reader_counts_bad_lines_anywhere_and_keeps_the_rest(tmp_path: P
 
 
 def _report_cli(*args: str) -> int:
-    from harness.cli import main
+    from harness.cli.app import main
     return main(["report", *args])
 
 
@@ -241,8 +241,8 @@ def test_report_runs_on_a_standalone_spark_cluster(tmp_path: Path) -> None:
 
     from pyspark.sql import SparkSession
 
-    from harness import procs
-    from harness.backends.readiness import wait_log_line
+    from harness.cluster.backends.readiness import wait_log_line
+    from harness.infra import procs
     from harness.report.build import make_report
 
     home = Path(pyspark.__file__).parent

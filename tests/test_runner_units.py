@@ -7,10 +7,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.audit_cli import axes_matrix
-from harness.builds import Build, Features
-from harness.judges import AxisVerdict
-from harness.runner import (
+from harness.cli.run import exit_code
+from harness.cluster.builds import Build, Features
+from harness.report.matrix import axes_matrix
+from harness.run.judges import AxisVerdict
+from harness.run.runner import (
     CONFORMS,
     DIVERGES,
     ERROR,
@@ -22,8 +23,7 @@ from harness.runner import (
     requirement_gap,
     worst,
 )
-from harness.runner_cli import exit_code
-from harness.steps import StepOutcome
+from harness.run.steps import StepOutcome
 
 
 def _build(version: str, **features: bool) -> Build:
@@ -115,7 +115,7 @@ def test_matrix_table_shows_three_axes_and_a_reason_per_cell_that_is_not_clean()
 
 
 def test_a_predicted_hwm_drop_is_read_from_the_prediction_events() -> None:
-    from harness.runner import _predicts_hwm_drop
+    from harness.run.runner import _predicts_hwm_drop
     def pred(*hwms):
         return {"kind": "prediction", "allowed": [{"hwm": h} for h in hwms]}
     assert _predicts_hwm_drop([pred(5), pred(None), pred(3)])
@@ -123,9 +123,9 @@ def test_a_predicted_hwm_drop_is_read_from_the_prediction_events() -> None:
 
 
 def test_a_cluster_the_observer_cannot_see_is_an_error_not_a_divergence() -> None:
-    from harness.observe import ObserveError
-    from harness.runner import Runner
-    from harness.scenario import load_scenario
+    from harness.client.observe import ObserveError
+    from harness.run.runner import Runner
+    from harness.run.scenario import load_scenario
 
     scenario = load_scenario(Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
                              / "hwm-frozen-under-min-isr.yaml")
@@ -143,10 +143,10 @@ def test_a_cluster_the_observer_cannot_see_is_an_error_not_a_divergence() -> Non
 
 def test_a_run_that_errors_records_its_verdict_once_and_judges_no_axis(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness.errors import HarnessError
-    from harness.history import read_events
-    from harness.runner import Runner
-    from harness.scenario import load_scenario
+    from harness.infra.errors import HarnessError
+    from harness.infra.history import read_events
+    from harness.run.runner import Runner
+    from harness.run.scenario import load_scenario
 
     def boom(self: Runner, history: object, result: object) -> None:
         raise HarnessError("cluster did not come up")

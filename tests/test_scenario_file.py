@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.scenario import ScenarioError, load_scenario, parse_scenario
+from harness.run.scenario import ScenarioError, load_scenario, parse_scenario
 from reference import steps as S
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
@@ -365,9 +365,9 @@ def test_alter_config_min_isr_must_be_ascii_digits() -> None:
 
 
 def test_server_properties_escape_values_and_keep_broker_config_off_controllers() -> None:
-    from harness import kafkaconfig
-    from harness.errors import UsageError
-    from harness.topology import ClusterShape
+    from harness.cluster import config as kafkaconfig
+    from harness.cluster.topology import ClusterShape
+    from harness.infra.errors import UsageError
     shape = ClusterShape(brokers=3)
     addr = kafkaconfig.NodeAddresses("127.9.0.2", "127.9.250.2:9094", "127.9.0.2:9095")
     cfg = {"ssl.keystore.location": " C:\\k\u00fcy #1\n\U0001f600", "log.segment.bytes": "1000",
@@ -384,8 +384,8 @@ def test_server_properties_escape_values_and_keep_broker_config_off_controllers(
 
 
 def test_reserved_keys_cover_everything_the_harness_writes() -> None:
-    from harness import kafkaconfig
-    from harness.topology import ClusterShape
+    from harness.cluster import config as kafkaconfig
+    from harness.cluster.topology import ClusterShape
     shape = ClusterShape(brokers=3)
     addr = kafkaconfig.NodeAddresses("h", "h:1", "h:2")
     written = set(kafkaconfig.broker_props(1, shape, addr)) | set(
@@ -398,7 +398,7 @@ def test_reserved_keys_cover_everything_the_harness_writes() -> None:
 
 # -- expect: the three judging axes --------------------------------------------------------
 def test_expect_entries_parse_into_expectations() -> None:
-    from harness.scenario import Expectation
+    from harness.run.scenario import Expectation
     text = GOOD + """expect:
   - axis: safety
     verdict: UNSAFE

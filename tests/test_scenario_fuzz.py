@@ -28,10 +28,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness import model_cli, runner
-from harness.builds import Build, Features
-from harness.history import new_run_id
-from harness.scenario import MAX_FILE_BYTES, ScenarioError, load_scenario
+from harness.cli import model as model_cli
+from harness.cluster.builds import Build, Features
+from harness.infra.history import new_run_id
+from harness.run import runner
+from harness.run.scenario import MAX_FILE_BYTES, ScenarioError, load_scenario
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
 FIXTURES = sorted(SCENARIOS.glob("*.yaml"))

@@ -8,10 +8,10 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UsageError
-from harness.judges import AXES
+from harness.infra.errors import UsageError
 from harness.report import html, junit, spark_jobs
 from harness.report.load import Runs, discover
+from harness.run.judges import AXES
 
 MAX_POINTS_PER_RUN = 4000
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UsageError
-from harness.history import SchemaError, check_schema
+from harness.infra.errors import UsageError
+from harness.infra.history import SchemaError, check_schema
 
 
 @dataclass

@@ -1,0 +1,195 @@
+"""`kafka-chaos run` and `kafka-chaos matrix`: scenarios on real builds, with verdicts."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.cli.options import add_build_options
+from harness.cluster import builds
+from harness.infra import progress
+from harness.infra.errors import UsageError
+from harness.report.matrix import axes_matrix
+from harness.run.runner import CONFORMS, DIVERGES, ERROR, UNSUPPORTED, Runner, RunResult, StepResult
+
+EXIT_CODES = {CONFORMS: 0, UNSUPPORTED: 0, DIVERGES: 1, ERROR: 2}
+MAX_STEP_TIMEOUT_S = 600
+MAX_REPEAT = 1000
+
+
+def seconds(text: str) -> float:
+    """--step-timeout: a finite number of seconds, > 0 and <= 600 (argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value <= MAX_STEP_TIMEOUT_S:  # NaN fails every comparison
+        raise argparse.ArgumentTypeError(f"{text}: give seconds > 0 and <= {MAX_STEP_TIMEOUT_S}")
+    return value
+
+
+def repeat_count(text: str) -> int:
+    """--repeat: 1..1000 (argparse type, so it is checked before anything runs)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= MAX_REPEAT:
+        raise argparse.ArgumentTypeError(f"{text}: give a count of 1..{MAX_REPEAT}")
+    return value
+
+
+def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    run = sub.add_parser("run", help="run scenario files on a real cluster against the model")
+    run.add_argument("scenarios", nargs="+", type=Path, metavar="SCENARIO")
+    add_build_options(run)
+    run.add_argument("--profile", help="model profile (default: follows the build)")
+    run.add_argument("--step-timeout", type=seconds, default=30.0,
+                     help="seconds a step may take to settle (default 30, at most 600)")
+    run.add_argument("--repeat", type=repeat_count, default=1,
+                     help="run each scenario N times and summarise the verdicts (flakiness)")
+    run.set_defaults(func=_run)
+    matrix = sub.add_parser("matrix", help="scenarios x builds -> markdown verdict table")
+    matrix.add_argument("scenarios", nargs="+", type=Path, metavar="SCENARIO")
+    matrix.add_argument("--versions", required=True,
+                        help="comma-separated Kafka versions, e.g. 3.9.1,4.0.2,4.1.2,4.3.1")
+    matrix.add_argument("--backend", default="local")
+    matrix.add_argument("--runs-dir", type=Path, default=Path("runs"))
+    matrix.add_argument("--out", type=Path, help="write the markdown table here too")
+    matrix.set_defaults(func=_matrix)
+
+
+def load_all(paths: list[Path]) -> list[Any]:
+    """Validate every scenario before any cluster starts."""
+    from harness.run.scenario import load_scenario
+    return [load_scenario(p) for p in paths]
+
+
+def check_profile(profile: str | None) -> None:
+    from reference import PROFILES
+    if profile is not None and profile not in PROFILES:
+        raise UsageError(f"--profile {profile!r} is not a model profile; choose one of "
+                         f"{', '.join(sorted(PROFILES))} (or leave it out to follow the build)")
+
+
+def check_runs_dir(runs_dir: Path) -> None:
+    """--runs-dir must be a directory this process can create and write in."""
+    if runs_dir.exists() and not runs_dir.is_dir():
+        raise UsageError(f"--runs-dir {runs_dir} is a file; give a directory for run histories")
+    try:
+        runs_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--runs-dir {runs_dir}: cannot create it ({e.strerror or e}); give a "
+                         "writable directory") from None
+
+
+def _run(args: argparse.Namespace) -> int:
+    # Every input is checked before a build is resolved (which may download for minutes).
+    scenarios = load_all(args.scenarios)
+    check_profile(args.profile)
+    check_runs_dir(args.runs_dir)
+    build = builds.resolve(args.kafka_version, args.kafka_dist)
+    results = []
+    for sc in scenarios:
+        for attempt in range(args.repeat):
+            runner = Runner(sc, build, args.backend, args.runs_dir, args.profile,
+                            args.step_timeout, on_step=_print_step)
+            progress.say(f"scenario {sc.name} on Kafka {build.version} (profile "
+                         f"{runner.profile}) run {attempt + 1}/{args.repeat}")
+            result = runner.run()
+            print_table(result)
+            results.append(result)
+    if args.repeat > 1:
+        print_repeat_summary(results)
+    return max(exit_code(r) for r in results)
+
+
+def exit_code(result: RunResult) -> int:
+    """2 on a harness error; 1 when an axis is neither clean nor as the scenario declares
+    for this build; else 0 (UNSUPPORTED included)."""
+    if result.verdict == ERROR:
+        return EXIT_CODES[ERROR]
+    return 0 if result.as_expected else 1
+
+
+def print_repeat_summary(results: list[RunResult]) -> None:
+    by_name: dict[str, list[RunResult]] = {}
+    for r in results:
+        by_name.setdefault(r.scenario, []).append(r)
+    print("\nscenario | runs | verdicts | median wall s")
+    for name, runs in by_name.items():
+        counts: dict[str, int] = {}
+        for r in runs:
+            counts[r.verdict] = counts.get(r.verdict, 0) + 1
+        walls = sorted(r.wall_s for r in runs)
+        print(f"{name} | {len(runs)} | "
+              f"{', '.join(f'{v} {n}' for v, n in sorted(counts.items()))} | "
+              f"{walls[len(walls) // 2]:.1f}")
+
+
+def _print_step(step: StepResult) -> None:
+    progress.say(f"  -> {step.verdict}" + (f": {step.reason}" if step.reason else ""))
+
+
+def print_table(result: RunResult, out: Any = sys.stdout) -> None:
+    rows = [("#", "step", "predicted", "observed", "verdict")]
+    rows += [(str(s.index + 1), s.kind, s.predicted, s.observed,
+              s.verdict + (f" ({s.reason})" if s.reason and s.verdict != CONFORMS else ""))
+             for s in result.steps]
+    widths = [min(max(len(r[i]) for r in rows), 60) for i in range(4)]
+    print(f"\n{result.scenario} on Kafka {result.build}, profile {result.profile}", file=out)
+    for row in rows:
+        cells = [row[i][:60].ljust(widths[i]) for i in range(4)] + [row[4]]
+        print("  ".join(cells), file=out)
+    for check in result.checks:
+        status = "ok" if check["ok"] else "FAILED"
+        extra = ""
+        if check["details"]:
+            extra = f" ({_describe_findings(check)}"
+            extra += ", as the model predicts)" if check["ok"] else ")"
+        print(f"check {check['name']}: {status}{extra}", file=out)
+    print(f"VERDICT {result.verdict}" + (f": {result.reason}" if result.reason else ""),
+          file=out)
+    for axis in result.axes.values():
+        print(f"  {axis.axis:8s} {axis.verdict}" + _axis_note(axis), file=out)
+    print(f"history: {result.run_dir}", file=out)
+
+
+def _axis_note(axis: Any) -> str:
+    if axis.expected is not None:
+        mark = "as declared" if axis.as_expected else "DECLARED " + axis.expected["verdict"]
+        return f" ({mark}: {axis.expected['reason']})"
+    if not axis.as_expected:
+        return f": {axis.reason} (not declared for this build)"
+    return f": {axis.reason}" if axis.reason else ""
+
+
+def _describe_findings(check: dict[str, Any]) -> str:
+    if check["name"] != "acked_lost":
+        return f"{len(check['details'])} findings"
+    by_acks: dict[str, int] = {}
+    for d in check["details"]:
+        by_acks[str(d.get("acks"))] = by_acks.get(str(d.get("acks")), 0) + 1
+    return ", ".join(f"{n} acks={acks} record(s) lost" for acks, n in sorted(by_acks.items()))
+
+
+def _matrix(args: argparse.Namespace) -> int:
+    scenarios = load_all(args.scenarios)
+    versions = [v.strip() for v in args.versions.split(",") if v.strip()]
+    if not versions:
+        raise UsageError(f"--versions {args.versions!r}: give Kafka versions, e.g. 3.9.1,4.3.1")
+    check_runs_dir(args.runs_dir)
+    resolved = [builds.resolve(v) for v in versions]  # unknown versions fail before any run
+    cells: dict[tuple[str, str], RunResult] = {}
+    for build in resolved:
+        for sc in scenarios:
+            result = Runner(sc, build, args.backend, args.runs_dir, on_step=_print_step).run()
+            cells[(build.version, sc.name)] = result
+            progress.say(f"{sc.name} on {build.version}: {result.verdict}")
+    table = axes_matrix(list(cells.values()))
+    print(table)
+    if args.out:
+        args.out.write_text(table)
+    return max(exit_code(r) for r in cells.values())

@@ -1,0 +1,228 @@
+"""The observer: reads cluster state over the wire on a path faults never touch.
+
+Per partition: leader, leader epoch, replicas, ISR, ELR, LastKnownELR (DescribeTopicPartitions,
+API key 75), HWM (ListOffsets to the leader), and which brokers are fenced (DescribeCluster).
+It asks a broker whose view is current: one that is running and, as far as the harness's
+own fault table knows, connected to the controllers.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+from collections import Counter
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import kafka.errors as kafka_errors
+from kafka import KafkaAdminClient
+from kafka.admin import OffsetSpec
+from kafka.protocol.admin import DescribeClusterRequest, DescribeTopicPartitionsRequest
+from kafka.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from harness.cluster.backends.base import Cluster
+
+logging.getLogger("kafka").setLevel(logging.CRITICAL)
+_REQUEST_TIMEOUT_MS = 4000
+_BOOTSTRAP_TIMEOUT_MS = 10_000
+
+
+class ObserveError(Exception):
+    """No current broker answered."""
+
+
+def _freshest(views: list[tuple[int, dict[str, Any]]]) -> tuple[int, dict[str, Any]]:
+    """The view to trust among brokers the fault table calls current. A broker that was
+    just healed or restarted can still hold stale metadata (an old leader, an old ISR), so
+    take the highest leader epoch, and among those the view most brokers share."""
+    top = max(v["leader_epoch"] for _, v in views)
+    newest = [(n, v) for n, v in views if v["leader_epoch"] == top]
+
+    def key(v: dict[str, Any]) -> tuple[Any, ...]:
+        return (v["leader"], tuple(v["isr"]), tuple(v["elr"]), tuple(v["last_known_elr"]))
+
+    counts = Counter(key(v) for _, v in newest)
+    return max(newest, key=lambda nv: counts[key(nv[1])])
+
+
+class Observer:
+    def __init__(self, cluster: Cluster, record: bool = True,
+                 current_brokers: Callable[[], list[int]] | None = None) -> None:
+        self.cluster = cluster
+        self.record = record
+        self._current = current_brokers or self._running_brokers
+        self._admin: KafkaAdminClient | None = None
+
+    def __enter__(self) -> Observer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._admin is not None:
+            self._admin.close()
+            self._admin = None
+
+    def _running_brokers(self) -> list[int]:
+        return [b for b in self.cluster.shape.broker_ids if self.cluster.is_running(b)]
+
+    def admin(self) -> KafkaAdminClient:
+        if self._admin is None:
+            # Bootstrap only from running brokers: kafka-python picks a bootstrap address
+            # at random and gives that one connect the whole bootstrap deadline, so a
+            # killed container's address (packets dropped, no refusal) costs all of it.
+            running = self._running_brokers()
+            if not running:
+                raise ObserveError("no broker is running")
+            servers = [f"{h}:{p}" for h, p in map(self.cluster.observer_address, running)]
+            self._admin = KafkaAdminClient(
+                bootstrap_servers=servers, client_id="kafka-chaos-observer",
+                request_timeout_ms=_REQUEST_TIMEOUT_MS, metadata_max_age_ms=1000,
+                reconnect_backoff_max_ms=500, bootstrap_timeout_ms=_BOOTSTRAP_TIMEOUT_MS)
+        return self._admin
+
+    def _send(self, node: int, request: Any) -> Any:
+        admin = self.admin()
+
+        async def call() -> Any:
+            return await admin._manager.send(request, node_id=node)
+
+        try:
+            return admin._manager.run(call)
+        except kafka_errors.UnknownBrokerIdError:
+            # The client's broker list came from brokers that are gone (the last ones died
+            # while the restarted one was still fenced) and its metadata refresh only asks
+            # brokers on that list: start over from the bootstrap addresses.
+            self.close()
+            raise
+        except Exception:
+            admin._manager.cluster.request_update()
+            raise
+
+    # -- brokers --------------------------------------------------------------------
+    def broker_states(self, via: int | None = None) -> dict[int, bool]:
+        """broker id -> fenced (or not registered), in the view of broker `via`."""
+        nodes = [via] if via is not None else self._current()
+        last: Exception | None = None
+        for node in nodes:
+            try:
+                resp = self._send(node, DescribeClusterRequest(include_fenced_brokers=True))
+                states = {b.broker_id: bool(getattr(b, "is_fenced", False)) for b in resp.brokers}
+                # Before 4.0 (DescribeCluster < v2) fenced brokers are simply left out.
+                return {b: states.get(b, True) for b in self.cluster.shape.broker_ids}
+            except Exception as exc:  # noqa: BLE001 - try the next broker
+                last = exc
+        raise ObserveError(f"no broker answered DescribeCluster ({last})")
+
+    def unfenced_brokers(self) -> set[int]:
+        try:
+            return {b for b, fenced in self.broker_states().items() if not fenced}
+        except ObserveError:
+            return set()
+
+    def quorum(self) -> dict[str, Any]:
+        """KRaft quorum of the metadata log: leader, epoch, high watermark, voters' lag."""
+        raw = self.admin().describe_metadata_quorum()
+        part = raw["topics"][0]["partitions"][0]
+        state = {"leader": part["leader_id"], "leader_epoch": part["leader_epoch"],
+                 "high_watermark": part["high_watermark"],
+                 "voters": {v["replica_id"]: v["log_end_offset"] for v in part["current_voters"]},
+                 "observers": {o["replica_id"]: o["log_end_offset"] for o in part["observers"]}}
+        if self.record:
+            self.cluster.history.record("quorum", state=state)
+        return state
+
+    # -- partitions -----------------------------------------------------------------
+    def partition_state(self, topic: str, partition: int = 0) -> tuple[dict[str, Any], int]:
+        """(state, source) of one partition; state follows SCHEMA.md. The source is the
+        broker whose view was taken, or a controller id when no broker had a current view
+        and the state was read from that controller's metadata log."""
+        current = self._current()
+        views, last = self._views(current, topic, partition)
+        if views:
+            node, state = _freshest(views)
+            try:
+                state["fenced"] = sorted(b for b, f in self.broker_states(node).items() if f)
+                state["hwm"] = self.hwm(topic, partition, state["leader"])
+            except Exception as exc:  # noqa: BLE001 - e.g. a restarted leader not yet known
+                raise ObserveError(
+                    f"{topic}-{partition}: HWM/fencing not readable ({exc})") from exc
+            return self._observed(topic, partition, state, node), node
+        from_log = None if current else self._from_controller_log(topic, partition)
+        if from_log is not None:
+            return self._observed(topic, partition, from_log[0], from_log[1]), from_log[1]
+        raise ObserveError(f"no current broker described {topic}-{partition} ({last})")
+
+    def _views(self, nodes: list[int], topic: str, partition: int
+               ) -> tuple[list[tuple[int, dict[str, Any]]], Exception | None]:
+        views, last = [], None
+        for node in nodes:
+            try:
+                views.append((node, self._describe(node, topic, partition)))
+            except Exception as exc:  # noqa: BLE001 - the other brokers may answer
+                last = exc
+        return views, last
+
+    def _observed(self, topic: str, partition: int, state: dict[str, Any],
+                  source: int) -> dict[str, Any]:
+        if self.record:
+            self.cluster.history.record("observation", topic=topic, partition=partition,
+                                        state=state, source=source)
+        return state
+
+    def _from_controller_log(self, topic: str, partition: int
+                             ) -> tuple[dict[str, Any], int] | None:
+        """The controller's committed view, decoded from its metadata log on disk."""
+        from harness.client import metadata_log
+        best: tuple[int, int] | None = None
+        for c in self.cluster.shape.controller_ids:
+            log_dir = self.cluster.data_dir(c) / "__cluster_metadata-0"
+            size = sum(f.stat().st_size for f in log_dir.glob("*.log")) if log_dir.is_dir() else 0
+            if size and (best is None or size > best[0]):
+                best = (size, c)
+        if best is None:
+            return None
+        try:
+            records = metadata_log.decode(self.cluster.build,
+                                          self.cluster.data_dir(best[1]) / "__cluster_metadata-0")
+        except (OSError, subprocess.SubprocessError, ValueError):
+            return None
+        state = metadata_log.replay(records, topic, partition, self.cluster.shape.broker_ids)
+        return (state, best[1]) if state is not None else None
+
+    def _describe(self, node: int, topic: str, partition: int) -> dict[str, Any]:
+        req = DescribeTopicPartitionsRequest(
+            topics=[DescribeTopicPartitionsRequest.TopicRequest(name=topic)],
+            response_partition_limit=2000, cursor=None)
+        resp = self._send(node, req)
+        for t in resp.topics:
+            for p in t.partitions:
+                if t.name == topic and p.partition_index == partition:
+                    if p.error_code:
+                        raise ObserveError(f"{topic}-{partition}: error {p.error_code}")
+                    return {
+                        "leader": p.leader_id,  # -1: leaderless
+                        "leader_epoch": p.leader_epoch,
+                        "replicas": list(p.replica_nodes),
+                        "isr": sorted(p.isr_nodes),
+                        "elr": sorted(p.eligible_leader_replicas or []),
+                        "last_known_elr": sorted(p.last_known_elr or []),
+                    }
+        raise ObserveError(f"{topic}-{partition} not found on broker {node}")
+
+    def hwm(self, topic: str, partition: int, leader: int | None) -> int | None:
+        """The leader's HWM; None when there is no running leader, or when the leader does not
+        know its HWM yet (OFFSET_NOT_AVAILABLE: a new leader whose HWM cannot advance,
+        e.g. while the ISR is below min ISR). Other errors are raised: ask again."""
+        if leader is None or leader < 0 or not self.cluster.is_running(leader):
+            return None
+        tp = TopicPartition(topic, partition)
+        admin = self.admin()
+        req = admin._list_partition_offsets_request({tp: OffsetSpec.LATEST}, 0)
+        resp = self._send(leader, req)
+        try:
+            return int(admin._list_partition_offsets_process_response(resp)[tp].offset)
+        except kafka_errors.OffsetNotAvailableError:
+            return None

@@ -1,0 +1,123 @@
+"""Producers and consumers on the clients' (proxied) path, recording into the history.
+
+Every record carries a unique id (key and value). Delivery reports (offset or error) go
+to the history as `ack` events; a consumer reads every visible record of a partition.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+if TYPE_CHECKING:
+    from harness.cluster.backends.base import Cluster
+
+ACKS = ("0", "1", "all")
+
+
+@dataclass(frozen=True)
+class Ack:
+    record_id: str
+    offset: int | None
+    error: str | None
+
+
+class Workload:
+    def __init__(self, cluster: Cluster, delivery_timeout_ms: int = 12000) -> None:
+        self.cluster = cluster
+        self.delivery_timeout_ms = delivery_timeout_ms
+        self._ids = itertools.count()
+        self._producers: dict[str, Producer] = {}
+
+    def next_ids(self, count: int) -> list[str]:
+        return [f"{self.cluster.history.run_id[-6:]}-r{next(self._ids)}" for _ in range(count)]
+
+    def _producer(self, acks: str) -> Producer:
+        if acks not in ACKS:
+            raise ValueError(f"acks={acks!r}: use one of {ACKS}")
+        if acks not in self._producers:
+            self._producers[acks] = Producer({
+                "bootstrap.servers": self.cluster.client_bootstrap(), "acks": acks, "log_level": 3,
+                # Idempotence (acks=all only) keeps a retried request from writing a record
+                # twice while the leader waits out an ISR shrink.
+                "enable.idempotence": acks == "all", "max.in.flight.requests.per.connection": 1,
+                "linger.ms": 0, "batch.num.messages": 1,  # one record per batch: clean cut points
+                "message.timeout.ms": self.delivery_timeout_ms, "retry.backoff.ms": 100,
+                # A blackholed broker must not hold a request for long: fail over quickly.
+                "socket.timeout.ms": 4000,
+                "topic.metadata.refresh.interval.ms": 1000,
+                "metadata.max.age.ms": 3000, "reconnect.backoff.max.ms": 500,
+            })
+        return self._producers[acks]
+
+    def produce(self, topic: str, count: int, acks: str = "all", partition: int = 0,
+                record_ids: list[str] | None = None) -> list[Ack]:
+        """Send `count` records in order and wait (bounded) for every delivery report."""
+        ids = record_ids or self.next_ids(count)
+        producer = self._producer(str(acks))
+        acked: dict[str, Ack] = {}
+        history = self.cluster.history
+
+        def report(err: KafkaError | None, msg: Any) -> None:
+            rid = msg.key().decode()
+            raw_offset = msg.offset()  # None/-1 for acks=0: the broker never said where
+            off = raw_offset if err is None and raw_offset is not None and raw_offset >= 0 else None
+            ack = Ack(rid, off, err.name() if err else None)
+            acked[rid] = ack
+            history.record("ack", record_id=rid, topic=topic, partition=partition, acks=str(acks),
+                           offset=ack.offset, error=ack.error)
+
+        for rid in ids:
+            history.record("produce", record_id=rid, topic=topic, partition=partition,
+                           acks=str(acks))
+            producer.produce(topic, key=rid, value=rid, partition=partition, on_delivery=report)
+            producer.poll(0)
+        deadline = time.monotonic() + self.delivery_timeout_ms / 1000 + 10
+        while len(acked) < len(ids) and time.monotonic() < deadline:
+            producer.poll(0.1)
+        return [acked.get(rid, Ack(rid, None, "NO_DELIVERY_REPORT")) for rid in ids]
+
+    def consume_all(self, topic: str, partition: int = 0, timeout_s: float = 15.0,
+                    bootstrap: str | None = None) -> list[tuple[int, str]]:
+        """Every visible record (offset, record id) from the start to the end of the partition."""
+        consumer = Consumer({
+            "bootstrap.servers": bootstrap or self.cluster.client_bootstrap(), "log_level": 3,
+            "group.id": f"kafka-chaos-{self.cluster.history.run_id}",
+            "enable.auto.commit": False, "enable.partition.eof": True,
+            "isolation.level": "read_uncommitted", "auto.offset.reset": "earliest",
+            "socket.timeout.ms": 3000, "topic.metadata.refresh.interval.ms": 1000,
+        })
+        out: list[tuple[int, str]] = []
+        complete = False
+        try:
+            consumer.assign([TopicPartition(topic, partition, 0)])
+            deadline = time.monotonic() + timeout_s
+            while time.monotonic() < deadline:
+                msg = consumer.poll(0.2)
+                if msg is None:
+                    continue
+                err, key, offset = msg.error(), msg.key(), msg.offset()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        complete = True
+                        break
+                    continue
+                rid = key.decode() if isinstance(key, bytes) else ""
+                out.append((int(offset or 0), rid))
+                self.cluster.history.record("consume", record_id=rid, topic=topic,
+                                            partition=partition, offset=msg.offset())
+        finally:
+            consumer.close()
+            # Closes the read: an empty read is a read (every record lost), unlike no read.
+            self.cluster.history.record("read", topic=topic, partition=partition,
+                                        records=len(out), complete=complete)
+        return out
+
+    def close(self) -> None:
+        for producer in self._producers.values():
+            producer.flush(0)
+        self._producers.clear()

@@ -1,0 +1,59 @@
+"""Bounded waits a backend uses while bringing nodes up."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.infra.errors import ClusterError, NodeNotReady
+
+if TYPE_CHECKING:
+    from harness.cluster.backends.base import Cluster
+
+_POLL_S = 0.1
+
+
+def log_tail(path: Path, lines: int = 25) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return f"(no log at {path})"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def wait_log_line(log: Path, marker: str, offset: int, alive: Callable[[], bool], what: str,
+                  timeout_s: float) -> None:
+    """Wait until `marker` appears in `log` after byte `offset`; fail fast if the process dies."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if log.exists():
+            with open(log, "rb") as fh:
+                fh.seek(offset)
+                if marker.encode() in fh.read():
+                    return
+        if not alive():
+            raise NodeNotReady(f"{what} exited before it was ready. Last lines of {log}:\n"
+                               f"{log_tail(log)}")
+        time.sleep(_POLL_S)
+    raise NodeNotReady(f"{what} not ready after {timeout_s:.0f}s (no '{marker}' in its log). "
+                       f"Last lines of {log}:\n{log_tail(log)}")
+
+
+def wait_brokers_unfenced(cluster: Cluster, timeout_s: float,
+                          brokers: tuple[int, ...] | None = None) -> None:
+    """Wait until every broker in `brokers` (default: all) is registered and unfenced."""
+    from harness.client.observe import Observer
+
+    wanted = set(brokers or cluster.shape.broker_ids)
+    deadline = time.monotonic() + timeout_s
+    seen: set[int] = set()
+    with Observer(cluster, record=False) as observer:
+        while time.monotonic() < deadline:
+            seen = observer.unfenced_brokers()
+            if wanted <= seen:
+                return
+            time.sleep(0.2)
+    raise ClusterError(f"brokers {sorted(wanted - seen)} not unfenced after {timeout_s:.0f}s "
+                       f"(unfenced: {sorted(seen)}); see logs in {cluster.run_dir / 'logs'}")

@@ -1,0 +1,221 @@
+"""Re-judge a finished run from its files alone (`kafka-chaos audit RUN_DIR...`).
+
+A run directory holds run.json, events.jsonl, the scenario it ran (scenario.yaml; older
+runs name the file) and the controllers' metadata logs (metadata/<node>/). From those the
+audit replays the recorded steps through the model on the recorded settled observations
+(release and kip axes), runs the data checks (safety axis) and validates every committed
+metadata record (trace). No cluster, no JVM.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.cluster.builds import version_tuple
+from harness.infra.errors import UsageError
+from harness.infra.history import SchemaError, check_schema, read_events
+from harness.run import datachecks, trace_check
+from harness.run.judges import (
+    AXES,
+    CONFORMS,
+    DIVERGES,
+    ERROR,
+    INCOMPLETE,
+    NOT_JUDGED,
+    UNSUPPORTED,
+    AxisVerdict,
+    KipJudge,
+    ObservedStep,
+    RunEvidence,
+    judge_run,
+)
+from harness.run.scenario import Scenario, load_scenario
+from harness.run.steps import StepOutcome
+
+REPO_SCENARIOS = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
+
+
+@dataclass
+class AuditResult:
+    run_dir: Path
+    scenario: str
+    build: str
+    profile: str
+    axes: dict[str, AxisVerdict] = field(default_factory=dict)
+    trace: dict[str, Any] = field(default_factory=dict)
+    recorded: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def as_expected(self) -> bool:
+        return all(a.as_expected for a in self.axes.values()) and \
+            self.axes["release"].verdict != ERROR
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run_dir": str(self.run_dir), "scenario": self.scenario, "build": self.build,
+                "profile": self.profile, "axes": {a: v.to_json() for a, v in self.axes.items()},
+                "trace": self.trace, "recorded": self.recorded}
+
+
+@dataclass
+class RecordedStep:
+    index: int
+    kind: str
+    params: dict[str, Any]
+    verdict: str | None
+    observed: dict[str, Any] | None
+    outcome: StepOutcome
+
+
+def audit(run_dir: Path, events: list[dict[str, Any]] | None = None,
+          scenarios: Path | None = None) -> AuditResult:
+    """Re-judge one run directory; ``events`` if the caller has read them already;
+    ``scenarios``: a directory whose scenario files of the same name replace the run's own
+    copy (to judge old runs under today's declared expectations)."""
+    if not run_dir.is_dir():
+        raise UsageError(f"audit: {run_dir} is not a run directory (give a directory with "
+                         "run.json and events.jsonl)")
+    try:
+        meta = check_schema(run_dir)
+        events = list(read_events(run_dir)) if events is None else events
+    except (SchemaError, OSError) as exc:
+        raise UsageError(f"audit: {exc}") from None
+    scenario = _scenario(run_dir, meta, scenarios)
+    result = AuditResult(run_dir, scenario.name, str(meta["build"]["version"]),
+                         str(meta.get("profile")),
+                         recorded={a: v.get("verdict") for a, v in
+                                   (meta.get("axes") or {}).items()} or
+                         {"release": str(meta.get("verdict"))})
+    if meta.get("ended_wall") is None or not any(e["kind"] == "run_end" for e in events):
+        why = "the history was cut short (no run_end): the run crashed, was killed or is running"
+        result.axes = {a: AxisVerdict(a, INCOMPLETE, why) for a in AXES}
+        return result
+    _judge(result, scenario, meta, events)
+    return result
+
+
+def _scenario(run_dir: Path, meta: dict[str, Any], scenarios: Path | None) -> Scenario:
+    named = (meta.get("scenario") or {})
+    candidates = [run_dir / "scenario.yaml"]
+    if scenarios is not None and named.get("name"):
+        candidates.insert(0, scenarios / f"{named['name']}.yaml")
+    if named.get("file"):
+        candidates.append(Path(named["file"]))
+    if named.get("name"):
+        candidates.append(REPO_SCENARIOS / f"{named['name']}.yaml")
+    for path in candidates:
+        if path.is_file():
+            return load_scenario(path)
+    raise UsageError(f"audit: {run_dir}: no scenario file (looked for "
+                     f"{', '.join(str(p) for p in candidates)})")
+
+
+def _elr_enabled(scenario: Scenario, features: list[str]) -> bool:
+    if "elr" not in features:
+        return False
+    wanted = scenario.cluster.elr
+    return ("elr_default_on" in features) if wanted is None else bool(wanted)
+
+
+def _judge(result: AuditResult, scenario: Scenario, meta: dict[str, Any],
+           events: list[dict[str, Any]]) -> None:
+    from harness.run.runner import Runner, _predicts_hwm_drop, run_data_checks, worst
+
+    elr = _elr_enabled(scenario, list(meta["build"].get("features") or []))
+    model = Runner.model_for(scenario, result.profile, elr)
+    kip = KipJudge(lambda prof: Runner.model_for(scenario, prof, elr), model.profile, elr,
+                   _outcome_mismatch)
+    release, reason = _replay(model, kip, scenario, recorded_steps(events),
+                              str(meta.get("verdict")), _recorded_reason(events))
+    raw = datachecks.run_checks(events)
+    checks = run_data_checks(raw, model, _predicts_hwm_drop(events))
+    if release not in NOT_JUDGED:
+        release = worst([release] + [DIVERGES if not c["ok"] else CONFORMS for c in checks])
+        reason = reason or next((f"check {c['name']}" for c in checks if not c["ok"]), "")
+    logs = trace_check.read_logs(result.run_dir)
+    evidence = RunEvidence(scenario, version_tuple(result.build), events, raw,
+                           trace_check.memo(logs, scenario, events, elr),
+                           trace_check.SAFETY_RULES)
+    result.axes = judge_run(AxisVerdict("release", release, reason), model.profile, kip,
+                            evidence)
+    result.trace = {"summary": trace_check.describe(result.axes["release"].details, logs),
+                    "records": sum(len(r) for r in logs.by_controller.values()),
+                    "controllers": sorted(logs.by_controller)}
+
+
+def recorded_steps(events: list[dict[str, Any]]) -> list[RecordedStep]:
+    """Each executed step with its settled observation and outcome, from the events."""
+    out: list[RecordedStep] = []
+    current: RecordedStep | None = None
+    for e in events:
+        kind = e["kind"]
+        if kind == "step" and e.get("phase") == "start":
+            ((name, params),) = dict(e["step"]).items()
+            current = RecordedStep(int(e["index"]), str(name), dict(params or {}), None, None,
+                                   StepOutcome())
+            out.append(current)
+        elif current is None:
+            continue
+        elif kind == "observation":
+            current.observed = e.get("state")
+        elif kind == "ack":
+            off = e.get("offset") if not e.get("error") else None
+            current.outcome.acks[e["record_id"]] = off
+            if e.get("error"):
+                current.outcome.errors[e["record_id"]] = str(e["error"])
+        elif kind == "consume" and current.kind == "consume":
+            current.outcome.consumed = (current.outcome.consumed or []) + [
+                (int(e["offset"]), str(e["record_id"]))]
+        elif kind == "verdict" and e.get("index") == current.index:
+            current.verdict = str(e["verdict"])
+    return out
+
+
+def _recorded_reason(events: list[dict[str, Any]]) -> str:
+    """The whole-run verdict's reason as the run recorded it."""
+    return next((str(e.get("reason") or "") for e in reversed(events)
+                 if e["kind"] == "verdict" and e.get("index") is None), "")
+
+
+def _replay(model: Any, kip: KipJudge, scenario: Scenario, steps: list[RecordedStep],
+            run_verdict: str, run_reason: str) -> tuple[str, str]:
+    """The release verdict of the recorded steps, re-judged by the model."""
+    from harness.run.runner import _await_mismatch, _state
+
+    if run_verdict in NOT_JUDGED and not steps:
+        return run_verdict, run_reason or f"{run_verdict} (recorded)"
+    for rec in steps:
+        step: Any = scenario.steps[rec.index].step
+        if rec.kind == "produce":
+            step = dataclasses.replace(step, record_ids=tuple(rec.params.get("record_ids", ())))
+        pred = model.apply(step)
+        if rec.verdict in (UNSUPPORTED, ERROR) or pred.unsupported:
+            return rec.verdict or UNSUPPORTED, f"step {rec.index + 1}: {rec.verdict} (recorded)"
+        if rec.kind == "consume" and rec.outcome.consumed is None:
+            rec.outcome.consumed = []
+        observed = None if rec.observed is None else _state(rec.observed)
+        why = (model.explain(observed) if observed is not None else "no observation recorded") \
+            or (_await_mismatch(rec.params, rec.observed or {}) if rec.kind == "await" else None) \
+            or _outcome_mismatch(pred, rec.outcome)
+        kip.step(ObservedStep(rec.index, step, observed, rec.outcome))
+        if why is not None:
+            return DIVERGES, f"step {rec.index + 1} {rec.kind}: {why}"
+        model.resolve(observed, rec.outcome.acks)
+    return CONFORMS, ""
+
+
+def _outcome_mismatch(pred: Any, outcome: Any) -> str | None:
+    from harness.run.runner import _ack_mismatch, _consume_mismatch
+    return _ack_mismatch(pred, outcome) or _consume_mismatch(pred, outcome)
+
+
+def summary_line(r: AuditResult) -> str:
+    cells = []
+    for axis in AXES:
+        v = r.axes[axis]
+        mark = "" if v.as_expected else " (!)"
+        cells.append(f"{axis} {v.verdict}{mark}")
+    trace = r.trace.get("summary", "trace: no metadata log")
+    return f"{r.run_dir.name}: {', '.join(cells)}; {trace}"

@@ -1,0 +1,478 @@
+"""The scenario runner: each step runs on the real cluster and on the model in lockstep.
+
+For every step: the model predicts the set of allowed settled states; the harness acts;
+the observer polls (bounded) until the observed state is one the model allows or the
+deadline passes. Each step gets a verdict (CONFORMS, DIVERGES with the first differing
+field, UNSUPPORTED with the missing feature, ERROR for harness faults), recorded in the
+history with the prediction and the observations. The first non-conforming step ends
+the run: after it the model no longer knows the cluster's state.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.client import admin, metadata_records
+from harness.client.observe import ObserveError
+from harness.cluster.builds import Build, version_tuple
+from harness.cluster.topology import ClusterShape
+from harness.infra import progress
+from harness.infra.errors import HarnessError
+from harness.infra.history import History, new_run_id
+from harness.run import trace_check
+from harness.run.judges import AXES, AxisVerdict, KipJudge, ObservedStep, RunEvidence, judge_run
+from harness.run.session import Session, open_session
+from harness.run.steps import execute
+
+CONFORMS, DIVERGES, UNSUPPORTED, ERROR = "CONFORMS", "DIVERGES", "UNSUPPORTED", "ERROR"
+_SEVERITY = {CONFORMS: 0, UNSUPPORTED: 1, DIVERGES: 2, ERROR: 3}
+DEFAULT_STEP_TIMEOUT_S = 30.0
+
+
+@dataclass
+class StepResult:
+    index: int
+    kind: str
+    line: int | None
+    predicted: str
+    observed: str
+    verdict: str
+    reason: str = ""
+
+
+@dataclass
+class RunResult:
+    scenario: str
+    build: str
+    run_dir: Path
+    profile: str
+    verdict: str
+    steps: list[StepResult] = field(default_factory=list)
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    reason: str = ""
+    wall_s: float = 0.0
+    axes: dict[str, AxisVerdict] = field(default_factory=dict)
+
+    @property
+    def as_expected(self) -> bool:
+        """Every axis clean or as the scenario declares for this build; no ERROR."""
+        return self.verdict != ERROR and all(a.as_expected for a in self.axes.values())
+
+
+def worst(verdicts: list[str]) -> str:
+    return max(verdicts, key=lambda v: _SEVERITY[v], default=CONFORMS)
+
+
+def step_mapping(step: Any) -> tuple[str, dict[str, Any], int | None]:
+    """(kind, params, line) of a loaded scenario step, as written in the scenario file."""
+    kind, params = next(iter(step.mapping.items()))
+    return str(kind), dict(params or {}), step.line
+
+
+def requirement_gap(scenario: Any, build: Build) -> str | None:
+    """Why this build cannot run the scenario (its verdict is then UNSUPPORTED), or None."""
+    req = scenario.requires
+    low, high = _as_version(req.min_version), _as_version(req.max_version)
+    if low and build.version_tuple < low:
+        return f"needs Kafka >= {'.'.join(map(str, low))}, build is {build.version}"
+    if high and build.version_tuple > high:
+        return f"needs Kafka <= {'.'.join(map(str, high))}, build is {build.version}"
+    missing = sorted(set(req.features) - build.features.names())
+    if missing:
+        return f"build {build.version} lacks feature(s): {', '.join(missing)}"
+    if scenario.cluster.elr and not build.features.elr:
+        return f"scenario wants ELR on; Kafka {build.version} has no ELR feature"
+    return None
+
+
+def effective_broker_config(shape: ClusterShape) -> dict[str, str]:
+    """What the brokers really run with: the harness's presets, then the scenario's."""
+    from harness.cluster.config import TEST_FRIENDLY_BROKER
+    return {**TEST_FRIENDLY_BROKER, **shape.broker_config}
+
+
+def _keep_scenario(scenario: Any, run_dir: Path) -> None:
+    """The run directory carries the scenario it ran, so `audit` needs nothing else."""
+    source = Path(str(getattr(scenario, "path", "") or ""))
+    if source.is_file():
+        shutil.copyfile(source, run_dir / "scenario.yaml")
+
+
+def shape_of(scenario: Any) -> ClusterShape:
+    c = scenario.cluster
+    return ClusterShape(brokers=c.brokers, controllers=c.controllers, elr=c.elr,
+                        broker_config={k: str(v) for k, v in dict(c.broker_config).items()})
+
+
+def _as_version(value: Any) -> tuple[int, int, int] | None:
+    if not value:
+        return None
+    if isinstance(value, str):
+        return version_tuple(value)
+    major, minor, patch = tuple(value)[:3]
+    return int(major), int(minor), int(patch)
+
+
+def elr_enabled(scenario: Any, build: Build) -> bool:
+    if not build.features.elr:
+        return False
+    wanted = scenario.cluster.elr
+    return build.features.elr_default_on if wanted is None else bool(wanted)
+
+
+def choose_profile(scenario: Any, build: Build, override: str | None) -> str:
+    from reference import profile_for_build
+    if override:
+        return override
+    if scenario.profile and scenario.profile != "auto":
+        return str(scenario.profile)
+    return str(profile_for_build(build.version_tuple, elr_enabled(scenario, build)))
+
+
+class Runner:
+    def __init__(self, scenario: Any, build: Build, backend: str = "local",
+                 runs_dir: Path = Path("runs"), profile: str | None = None,
+                 step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S,
+                 on_step: Callable[[StepResult], None] | None = None) -> None:
+        self.scenario, self.build, self.backend = scenario, build, backend
+        self.runs_dir, self.step_timeout_s = runs_dir, step_timeout_s
+        self.profile = choose_profile(scenario, build, profile)
+        self.on_step = on_step or (lambda r: None)
+        self._events: list[dict[str, Any]] = []
+        self._raw_checks: list[Any] | None = None
+        self._data_dirs: dict[int, Path] = {}
+        self.model = self._new_model(self.profile)
+        self.kip = KipJudge(self._new_model, self.model.profile, elr_enabled(scenario, build),
+                            lambda pred, outcome: _ack_mismatch(pred, outcome)
+                            or _consume_mismatch(pred, outcome))
+
+    def _new_model(self, profile: Any) -> Any:
+        return self.model_for(self.scenario, profile, elr_enabled(self.scenario, self.build))
+
+    @staticmethod
+    def model_for(scenario: Any, profile: Any, elr: bool) -> Any:
+        """The model of a scenario under a profile (name or Profile), as the run had it."""
+        from reference import ClusterSpec, Model, TopicSpec
+        sc = scenario
+        shape = shape_of(sc)
+        return Model(profile=profile,
+                     cluster=ClusterSpec(brokers=shape.broker_ids,
+                                         controllers=shape.controller_ids,
+                                         broker_config=effective_broker_config(shape)),
+                     topic=TopicSpec(name=sc.topic.name, replicas=tuple(sc.topic.replicas),
+                                     min_insync_replicas=sc.topic.min_insync_replicas,
+                                     config=dict(sc.topic.config)),
+                     elr_enabled=elr, seed=sc.seed)
+
+    def shape(self) -> ClusterShape:
+        return shape_of(self.scenario)
+
+    # -- the run ------------------------------------------------------------------------
+    def run(self) -> RunResult:
+        sc = self.scenario
+        run_dir = self.runs_dir / new_run_id(sc.name)
+        history = History(run_dir)
+        history.update(scenario={"name": sc.name, "file": str(getattr(sc, "path", "") or "")},
+                       build=self.build.describe(), backend=self.backend, seed=sc.seed,
+                       profile=self.profile)
+        _keep_scenario(sc, run_dir)
+        result = RunResult(sc.name, self.build.version, run_dir, self.profile, CONFORMS)
+        t0 = time.monotonic()
+        try:
+            gap = requirement_gap(sc, self.build)
+            if gap:
+                self._predict_only(history, result, gap)
+            else:
+                self._run_on_cluster(history, result)
+        except HarnessError as exc:
+            result.verdict, result.reason = ERROR, str(exc)
+        except Exception as exc:  # noqa: BLE001 - a harness fault: ERROR, never blamed on Kafka
+            result.verdict, result.reason = ERROR, f"{type(exc).__name__}: {exc}"
+        except BaseException:
+            history.close(ERROR)
+            raise
+        result.wall_s = time.monotonic() - t0
+        history.meta["timings"]["run_s"] = round(result.wall_s, 2)
+        if result.verdict != ERROR:
+            result.verdict = worst([s.verdict for s in result.steps] + [
+                DIVERGES if not c["ok"] else CONFORMS for c in result.checks])
+        history.record("verdict", index=None, verdict=result.verdict, reason=result.reason,
+                       field=None)
+        self._judge_axes(history, result)
+        history.close(result.verdict)
+        return result
+
+    def _judge_axes(self, history: History, result: RunResult) -> None:
+        """The release verdict is the lockstep run's; kip, safety and the trace are judged
+        here, as `audit` judges them offline (judges.judge_run)."""
+        logs = trace_check.read_logs(history.run_dir)
+        trace_under = trace_check.memo(logs, self.scenario, self._events,
+                                       elr_enabled(self.scenario, self.build))
+        release = AxisVerdict("release", result.verdict, result.reason)
+        evidence = RunEvidence(self.scenario, self.build.version_tuple, self._events,
+                               self._raw_checks, trace_under, trace_check.SAFETY_RULES)
+        result.axes = judge_run(release, self.model.profile, self.kip, evidence)
+        for finding in result.axes["release"].details:
+            history.record("trace", profile=self.profile, **finding)
+        for axis in AXES:
+            history.record("axis", **result.axes[axis].to_json())
+        history.update(axes={a: result.axes[a].to_json() for a in AXES},
+                       trace=trace_check.describe(result.axes["release"].details, logs))
+
+    def _predict_only(self, history: History, result: RunResult, gap: str) -> None:
+        """UNSUPPORTED: the history still holds the model's predicted timeline."""
+        progress.say(f"{self.scenario.name}: UNSUPPORTED on Kafka {self.build.version}: {gap}")
+        result.reason = gap
+        for index, loaded in enumerate(self.scenario.steps):
+            kind, params, line = step_mapping(loaded)
+            step = loaded.step
+            if kind == "produce":
+                step = dataclasses.replace(step, record_ids=tuple(
+                    f"predicted-{index}-{i}" for i in range(int(params.get("count", 1)))))
+            pred = self.model.apply(step)
+            self._record_prediction(history, index, pred)
+            self._finish_step(history, result, StepResult(
+                index, kind, line, _summary(pred), "-", UNSUPPORTED, gap))
+
+    def _run_on_cluster(self, history: History, result: RunResult) -> None:
+        controllers = self.shape().controller_ids
+        try:
+            with open_session(self.build, self.shape(), history.run_dir, self.backend,
+                              history=history) as session:
+                self._data_dirs = {c: session.cluster.data_dir(c) for c in controllers}
+                self._steps_on_cluster(session, history, result)
+        finally:
+            self._archive_metadata(history)
+
+    def _archive_metadata(self, history: History) -> None:
+        """After teardown every committed record is on disk: the trace's evidence. A copy
+        that fails is said, never raised over the run's own outcome."""
+        try:
+            metadata_records.archive(history.run_dir, self._data_dirs)
+        except OSError as exc:
+            progress.say(f"metadata log not archived ({exc}): the trace cannot be judged")
+
+    def _steps_on_cluster(self, session: Session, history: History, result: RunResult) -> None:
+        self._create_topic(session)
+        for index, step in enumerate(self.scenario.steps):
+            verdict = self._run_step(session, history, result, index, step)
+            if verdict != CONFORMS:
+                result.reason = result.steps[-1].reason
+                break
+        result.checks = self._data_checks(history, session)
+
+    def _create_topic(self, session: Session) -> None:
+        sc = self.scenario
+        config = {"min.insync.replicas": str(sc.topic.min_insync_replicas),
+                  **{k: str(v) for k, v in dict(sc.topic.config).items()}}
+        admin.create_topic(session.observer, sc.topic.name, list(sc.topic.replicas), config)
+        self._poll(session, lambda st: set(st["isr"]) == set(sc.topic.replicas)
+                   and st["leader"] == sc.topic.replicas[0], self.step_timeout_s)
+
+    def _run_step(self, session: Session, history: History, result: RunResult, index: int,
+                  loaded: Any) -> str:
+        kind, params, line = step_mapping(loaded)
+        step = loaded.step
+        if kind == "produce":
+            ids = session.workload.next_ids(int(params.get("count", 1)))
+            step = dataclasses.replace(step, record_ids=tuple(ids))
+            params = {**params, "record_ids": ids}
+        history.record("step", index=index, phase="start", step={kind: params}, line=line)
+        pred = self.model.apply(step)
+        self._record_prediction(history, index, pred)
+        progress.say(f"step {index + 1}/{len(self.scenario.steps)} {kind} "
+                     f"{ {k: v for k, v in params.items() if k != 'record_ids'} }: "
+                     f"expecting {_summary(pred)}")
+        if pred.unsupported:
+            return self._finish_step(history, result, StepResult(
+                index, kind, line, _summary(pred), "-", UNSUPPORTED, pred.unsupported))
+        outcome = execute(session, self.scenario.topic.name, kind, params)
+        if outcome.unsupported:
+            return self._finish_step(history, result, StepResult(
+                index, kind, line, _summary(pred), "-", UNSUPPORTED, outcome.unsupported))
+        timeout = float(params.get("timeout_s", self.step_timeout_s))
+        observed, why, blind = self._converge(session, pred, params if kind == "await" else {},
+                                              timeout)
+        reason = why or _ack_mismatch(pred, outcome) or _consume_mismatch(pred, outcome)
+        if observed is not None and reason is None:
+            self.model.resolve(_state(observed), outcome.acks)
+        if not blind:
+            self.kip.step(ObservedStep(index, step, None if observed is None
+                                       else _state(observed), outcome))
+        history.record("step", index=index, phase="end", step={kind: params}, line=line)
+        # A cluster the observer could not see at the deadline is a harness fault, not
+        # evidence against the broker.
+        verdict = CONFORMS if reason is None else ERROR if blind else DIVERGES
+        return self._finish_step(history, result, StepResult(
+            index, kind, line, _summary(pred), _fmt(observed), verdict, reason or ""))
+
+    def _converge(self, session: Session, pred: Any, expected: Mapping[str, Any],
+                  timeout_s: float) -> tuple[dict[str, Any] | None, str | None, bool]:
+        """Poll until the observation is allowed. On timeout: the last observation, the
+        model's explanation, and whether the last poll could not observe at all."""
+        last: dict[str, Any] | None = None
+        deadline = time.monotonic() + timeout_s
+        while True:
+            blind = False
+            try:
+                last = session.observer.partition_state(self.scenario.topic.name)[0]
+                why = self.model.explain(_state(last)) or _await_mismatch(expected, last)
+                if why is None:
+                    return last, None, False
+            except ObserveError as exc:
+                why, blind = f"no current broker could be observed: {exc}", True
+            if time.monotonic() >= deadline:
+                return last, why, blind
+            time.sleep(0.25)
+
+    def _poll(self, session: Session, ok: Callable[[dict[str, Any]], bool],
+              timeout_s: float) -> dict[str, Any]:
+        from harness.infra.wait import until
+
+        def observe() -> dict[str, Any] | None:
+            try:
+                return session.observer.partition_state(self.scenario.topic.name)[0]
+            except ObserveError:
+                return None
+        state = until(observe, lambda st: st is not None and ok(st), "initial topic state",
+                      timeout_s)
+        assert state is not None
+        return state
+
+    def _record_prediction(self, history: History, index: int, pred: Any) -> None:
+        history.record("prediction", index=index, profile=self.profile,
+                       allowed=[s.to_json() for s in pred.allowed],
+                       must_survive=sorted(pred.must_survive), hwm_may_move=pred.hwm_may_move,
+                       expected_acks=pred.expected_acks, unsupported=pred.unsupported)
+
+    def _finish_step(self, history: History, result: RunResult, step: StepResult) -> str:
+        history.record("verdict", index=step.index, verdict=step.verdict, reason=step.reason,
+                       field=step.reason.split(":", 1)[0]
+                       if step.verdict == DIVERGES and step.reason else None)
+        result.steps.append(step)
+        self.on_step(step)
+        return step.verdict
+
+    def _data_checks(self, history: History, session: Session) -> list[dict[str, Any]]:
+        """Final read of every visible record, then the data checks over the whole history."""
+        from harness.infra.history import read_events
+        try:
+            session.workload.consume_all(self.scenario.topic.name)
+        except Exception as exc:  # noqa: BLE001 - a cluster with no leader has nothing to read
+            progress.say(f"final read failed: {exc}")
+        from harness.run import datachecks
+        events = list(read_events(history.run_dir))
+        self._events, self._raw_checks = events, datachecks.run_checks(events)
+        checks = run_data_checks(self._raw_checks, self.model, _predicts_hwm_drop(events))
+        for check in checks:
+            history.record("check", **check)
+        return checks
+
+
+def _predicts_hwm_drop(events: list[dict[str, Any]]) -> bool:
+    """Whether the model's own predictions (prediction events) let the HWM go down."""
+    floor = None
+    for e in events:
+        if e["kind"] != "prediction":
+            continue
+        hwms = [s.get("hwm") for s in e.get("allowed", []) if s.get("hwm") is not None]
+        if not hwms:
+            continue
+        if floor is not None and min(hwms) < floor:
+            return True
+        floor = max(hwms)
+    return False
+
+
+def run_data_checks(raw_checks: list[Any], model: Any,
+                    hwm_drop_predicted: bool = False) -> list[dict[str, Any]]:
+    """Data checks over a history. A finding the model predicts is not a divergence: pre-ELR
+    profiles predict the KIP's last-replica-standing loss (acked records lost, HWM going
+    back). Acked records are a divergence only where the model says they must survive."""
+    must_survive = set(model.must_survive())
+    hwm_predicted = hwm_drop_predicted or any(": HwmMonotonic:" in v
+                                              for v in model.violations())
+    out = []
+    for check in raw_checks:
+        entry: dict[str, Any] = {"name": check.name, "ok": check.ok, "details": check.details}
+        if check.name == "acked_lost" and not check.ok:
+            lost = {d.get("record_id") for d in check.details}
+            entry["ok"] = not (lost & must_survive)
+            entry["predicted_by_model"] = sorted(lost - must_survive)
+        if check.name == "hwm_regression" and not check.ok and hwm_predicted:
+            entry["ok"] = True
+            entry["predicted_by_model"] = check.details
+        out.append(entry)
+    return out
+
+
+def _state(observed: Mapping[str, Any]) -> Any:
+    from reference import PartitionState
+    return PartitionState.from_json(dict(observed))
+
+
+def _await_mismatch(expected: Mapping[str, Any], observed: Mapping[str, Any]) -> str | None:
+    for key in ("leader", "isr", "elr", "last_known_elr", "hwm", "fenced"):
+        if key not in expected:
+            continue
+        want, got = expected[key], observed.get(key)
+        if key == "leader" and want is None:
+            want = -1  # `leader: null` in a scenario means leaderless
+        if isinstance(want, list):
+            want, got = sorted(want), sorted(got or [])
+        if want != got:
+            return f"{key}: await expected {want}, observed {got}"
+    return None
+
+
+def _ack_mismatch(pred: Any, outcome: Any) -> str | None:
+    if not outcome.acks:
+        return None
+    rejected = list(outcome.errors)  # acks=0 has no offset but no error either
+    if pred.expected_acks == "acked" and rejected:
+        errors = sorted(set(outcome.errors.values()))
+        return f"acks: predicted acked, observed {len(rejected)} rejected ({', '.join(errors)})"
+    if pred.expected_acks == "rejected" and len(rejected) < len(outcome.acks):
+        return (f"acks: predicted rejected, observed "
+                f"{len(outcome.acks) - len(rejected)} acknowledged")
+    return None
+
+
+def _consume_mismatch(pred: Any, outcome: Any) -> str | None:
+    if outcome.consumed is None:
+        return None
+    seen = {rid for _, rid in outcome.consumed}
+    missing = sorted(set(pred.must_survive) - seen)
+    if missing:
+        return f"records: {len(missing)} acked records not visible, e.g. {missing[:5]}"
+    return None
+
+
+def _summary(pred: Any) -> str:
+    if not pred.allowed:
+        return "-"
+    return " | ".join(_fmt(s.to_json()) for s in pred.allowed[:3]) + (
+        f" (+{len(pred.allowed) - 3})" if len(pred.allowed) > 3 else "")
+
+
+def _fmt(state: Mapping[str, Any] | None) -> str:
+    if state is None:
+        return "-"
+    parts = [f"L={state.get('leader')}", f"ISR={_ids(state.get('isr'))}"]
+    if state.get("elr") is not None:
+        parts.append(f"ELR={_ids(state.get('elr'))}")
+    if state.get("last_known_elr"):
+        parts.append(f"LKE={_ids(state.get('last_known_elr'))}")
+    if state.get("hwm") is not None:
+        parts.append(f"HWM={state.get('hwm')}")
+    return " ".join(parts)
+
+
+def _ids(ids: Any) -> str:
+    return "[" + ",".join(str(i) for i in sorted(ids or [])) + "]"

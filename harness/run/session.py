@@ -1,0 +1,59 @@
+"""A chaos session: one started cluster with its faults, observer and workload.
+
+Used by the CLI (demo, runner); the pytest plugin builds the same parts as fixtures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.client.observe import Observer
+from harness.client.workload import Workload
+from harness.cluster.backends import make_cluster
+from harness.cluster.backends.base import Cluster
+from harness.cluster.builds import Build
+from harness.cluster.topology import ClusterShape
+from harness.infra.history import History
+from harness.nemesis.faults import Faults
+
+
+@dataclass
+class Session:
+    cluster: Cluster
+    faults: Faults
+    observer: Observer
+    workload: Workload
+
+    @property
+    def history(self) -> History:
+        return self.cluster.history
+
+
+def current_brokers(cluster: Cluster, faults: Faults) -> list[int]:
+    """Brokers whose metadata view is current: running and connected to every controller."""
+    shape = cluster.shape
+    return [b for b in shape.broker_ids if cluster.is_running(b)
+            and all(faults.network.connected(b, c) for c in shape.controller_ids)]
+
+
+@contextmanager
+def open_session(build: Build, shape: ClusterShape, run_dir: Path, backend: str = "local",
+                 history: History | None = None) -> Iterator[Session]:
+    history = history or History(run_dir)
+    if history.meta.get("build") is None:
+        history.update(build=build.describe(), backend=backend)
+    cluster = make_cluster(backend, build, shape, run_dir, history)
+    cluster.start()
+    try:
+        faults = Faults(cluster)
+        with Observer(cluster, current_brokers=lambda: current_brokers(cluster, faults)) as obs:
+            load = Workload(cluster)
+            try:
+                yield Session(cluster, faults, obs, load)
+            finally:
+                load.close()
+    finally:
+        cluster.teardown()
