@@ -3,7 +3,8 @@ partition of a KRaft cluster. Pure: no I/O, no clocks, no threads, no unseeded
 randomness."""
 
 from .model import Model, Prediction
-from .profiles import PROFILES, Profile, profile_for_build
+from .profiles import Profile
+from .releases import PROFILES, profile_for_build
 from .state import NO_LEADER, ClusterSpec, PartitionState, TopicSpec
 from .trace import (
     BrokerRegistration,

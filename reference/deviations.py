@@ -45,6 +45,9 @@ KNOWN_DEVIATIONS: tuple[Deviation, ...] = (
     Deviation("last-known-elr-is-last-leader", "last_known_elr", "last-leader",
               "LastKnownELR holds one id, the last leader, which may be elected when ISR and "
               "ELR are empty (an unclean election: ISR := [leader], RECOVERING)"),
+    Deviation("elr-follows-cluster", "elr", None,
+              "4.1+: ELR is on for clusters formatted by 4.1+ and off on upgraded ones (the "
+              "run says which)"),
     Deviation("no-last-known-elr", "last_known_elr", "none",
               "no LastKnownELR (no ELR)"),
     Deviation("min-isr-change-always-clears-elr", "min_isr_change_clears", "always",

@@ -19,8 +19,9 @@ from . import steps as S
 from .controller import Ctx
 from .invariants import INVARIANTS, check
 from .model import config_from
-from .profiles import Profile, get_profile
+from .profiles import Profile
 from .protocol import apply_step, initial_world
+from .releases import get_profile
 from .state import ClusterSpec, TopicSpec, World
 
 #: A move of the explorer: one or more harness steps applied together

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field, replace
 from . import steps as S
 from .controller import Ctx
 from .invariants import check
-from .profiles import Profile, get_profile
+from .profiles import Profile
 from .protocol import Outcome, apply_step, initial_world
+from .releases import get_profile
 from .state import NO_LEADER, ClusterSpec, Config, PartitionState, TopicSpec, World, fmt_value
 
 MAX_BRANCHES = 256

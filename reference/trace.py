@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import trace_rules
-from .profiles import Profile, get_profile
+from .profiles import Profile
+from .releases import get_profile
 from .state import evolve
 from .trace_rules import batch_of, broker_of, data, elr_on
 

@@ -20,7 +20,8 @@ from harness.run.judges import (
     judge_safety,
 )
 from reference.deviations import BY_ID, KNOWN_DEVIATIONS, deviations_of, kip_base
-from reference.profiles import KIP966, PROFILES
+from reference.profiles import KIP966
+from reference.releases import PROFILES
 
 
 @pytest.mark.parametrize("name", sorted(PROFILES))
@@ -141,3 +142,23 @@ def test_a_declared_verdict_is_as_expected_and_only_that_one() -> None:
     assert not AxisVerdict("safety", SAFE, expected=exp).as_expected
     assert AxisVerdict("safety", SAFE).as_expected
     assert not AxisVerdict("safety", UNSAFE).as_expected
+
+
+#: Every release profile's semantics as written out field by field before the profiles
+#: became kip966 plus deviations (reference/releases.py): the deltas must rebuild them.
+_RELEASE_FIELDS = {
+    "pre-3.7": (False, False, "assignment", "none", "kip", False, False, False),
+    "pre-elr": (False, True, "assignment", "none", "kip", False, False, False),
+    "kafka-4.0-elr": (True, True, "assignment", "last-leader", "always", False, False, False),
+    "kafka-4.0-noelr": (False, True, "assignment", "none", "always", False, False, False),
+    "kafka-4.1": (None, True, "assignment", "last-leader", "always", False, False, False),
+    "kip1303": (True, True, "assignment", "kip", "kip", True, True, True),
+    "kip966": (True, True, "any", "kip", "kip", True, False, True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_RELEASE_FIELDS))
+def test_profiles_built_from_deltas_keep_their_semantics(name: str) -> None:
+    p = PROFILES[name]
+    assert (p.elr, p.hwm_rule, p.election_order, p.last_known_elr, p.min_isr_change_clears,
+            p.unclean_recovery, p.kip1303, p.reassignment_needs_min_isr) == _RELEASE_FIELDS[name]

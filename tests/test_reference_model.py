@@ -17,7 +17,7 @@ from reference import (
     profile_for_build,
 )
 from reference import steps as S
-from reference.profiles import get_profile
+from reference.releases import get_profile
 
 CLUSTER = ClusterSpec(brokers=(1, 2, 3), controllers=(100,),
                       broker_config={"auto.leader.rebalance.enable": "false"})

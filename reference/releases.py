@@ -1,0 +1,64 @@
+"""Release profiles: what each Apache Kafka release line ships, as ``kip966`` plus the
+known deviations it carries (deviations.py, cited in docs/KNOWN-DEVIATIONS.md).
+
+A profile encodes intended, documented behaviour only, never a known bug: a suite must be
+able to fail on a bug.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .deviations import BY_ID, apply_deviations
+from .profiles import KIP966, KIP1303, Profile
+
+#: What every release line since 3.7 shares: the controller elects in assignment order,
+#: no part 2 (unclean recovery), reassignment without the min ISR condition.
+_SHIPPED = ("election-in-assignment-order", "no-unclean-recovery",
+            "reassignment-ignores-min-isr")
+_NO_ELR = ("no-elr", "no-last-known-elr")
+_ELR_4X = ("last-known-elr-is-last-leader", "min-isr-change-always-clears-elr")
+
+
+def release(name: str, deviation_ids: tuple[str, ...]) -> Profile:
+    """``kip966`` with the named deviations, called ``name``; it cites each deviation."""
+    devs = tuple(BY_ID[i] for i in deviation_ids)
+    cites = tuple(f"{d.cite}: {d.summary}" for d in devs)
+    return replace(apply_deviations(KIP966, devs), name=name, cites=cites)
+
+
+PRE_37 = release("pre-3.7", _SHIPPED + _NO_ELR + ("no-hwm-rule",))
+PRE_ELR = release("pre-elr", _SHIPPED + _NO_ELR)
+KAFKA_40_ELR = release("kafka-4.0-elr", _SHIPPED + _ELR_4X)
+KAFKA_40_NOELR = release("kafka-4.0-noelr",
+                         _SHIPPED + _NO_ELR + ("min-isr-change-always-clears-elr",))
+#: ELR follows the cluster: on for clusters formatted by 4.1+, off on upgraded ones.
+KAFKA_41 = release("kafka-4.1", _SHIPPED + _ELR_4X + ("elr-follows-cluster",))
+
+PROFILES: dict[str, Profile] = {
+    p.name: p
+    for p in (KIP966, KIP1303, PRE_37, PRE_ELR, KAFKA_40_ELR, KAFKA_40_NOELR, KAFKA_41)
+}
+
+
+def get_profile(name: str) -> Profile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown profile {name!r}; known: {', '.join(sorted(PROFILES))}"
+        ) from None
+
+
+def profile_for_build(version: tuple[int, int, int], elr_enabled: bool) -> str:
+    """The profile for a real build: 3.x -> pre-elr (pre-3.7 before the HWM rule),
+    4.0 -> kafka-4.0-elr / kafka-4.0-noelr, >= 4.1 -> kafka-4.1 (pass elr_enabled to
+    the Model)."""
+    major, minor, _ = version
+    if major < 3 or (major == 3 and minor < 7):
+        return "pre-3.7"
+    if major == 3:
+        return "pre-elr"
+    if major == 4 and minor == 0:
+        return "kafka-4.0-elr" if elr_enabled else "kafka-4.0-noelr"
+    return "kafka-4.1"
