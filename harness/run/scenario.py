@@ -28,7 +28,12 @@ from yaml.events import (
 from yaml.nodes import CollectionNode, MappingNode, Node, ScalarNode, SequenceNode
 
 from harness.cluster.config import HARNESS_OWNED
-from harness.cluster.topology import CONTROLLER_BASE, CONTROLLER_COUNTS, MAX_BROKERS
+from harness.cluster.topology import (
+    CONTROLLER_BASE,
+    CONTROLLER_COUNTS,
+    MAX_BROKERS,
+    ClusterShape,
+)
 from harness.infra.errors import HarnessError
 from reference import PROFILES, ClusterSpec, TopicSpec
 from reference import steps as S
@@ -66,22 +71,6 @@ class Requires:
     min_version: tuple[int, int, int] | None = None
     max_version: tuple[int, int, int] | None = None
     features: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Cluster:
-    brokers: int
-    controllers: int = 1
-    elr: bool | None = None  # None: the build's default
-    broker_config: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def broker_ids(self) -> tuple[int, ...]:
-        return tuple(range(1, self.brokers + 1))
-
-    @property
-    def controller_ids(self) -> tuple[int, ...]:
-        return tuple(range(FIRST_CONTROLLER, FIRST_CONTROLLER + self.controllers))
 
 
 @dataclass(frozen=True)
@@ -130,7 +119,7 @@ class Scenario:
     seed: int
     profile: str
     requires: Requires
-    cluster: Cluster
+    cluster: ClusterShape
     topic: Topic
     steps: tuple[ScenarioStep, ...]
     path: str = ""
@@ -625,7 +614,7 @@ def _requires(ctx: _Ctx, node: Node) -> Requires:
     return Requires(lo, hi, tuple(feats))
 
 
-def _cluster(ctx: _Ctx, node: Node) -> Cluster:
+def _cluster(ctx: _Ctx, node: Node) -> ClusterShape:
     items = ctx.mapping(node, "cluster")
     ctx.unknown(items, ("brokers", "controllers", "elr", "broker_config"), "cluster")
     brokers = ctx.int_(ctx.required(items, "brokers", node, "cluster"), "cluster.brokers")
@@ -642,34 +631,29 @@ def _cluster(ctx: _Ctx, node: Node) -> Cluster:
     if "broker_config" in items:
         cfg = ctx.props(items["broker_config"][1], "cluster.broker_config")
         _check_not_owned(ctx, items["broker_config"][1], "cluster.broker_config", cfg)
-    return Cluster(brokers, controllers, elr, cfg)
+    return ClusterShape(brokers, controllers, elr, cfg)
 
 
-def _broker_list(ctx: _Ctx, node: Node, where: str, cluster: Cluster) -> tuple[int, ...]:
-    out: list[int] = []
-    for i, n in enumerate(ctx.sequence(node, where)):
-        b = ctx.int_(n, f"{where}[{i}]")
-        _check_broker(ctx, n, f"{where}[{i}]", b, cluster)
-        if b in out:
-            raise ctx.fail(n, f"{where}[{i}]", f"broker {b} listed twice")
-        out.append(b)
+def _broker_list(ctx: _Ctx, node: Node, where: str, cluster: ClusterShape) -> tuple[int, ...]:
+    """A non-empty list of distinct brokers (a topic's or a reassignment's replicas)."""
+    out = _broker_ids(ctx, node, where, cluster)
     if not out:
         raise ctx.fail(node, where, "must list at least one broker")
     return tuple(out)
 
 
-def _check_broker(ctx: _Ctx, node: Node, where: str, b: int, cluster: Cluster) -> None:
+def _check_broker(ctx: _Ctx, node: Node, where: str, b: int, cluster: ClusterShape) -> None:
     if b not in cluster.broker_ids:
         raise ctx.fail(node, where, f"{b} is not a broker (brokers are 1..{cluster.brokers})")
 
 
-def _check_node(ctx: _Ctx, node: Node, where: str, n: int, cluster: Cluster) -> None:
+def _check_node(ctx: _Ctx, node: Node, where: str, n: int, cluster: ClusterShape) -> None:
     if n not in cluster.broker_ids and n not in cluster.controller_ids:
         raise ctx.fail(node, where, f"{n} is not a node (brokers 1..{cluster.brokers}, "
                        f"controllers {FIRST_CONTROLLER}..{cluster.controller_ids[-1]})")
 
 
-def _topic(ctx: _Ctx, node: Node, cluster: Cluster) -> Topic:
+def _topic(ctx: _Ctx, node: Node, cluster: ClusterShape) -> Topic:
     items = ctx.mapping(node, "topic")
     ctx.unknown(items, ("name", "replicas", "min_insync_replicas", "config"), "topic")
     name = _topic_name(ctx, ctx.required(items, "name", node, "topic"))
@@ -696,10 +680,10 @@ def _topic_name(ctx: _Ctx, node: Node) -> str:
 
 # --- steps -----------------------------------------------------------------------
 
-StepParser = Callable[[_Ctx, dict[str, tuple[Node, Node]], Node, str, Cluster], S.Step]
+StepParser = Callable[[_Ctx, dict[str, tuple[Node, Node]], Node, str, ClusterShape], S.Step]
 
 
-def _produce(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: Cluster
+def _produce(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: ClusterShape
              ) -> S.Step:
     c.unknown(it, ("count", "acks"), w)
     count = c.int_(it["count"][1], f"{w}.count", 1, MAX_RECORDS) if "count" in it else 1
@@ -713,7 +697,7 @@ def _produce(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: Clu
 
 
 def _empty(kind: type) -> StepParser:
-    def parse(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: Cluster
+    def parse(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: ClusterShape
               ) -> S.Step:
         c.unknown(it, (), w)
         step: S.Step = kind()
@@ -721,7 +705,7 @@ def _empty(kind: type) -> StepParser:
     return parse
 
 
-def _isolate(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: Cluster
+def _isolate(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: ClusterShape
              ) -> S.Step:
     c.unknown(it, ("node",), w)
     node = c.required(it, "node", n, w)
@@ -730,7 +714,7 @@ def _isolate(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: Clu
     return S.Isolate(v)
 
 
-def _partition(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: Cluster
+def _partition(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: ClusterShape
                ) -> S.Step:
     c.unknown(it, ("groups",), w)
     gnode = c.required(it, "groups", n, w)
@@ -753,7 +737,7 @@ def _partition(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: C
     return S.Partition(tuple(groups))
 
 
-def _cut(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: Cluster) -> S.Step:
+def _cut(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: ClusterShape) -> S.Step:
     c.unknown(it, ("src", "dst", "direction"), w)
     vals = []
     for key in ("src", "dst"):
@@ -773,7 +757,7 @@ def _cut(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: Cluster
 
 
 def _broker_step(kind: type) -> StepParser:
-    def parse(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: Cluster
+    def parse(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: ClusterShape
               ) -> S.Step:
         c.unknown(it, ("broker",), w)
         node = c.required(it, "broker", n, w)
@@ -784,7 +768,7 @@ def _broker_step(kind: type) -> StepParser:
     return parse
 
 
-def _lose(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: Cluster) -> S.Step:
+def _lose(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: ClusterShape) -> S.Step:
     c.unknown(it, ("broker", "offset"), w)
     node = c.required(it, "broker", n, w)
     b = c.int_(node, f"{w}.broker")
@@ -793,7 +777,7 @@ def _lose(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: Cluste
     return S.LoseUnflushed(b, off)
 
 
-def _local_log(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: Cluster
+def _local_log(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: ClusterShape
                ) -> S.Step:
     c.unknown(it, ("broker", "age_ms", "size_bytes"), w)
     node = c.required(it, "broker", n, w)
@@ -807,7 +791,7 @@ def _local_log(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: C
     return S.ReportLocalLog(b, age, size)
 
 
-def _alter(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: Cluster) -> S.Step:
+def _alter(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: ClusterShape) -> S.Step:
     c.unknown(it, ("scope", "config"), w)
     snode = c.required(it, "scope", n, w)
     scope = c.str_(snode, f"{w}.scope")
@@ -822,7 +806,7 @@ def _alter(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: Clust
     return S.AlterConfig(scope, cfg)
 
 
-def _elect(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: Cluster) -> S.Step:
+def _elect(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: ClusterShape) -> S.Step:
     c.unknown(it, ("type", "broker"), w)
     tnode = c.required(it, "type", n, w)
     kind = c.str_(tnode, f"{w}.type")
@@ -839,7 +823,7 @@ def _elect(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: Clust
     return S.Elect(kind, broker)
 
 
-def _reassign(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: Cluster
+def _reassign(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: ClusterShape
               ) -> S.Step:
     c.unknown(it, ("replicas",), w)
     return S.Reassign(_broker_list(c, c.required(it, "replicas", n, w), f"{w}.replicas", cl))
@@ -849,7 +833,7 @@ AWAIT_KEYS = ("leader", "leader_epoch", "replicas", "isr", "elr", "last_known_el
               "fenced", "timeout_s")
 
 
-def _await(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: Cluster) -> S.Step:
+def _await(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: ClusterShape) -> S.Step:
     c.unknown(it, AWAIT_KEYS, w)
     expect: dict[str, Any] = {}
     timeout = 30.0
@@ -870,7 +854,7 @@ def _await(c: _Ctx, it: dict[str, tuple[Node, Node]], n: Node, w: str, cl: Clust
     return S.Await(expect, timeout)
 
 
-def _broker_ids(c: _Ctx, node: Node, where: str, cl: Cluster) -> list[int]:
+def _broker_ids(c: _Ctx, node: Node, where: str, cl: ClusterShape) -> list[int]:
     """A set of brokers, possibly empty (an await's isr, elr, ...)."""
     ids: list[int] = []
     for i, x in enumerate(c.sequence(node, where)):
@@ -901,7 +885,7 @@ STEP_PARSERS: dict[str, StepParser] = {
 }
 
 
-def _steps(ctx: _Ctx, node: Node, cluster: Cluster) -> list[ScenarioStep]:
+def _steps(ctx: _Ctx, node: Node, cluster: ClusterShape) -> list[ScenarioStep]:
     out: list[ScenarioStep] = []
     killed: set[int] = set()
     records = 0
@@ -926,7 +910,7 @@ def _steps(ctx: _Ctx, node: Node, cluster: Cluster) -> list[ScenarioStep]:
     return out
 
 
-def _step(ctx: _Ctx, item: Node, where: str, cluster: Cluster) -> tuple[str, S.Step]:
+def _step(ctx: _Ctx, item: Node, where: str, cluster: ClusterShape) -> tuple[str, S.Step]:
     items = ctx.mapping(item, where)
     if len(items) != 1:
         raise ctx.fail(item, where, "a step is a mapping with exactly one key, got "
