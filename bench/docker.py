@@ -19,10 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness.client.readiness import BrokersUnfenced
 from harness.cluster import builds
 from harness.cluster import images as dockerimages
 from harness.cluster.backends import make_cluster
-from harness.cluster.backends.readiness import wait_brokers_unfenced
 from harness.cluster.topology import ClusterShape
 from harness.infra import dockerengine, toxiproxy
 from harness.infra.history import History
@@ -31,7 +31,7 @@ from harness.infra.history import History
 def cycle(backend: str, build: builds.Build, root: Path, i: int) -> tuple[float, float, float]:
     run_dir = root / f"{backend}-{i}"
     history = History(run_dir)
-    cluster = make_cluster(backend, build, ClusterShape(), run_dir, history)
+    cluster = make_cluster(backend, build, ClusterShape(), run_dir, history, BrokersUnfenced())
     t0 = time.monotonic()
     with cluster:
         up = time.monotonic() - t0
@@ -40,7 +40,7 @@ def cycle(backend: str, build: builds.Build, root: Path, i: int) -> tuple[float,
         killed = time.monotonic() - t1
         t2 = time.monotonic()
         cluster.start_node(3)
-        wait_brokers_unfenced(cluster, timeout_s=90)
+        BrokersUnfenced().wait(cluster, timeout_s=90)
         restart = time.monotonic() - t2
     history.close("CONFORMS")
     return up, killed, restart

@@ -33,6 +33,7 @@ with warnings.catch_warnings():
     for _module, _ in _DEPENDENCY_WARNINGS:
         warnings.filterwarnings("ignore", category=DeprecationWarning, module=_module)
     from harness.client.observe import Observer
+    from harness.client.readiness import BrokersUnfenced
     from harness.client.workload import Workload
     from harness.cluster import builds
     from harness.cluster.backends import BACKENDS, make_cluster
@@ -100,7 +101,7 @@ def chaos_cluster(request: pytest.FixtureRequest, kafka_build: builds.Build) -> 
     backend = request.config.getoption("--backend")
     history.update(build=kafka_build.describe(), backend=backend,
                    scenario={"name": request.node.nodeid, "file": None})
-    cluster = make_cluster(backend, kafka_build, shape, run_dir, history)
+    cluster = make_cluster(backend, kafka_build, shape, run_dir, history, BrokersUnfenced())
     try:
         cluster.start()
         yield cluster

@@ -55,12 +55,13 @@ def _leftovers(pid: int) -> tuple[list[str], list[str]]:
 
 
 def test_no_container_or_network_left_after_a_run(build: builds.Build, tmp_path: Path) -> None:
+    from harness.client.readiness import BrokersUnfenced
     from harness.cluster.backends.docker import DockerCluster
     from harness.cluster.topology import ClusterShape
     from harness.infra.history import History
 
     cluster = DockerCluster(build, ClusterShape(brokers=1, controllers=1), tmp_path / "run",
-                            History(tmp_path / "run"))
+                            History(tmp_path / "run"), BrokersUnfenced())
     with cluster:
         containers, nets = _leftovers(os.getpid())
         assert len(containers) == 3 and len(nets) == 1, (containers, nets)  # 2 nodes + proxy
@@ -77,13 +78,14 @@ def test_teardown_removes_what_it_never_got_a_handle_on(build: builds.Build,
                                                        tmp_path: Path) -> None:
     # An interrupt can land after the daemon created a container or network and before
     # the cluster object held it.
+    from harness.client.readiness import BrokersUnfenced
     from harness.cluster import images as dockerimages
     from harness.cluster.backends.docker import DockerCluster
     from harness.cluster.topology import ClusterShape
     from harness.infra.history import History
 
     cluster = DockerCluster(build, ClusterShape(brokers=1, controllers=1), tmp_path / "run",
-                            History(tmp_path / "run"))
+                            History(tmp_path / "run"), BrokersUnfenced())
     image = dockerimages.ensure_toxiproxy_image()
     for cmd in (["create", "--name", cluster.container_name("stray"), image, "true"],
                 ["network", "create", cluster.container_name("net")]):
@@ -99,13 +101,15 @@ def test_teardown_removes_what_it_never_got_a_handle_on(build: builds.Build,
 _CHILD = textwrap.dedent("""
     import sys, time
     from pathlib import Path
+    from harness.client.readiness import BrokersUnfenced
     from harness.cluster import builds
+    from harness.client.readiness import BrokersUnfenced
     from harness.cluster.backends.docker import DockerCluster
     from harness.infra.history import History
     from harness.cluster.topology import ClusterShape
     run = Path(sys.argv[1])
     cluster = DockerCluster(builds.resolve(sys.argv[2]), ClusterShape(brokers=1, controllers=1),
-                            run, History(run))
+                            run, History(run), BrokersUnfenced())
     cluster.start()
     print("UP", flush=True)
     time.sleep(600)

@@ -255,7 +255,7 @@ def test_no_free_loopback_block_is_a_port_clash(monkeypatch: pytest.MonkeyPatch,
     from harness.cluster.backends import local
     from harness.infra.errors import PortClash
     monkeypatch.setattr(local, "_free", lambda host, port: False)
-    cluster = local.LocalCluster(None, ClusterShape(), tmp_path, None)  # type: ignore[arg-type]
+    cluster = local.LocalCluster(None, ClusterShape(), tmp_path, None, None)  # type: ignore[arg-type]
     with pytest.raises(PortClash, match="no free loopback block"):
         cluster._choose_block()
 

@@ -45,7 +45,7 @@ def kafka_build():
 @pytest.fixture(autouse=True)
 def stub_cluster(monkeypatch):
     monkeypatch.setattr(pytest_plugin, "make_cluster",
-                        lambda backend, build, shape, run_dir, history:
+                        lambda backend, build, shape, run_dir, history, readiness:
                         FakeCluster(shape, history))
 '''
 

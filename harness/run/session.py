@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.client.observe import Observer
+from harness.client.readiness import BrokersUnfenced
 from harness.client.workload import Workload
 from harness.cluster.backends import make_cluster
 from harness.cluster.backends.base import Cluster
@@ -45,7 +46,7 @@ def open_session(build: Build, shape: ClusterShape, run_dir: Path, backend: str 
     history = history or History(run_dir)
     if history.meta.get("build") is None:
         history.update(build=build.describe(), backend=backend)
-    cluster = make_cluster(backend, build, shape, run_dir, history)
+    cluster = make_cluster(backend, build, shape, run_dir, history, BrokersUnfenced())
     cluster.start()
     try:
         faults = Faults(cluster)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.cluster.backends.base import Cluster
+from harness.cluster.backends.base import Cluster, Readiness
 from harness.cluster.builds import Build
 from harness.cluster.topology import ClusterShape
 from harness.infra.errors import UsageError
@@ -14,11 +14,11 @@ BACKENDS = ("local", "docker")
 
 
 def make_cluster(backend: str, build: Build, shape: ClusterShape, run_dir: Path,
-                 history: History) -> Cluster:
+                 history: History, readiness: Readiness) -> Cluster:
     if backend == "local":
         from harness.cluster.backends.local import LocalCluster
-        return LocalCluster(build, shape, run_dir, history)
+        return LocalCluster(build, shape, run_dir, history, readiness)
     if backend == "docker":
         from harness.cluster.backends.docker import DockerCluster  # type: ignore[import-not-found,unused-ignore]
-        return DockerCluster(build, shape, run_dir, history)  # type: ignore[no-any-return,unused-ignore]
+        return DockerCluster(build, shape, run_dir, history, readiness)  # type: ignore[no-any-return,unused-ignore]
     raise UsageError(f"--backend {backend!r}: choose one of {', '.join(BACKENDS)}")

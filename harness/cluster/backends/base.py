@@ -1,20 +1,36 @@
 """The one interface every backend implements.
 
-A backend owns processes/containers, the Toxiproxy server and the addresses. Everything
-above it (network faults, process faults, observer, workload) goes through this API.
+`Cluster` owns bringing a cluster up (node preparation: storage, server.properties, hosts
+file and log configs; the JVM's arguments; ports; waiting for readiness). A backend supplies
+address allocation and the proxies (`_provision`), how a node process is launched
+(`_launch`, `_relaunch`), killed, stopped and paused. Readiness is a strategy the caller
+passes in (`Readiness`), so this package never talks to the cluster as a client.
+Everything above (network faults, process faults, observer, workload) goes through this API.
 """
 
 from __future__ import annotations
 
 import abc
+import time
 from pathlib import Path
+from typing import Protocol
 
 from harness.cluster import config as kafkaconfig
+from harness.cluster import storage
+from harness.cluster.backends.readiness import wait_log_line
 from harness.cluster.builds import Build
-from harness.cluster.topology import CLIENT, ClusterShape, node_name
+from harness.cluster.topology import CLIENT, ClusterShape, host_alias, node_name
+from harness.infra import procs, progress
 from harness.infra.errors import ClusterError
 from harness.infra.history import History
 from harness.infra.toxiproxy import ToxiproxyApi
+
+
+class Readiness(Protocol):
+    """When a started cluster is ready for a run (e.g. every broker registered and
+    unfenced): waits, or raises ClusterError with what is missing."""
+
+    def wait(self, cluster: Cluster, timeout_s: float) -> None: ...
 
 
 class Cluster(abc.ABC):
@@ -26,18 +42,130 @@ class Cluster(abc.ABC):
 
     #: First octet of the backend's address block.
     NET: str = "127"
+    #: Seconds a node may take to log that its server started; the whole cluster to be
+    #: ready after that.
+    NODE_START_S: float = 90
+    READY_S: float = 60
 
-    def __init__(self, build: Build, shape: ClusterShape, run_dir: Path, history: History):
+    def __init__(self, build: Build, shape: ClusterShape, run_dir: Path, history: History,
+                 readiness: Readiness):
         self.build, self.shape, self.history = build, shape, history
+        self.readiness = readiness
         self.run_dir = run_dir.resolve()
         self.block = 0
         self._api: ToxiproxyApi | None = None
 
     # -- lifecycle ------------------------------------------------------------------
-    @abc.abstractmethod
     def start(self) -> None:
-        """Bring up proxies and every node; return when all brokers are registered and
-        unfenced. On failure everything already started is stopped before raising."""
+        """Bring up proxies and every node; return when the readiness strategy says the
+        cluster is ready. On failure everything already started is stopped before raising."""
+        self._check_prerequisites()
+        procs.register_cleanup(self, self.teardown)
+        t0 = time.monotonic()
+        try:
+            self._provision()
+            for node in self.shape.nodes:
+                self._prepare_node(node)
+            progress.say(f"starting {self.shape.brokers} brokers + {self.shape.controllers} "
+                         f"controller(s), Kafka {self.build.version}, {self._where()}")
+            for node in self.shape.controller_ids + self.shape.broker_ids:
+                self._launch(node)
+            for node in self.shape.nodes:
+                self._wait_started(node, offset=0)
+            self.readiness.wait(self, timeout_s=self.READY_S)
+        except BaseException:
+            self.teardown()
+            raise
+        self.history.meta["timings"]["bring_up_s"] = round(time.monotonic() - t0, 2)
+        self.history.write_meta()
+        progress.say(f"cluster up in {time.monotonic() - t0:.1f}s")
+
+    @abc.abstractmethod
+    def _check_prerequisites(self) -> None:
+        """Fail before anything starts when a tool the backend needs is missing."""
+
+    @abc.abstractmethod
+    def _provision(self) -> None:
+        """Allocate the address block and start the proxies (one per link)."""
+
+    @abc.abstractmethod
+    def _where(self) -> str:
+        """Where the nodes run, for the progress line."""
+
+    @abc.abstractmethod
+    def _launch(self, node: int) -> None:
+        """Start the node's process for the first time (its files are prepared)."""
+
+    @abc.abstractmethod
+    def _relaunch(self, node: int) -> None:
+        """Start a stopped or killed node's process again, on the same files."""
+
+    def start_node(self, node: int) -> None:
+        """Start a stopped or killed node and wait until its server has started."""
+        if self.is_running(node):
+            raise ClusterError(f"{node_name(node)} is already running")
+        offset = self.log_path(node).stat().st_size if self.log_path(node).exists() else 0
+        self._relaunch(node)
+        self._wait_started(node, offset)
+
+    def _wait_started(self, node: int, offset: int) -> None:
+        wait_log_line(self.log_path(node), "Kafka Server started", offset,
+                      alive=lambda: self.is_running(node), what=node_name(node),
+                      timeout_s=self.NODE_START_S)
+
+    # -- nodes ----------------------------------------------------------------------
+    def _prepare_node(self, node: int) -> None:
+        """Format the node's storage and write its server.properties, hosts file (each
+        peer's name resolves to this node's proxy towards it) and log configs."""
+        ndir = self.node_dir(node)
+        ndir.mkdir(parents=True, exist_ok=True)
+        storage.format_node(self.build, self.shape.elr, node, self.data_dir(node))
+        addr = kafkaconfig.NodeAddresses(
+            bind_host=self.ip(0, node),
+            client_advertised=f"{self.ip(CLIENT, node)}:{kafkaconfig.CLIENT_PORT}",
+            observer_advertised=f"{self.ip(0, node)}:{kafkaconfig.OBSERVER_PORT}")
+        (ndir / "server.properties").write_text(kafkaconfig.render(
+            node, self.shape, addr, str(self.data_dir(node)), self.shape.broker_config))
+        hosts = ["127.0.0.1 localhost"] + [f"{ip} {name}" for name, ip in
+                                           self.hosts(node).items()]
+        (ndir / "hosts").write_text("\n".join(hosts) + "\n")
+        for name, content in kafkaconfig.log_configs().items():
+            (ndir / name).write_text(content)
+
+    def hosts(self, node: int) -> dict[str, str]:
+        """Name -> address as node sees them: itself directly, every peer via its proxy."""
+        hosts = {host_alias(node): self.ip(0, node)}
+        hosts.update({host_alias(other): self.ip(node, other)
+                      for other in self.shape.nodes if other != node})
+        return hosts
+
+    def jvm_args(self, node: int, java: str, classpath: str) -> list[str]:
+        """The command line of a node's JVM (paths are host paths, also in containers)."""
+        ndir = self.node_dir(node)
+        return [java, *kafkaconfig.JVM_OPTS, f"-Djdk.net.hosts.file={ndir / 'hosts'}",
+                f"-Dlog4j.configuration=file:{ndir / 'log4j.properties'}",
+                f"-Dlog4j2.configurationFile={ndir / 'log4j2.properties'}",
+                "-Dorg.slf4j.simpleLogger.showDateTime=true",
+                "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
+                "-Dorg.slf4j.simpleLogger.logFile=System.out",
+                "-cp", classpath, "kafka.Kafka", str(ndir / "server.properties")]
+
+    def port_towards(self, src: int, dst: int) -> int:
+        """The port a connection from src to dst is opened on."""
+        if src == CLIENT:
+            return kafkaconfig.CLIENT_PORT
+        if self.shape.is_controller(dst):
+            return kafkaconfig.CONTROLLER_PORT
+        return kafkaconfig.INTERNAL_PORT
+
+    def proxies(self) -> dict[str, tuple[str, str]]:
+        """Proxy name -> (listen, upstream) for every link of the shape."""
+        out = {}
+        for src, dst in self.shape.links():
+            port = self.port_towards(src, dst)
+            out[self.proxy_name(src, dst)] = (f"{self.ip(src, dst)}:{port}",
+                                              f"{self.ip(0, dst)}:{port}")
+        return out
 
     @abc.abstractmethod
     def teardown(self) -> None:
@@ -86,10 +214,6 @@ class Cluster(abc.ABC):
     @abc.abstractmethod
     def stop_node(self, node: int, timeout_s: float = 60.0) -> None:
         """Clean shutdown (SIGTERM), waiting for the JVM to exit."""
-
-    @abc.abstractmethod
-    def start_node(self, node: int) -> None:
-        """Start a stopped or killed node and wait until its server has started."""
 
     @abc.abstractmethod
     def pause(self, node: int) -> None: ...

@@ -28,12 +28,10 @@ from typing import Any
 
 from harness.cluster import config as kafkaconfig
 from harness.cluster import images as dockerimages
-from harness.cluster import storage
-from harness.cluster.backends.base import Cluster
-from harness.cluster.backends.readiness import wait_brokers_unfenced, wait_log_line
+from harness.cluster.backends.base import Cluster, Readiness
 from harness.cluster.builds import Build
-from harness.cluster.topology import CLIENT, ClusterShape, host_alias, node_name
-from harness.infra import dockerengine, procs, progress
+from harness.cluster.topology import ClusterShape, node_name
+from harness.infra import dockerengine, procs
 from harness.infra.errors import ClusterError
 from harness.infra.history import History
 from harness.infra.toxiproxy import ToxiproxyApi
@@ -53,8 +51,13 @@ def name_prefix() -> str:
 class DockerCluster(Cluster):
     NET = "10"
 
-    def __init__(self, build: Build, shape: ClusterShape, run_dir: Path, history: History):
-        super().__init__(build, shape, run_dir, history)
+    NODE_START_S = 120
+    READY_S = 90
+
+    def __init__(self, build: Build, shape: ClusterShape, run_dir: Path, history: History,
+                 readiness: Readiness):
+        super().__init__(build, shape, run_dir, history, readiness)
+        self._kafka_image = ""
         self.run_tag = f"{int(time.time() * 1000) % 10**9:09d}"
         self._network: Any = None
         self._containers: dict[int, Any] = {}  # node -> testcontainers DockerContainer
@@ -66,33 +69,19 @@ class DockerCluster(Cluster):
         return f"{name_prefix()}{self.run_tag}-{what}"
 
     # -- lifecycle ------------------------------------------------------------------
-    def start(self) -> None:
+    def _check_prerequisites(self) -> None:
         dockerengine.ensure_engine()
-        procs.register_cleanup(self, self.teardown)
-        t0 = time.monotonic()
-        try:
-            kafka_image = dockerimages.ensure_kafka_image(self.build)
-            toxi_image = dockerimages.ensure_toxiproxy_image()
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-            (self.run_dir / "logs").mkdir(exist_ok=True)
-            self._create_network()
-            self._start_proxies(toxi_image)
-            for node in self.shape.nodes:
-                self._prepare_node(node)
-            progress.say(f"starting {self.shape.brokers} brokers + {self.shape.controllers} "
-                         f"controller(s), Kafka {self.build.version}, in containers on "
-                         f"10.{self.block}.0.0/16 ({kafka_image})")
-            for node in self.shape.controller_ids + self.shape.broker_ids:
-                self._start_container(node, kafka_image)
-            for node in self.shape.nodes:
-                self._wait_started(node, offset=0)
-            wait_brokers_unfenced(self, timeout_s=90)
-        except BaseException:
-            self.teardown()
-            raise
-        self.history.meta["timings"]["bring_up_s"] = round(time.monotonic() - t0, 2)
-        self.history.write_meta()
-        progress.say(f"cluster up in {time.monotonic() - t0:.1f}s")
+
+    def _provision(self) -> None:
+        self._kafka_image = dockerimages.ensure_kafka_image(self.build)
+        toxi_image = dockerimages.ensure_toxiproxy_image()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.run_dir / "logs").mkdir(exist_ok=True)
+        self._create_network()
+        self._start_proxies(toxi_image)
+
+    def _where(self) -> str:
+        return f"in containers on 10.{self.block}.0.0/16 ({self._kafka_image})"
 
     def teardown(self) -> None:
         # By name, not by the handles: an interrupt can land between the daemon creating
@@ -174,65 +163,20 @@ class DockerCluster(Cluster):
         except Exception as exc:
             raise ClusterError(f"the Toxiproxy container did not answer; log {log}:\n"
                                f"{_tail(log)}") from exc
-        proxies = {}
-        for src, dst in links:
-            port = self._port_towards(src, dst)
-            proxies[self.proxy_name(src, dst)] = (f"{self.ip(src, dst)}:{port}",
-                                                  f"{self.ip(0, dst)}:{port}")
-        self._api.create_proxies(proxies)
+        self._api.create_proxies(self.proxies())
 
-    def _port_towards(self, src: int, dst: int) -> int:
-        if src == CLIENT:
-            return kafkaconfig.CLIENT_PORT
-        if self.shape.is_controller(dst):
-            return kafkaconfig.CONTROLLER_PORT
-        return kafkaconfig.INTERNAL_PORT
-
-    def _hosts(self, node: int) -> dict[str, str]:
-        hosts = {host_alias(node): self.ip(0, node)}
-        hosts.update({host_alias(other): self.ip(node, other)
-                      for other in self.shape.nodes if other != node})
-        return hosts
-
-    def _prepare_node(self, node: int) -> None:
+    def _launch(self, node: int) -> None:
         ndir = self.node_dir(node)
-        ndir.mkdir(parents=True, exist_ok=True)
-        storage.format_node(self.build, self.shape.elr, node, self.data_dir(node))
-        addr = kafkaconfig.NodeAddresses(
-            bind_host=self.ip(0, node),
-            client_advertised=f"{self.ip(CLIENT, node)}:{kafkaconfig.CLIENT_PORT}",
-            observer_advertised=f"{self.ip(0, node)}:{kafkaconfig.OBSERVER_PORT}")
-        (ndir / "server.properties").write_text(kafkaconfig.render(
-            node, self.shape, addr, str(self.data_dir(node)), self.shape.broker_config))
-        hosts = ["127.0.0.1 localhost"] + [f"{ip} {name}" for name, ip in
-                                           self._hosts(node).items()]
-        (ndir / "hosts").write_text("\n".join(hosts) + "\n")
-        for name, content in kafkaconfig.log_configs().items():
-            (ndir / name).write_text(content)
-
-    def _start_container(self, node: int, image: str) -> None:
-        ndir = self.node_dir(node)
-        java = ["$JAVA", *kafkaconfig.JVM_OPTS, f"-Djdk.net.hosts.file={ndir / 'hosts'}",
-                f"-Dlog4j.configuration=file:{ndir / 'log4j.properties'}",
-                f"-Dlog4j2.configurationFile={ndir / 'log4j2.properties'}",
-                "-Dorg.slf4j.simpleLogger.showDateTime=true",
-                "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
-                "-Dorg.slf4j.simpleLogger.logFile=System.out",
-                "-cp", f"{dockerimages.KAFKA_LIBS}/*", "kafka.Kafka",
-                str(ndir / "server.properties")]
+        java = self.jvm_args(node, "$JAVA", f"{dockerimages.KAFKA_LIBS}/*")
         # An existing image (KAFKA_CHAOS_KAFKA_IMAGE) may keep java elsewhere: use PATH then.
         args = " ".join(a if a == "$JAVA" else shlex.quote(a) for a in java)
         cmd = (f"JAVA={dockerimages.JAVA}; [ -x $JAVA ] || JAVA=java; "
                f"cd {shlex.quote(str(ndir))} && exec {args} "
                f">> {shlex.quote(str(self.log_path(node)))} 2>&1")
-        container = self._container(image, node_name(node), self.ip(0, node), cmd,
-                                    {"extra_hosts": self._hosts(node), "init": False})
+        container = self._container(self._kafka_image, node_name(node), self.ip(0, node), cmd,
+                                    {"extra_hosts": self.hosts(node), "init": False})
         self._containers[node] = container
         container.start()
-
-    def _wait_started(self, node: int, offset: int) -> None:
-        wait_log_line(self.log_path(node), "Kafka Server started", offset,
-                      alive=lambda: self.is_running(node), what=node_name(node), timeout_s=120)
 
     # -- processes ------------------------------------------------------------------
     def _raw(self, node: int) -> Any:
@@ -268,12 +212,8 @@ class DockerCluster(Cluster):
         raw.stop(timeout=int(timeout_s))  # SIGTERM, SIGKILL after timeout_s
         raw.wait(timeout=30)
 
-    def start_node(self, node: int) -> None:
-        if self.is_running(node):
-            raise ClusterError(f"{node_name(node)} is already running")
-        offset = self.log_path(node).stat().st_size if self.log_path(node).exists() else 0
+    def _relaunch(self, node: int) -> None:
         self._raw(node).start()
-        self._wait_started(node, offset)
 
     def pause(self, node: int) -> None:
         self._raw(node).pause()

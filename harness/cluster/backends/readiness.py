@@ -1,16 +1,13 @@
-"""Bounded waits a backend uses while bringing nodes up."""
+"""Bounded waits a backend uses while bringing nodes up (the readiness of the whole
+cluster is a strategy the caller passes: base.Readiness)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from harness.infra.errors import ClusterError, NodeNotReady
-
-if TYPE_CHECKING:
-    from harness.cluster.backends.base import Cluster
+from harness.infra.errors import NodeNotReady
 
 _POLL_S = 0.1
 
@@ -39,21 +36,3 @@ def wait_log_line(log: Path, marker: str, offset: int, alive: Callable[[], bool]
         time.sleep(_POLL_S)
     raise NodeNotReady(f"{what} not ready after {timeout_s:.0f}s (no '{marker}' in its log). "
                        f"Last lines of {log}:\n{log_tail(log)}")
-
-
-def wait_brokers_unfenced(cluster: Cluster, timeout_s: float,
-                          brokers: tuple[int, ...] | None = None) -> None:
-    """Wait until every broker in `brokers` (default: all) is registered and unfenced."""
-    from harness.client.observe import Observer
-
-    wanted = set(brokers or cluster.shape.broker_ids)
-    deadline = time.monotonic() + timeout_s
-    seen: set[int] = set()
-    with Observer(cluster, record=False) as observer:
-        while time.monotonic() < deadline:
-            seen = observer.unfenced_brokers()
-            if wanted <= seen:
-                return
-            time.sleep(0.2)
-    raise ClusterError(f"brokers {sorted(wanted - seen)} not unfenced after {timeout_s:.0f}s "
-                       f"(unfenced: {sorted(seen)}); see logs in {cluster.run_dir / 'logs'}")
