@@ -130,15 +130,14 @@ class Model:
 
     def apply(self, step: S.Step) -> Prediction:
         """Advance every branch by ``step`` and predict the settled state."""
-        ids: tuple[str, ...] = ()
         if isinstance(step, S.Produce):
-            ids = self._record_ids(step)
-            for r in ids:
+            step = replace(step, record_ids=self._record_ids(step))
+            for r in step.record_ids:
                 self._record_acks[r] = step.acks
         before = {id(w): w.partition_hwm() for w in self.branches}
         outcomes: list[tuple[World, Outcome]] = []
         for w in self.branches:
-            for o in apply_step(w, self.ctx, step, ids):
+            for o in apply_step(w, self.ctx, step):
                 outcomes.append((w, o))
         new: list[World] = []
         for _, o in outcomes:

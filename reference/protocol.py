@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from . import steps as S
 from .controller import (
     Choice,
     Ctx,
@@ -30,8 +30,10 @@ from .controller import (
     session_ok,
     unclean_recovery,
 )
-from .elr import after_min_isr_change
 from .state import CLIENT, Broker, Config, World, evolve
+
+if TYPE_CHECKING:
+    from .steps import Step
 
 MAX_SETTLE = 10_000
 
@@ -304,11 +306,12 @@ def all_nodes(w: World) -> tuple[int, ...]:
     return tuple(b.id for b in w.brokers) + w.controllers + (CLIENT,)
 
 
-def _cut(w: World, pairs: Iterable[tuple[int, int]]) -> World:
+def cut_links(w: World, pairs: Iterable[tuple[int, int]]) -> World:
+    """Blackhole the connections each src opens to its dst."""
     return evolve(w, cuts=w.cuts | frozenset(pairs))
 
 
-def _set_config(cfg: Config, scope: str, key: str, value: str) -> Config:
+def set_config(cfg: Config, scope: str, key: str, value: str) -> Config:
     v = value.strip()
     if key == "min.insync.replicas":
         if scope == "topic":
@@ -332,16 +335,19 @@ def _set_config(cfg: Config, scope: str, key: str, value: str) -> Config:
     return cfg
 
 
-def _produce(w: World, ctx: Ctx, step: S.Produce, ids: tuple[str, ...]) -> list[Outcome]:
+def produce_step(w: World, ctx: Ctx, count: int, acks: str, ids: tuple[str, ...]
+                 ) -> list[Outcome]:
+    """A client sends ``count`` records to the leader with ``acks``; settled branches
+    with each record's ack outcome."""
     if not ids:
-        ids = tuple(f"r{w.produced + i + 1}" for i in range(step.count))
+        ids = tuple(f"r{w.produced + i + 1}" for i in range(count))
     w = evolve(w, produced=w.produced + len(ids))
     p = w.partition
     leader = leader_broker(w)
     reachable = (leader is not None and acceptable(leader) and link(w, CLIENT, leader.id))
     if not reachable or leader is None:
         return [Outcome(x, tuple((r, "rejected") for r in ids)) for x in settle(w, ctx)]
-    if step.acks == "all" and len(p.isr) < w.min_isr:
+    if acks == "all" and len(p.isr) < w.min_isr:
         # NOT_ENOUGH_REPLICAS: rejected before the append.
         return [Outcome(x, tuple((r, "rejected") for r in ids)) for x in settle(w, ctx)]
     start = leader.leo
@@ -349,26 +355,26 @@ def _produce(w: World, ctx: Ctx, step: S.Produce, ids: tuple[str, ...]) -> list[
     w2 = w.with_broker(evolve(leader, log=log))
     outs: list[Outcome] = []
     for x in settle(w2, evolve(ctx, rebalance=False)):
-        acks: list[tuple[str, str]] = []
+        replies: list[tuple[str, str]] = []
         acked = list(x.acked)
         xl = x.partition.leader
         hwm = x.broker(xl).hwm if xl is not None else 0
         same = xl == leader.id and x.partition.leader_epoch == p.leader_epoch
         for i, r in enumerate(ids):
-            if step.acks == "0":
-                acks.append((r, "either"))
-            elif step.acks == "1":
-                acks.append((r, "acked"))
+            if acks == "0":
+                replies.append((r, "either"))
+            elif acks == "1":
+                replies.append((r, "acked"))
                 acked.append((r, "1"))
             elif same and start + i < hwm:
-                acks.append((r, "acked"))
+                replies.append((r, "acked"))
                 acked.append((r, "all"))
             else:
-                acks.append((r, "rejected"))
+                replies.append((r, "rejected"))
         settled = evolve(x, acked=tuple(acked))
-        outs.append(Outcome(settled, tuple(acks)))
+        outs.append(Outcome(settled, tuple(replies)))
         if ctx.rebalance:
-            outs.extend(Outcome(y, tuple(acks)) for y in rebalanced(settled, ctx))
+            outs.extend(Outcome(y, tuple(replies)) for y in rebalanced(settled, ctx))
     return outs
 
 
@@ -385,10 +391,10 @@ def rebalanced(w: World, ctx: Ctx) -> list[World]:
     return out
 
 
-def _elect_step(w: World, ctx: Ctx, step: S.Elect) -> list[Outcome]:
+def elect_step(w: World, ctx: Ctx, kind: str, broker: int | None) -> list[Outcome]:
+    """ElectLeaders of type ``kind`` (``broker`` for a designated election)."""
     p = w.partition
     prof = ctx.profile
-    kind = step.type
     if kind in ("longest_log_aggressive", "longest_log_balanced", "designated") \
             and not prof.unclean_recovery:
         msg = (f"ElectLeaders {kind} (KIP-966 part 2, unclean recovery) is not in profile "
@@ -403,7 +409,7 @@ def _elect_step(w: World, ctx: Ctx, step: S.Elect) -> list[Outcome]:
     elif kind == "unclean":
         starts = partition_change(w, ctx, election="unclean")
     elif kind == "designated":
-        b = step.broker
+        b = broker
         ok = b is not None and b in p.replicas and acceptable(w.broker(b))
         ch = [Choice(b, unclean=True, deliberate=True)] if ok else [Choice(None)]
         starts = partition_change(w, ctx, choices=ch)
@@ -418,96 +424,17 @@ def _elect_step(w: World, ctx: Ctx, step: S.Elect) -> list[Outcome]:
     return res
 
 
-def apply_step(w: World, ctx: Ctx, step: S.Step, record_ids: tuple[str, ...] = (),
-               settle_after: bool = True) -> list[Outcome]:
+def apply_step(w: World, ctx: Ctx, step: Step, settle_after: bool = True) -> list[Outcome]:
     """Expand one harness step into the protocol actions it causes; settled branches.
 
     ``settle_after=False`` (only for kill / lose_unflushed / network steps that another
     step follows at once) returns the unsettled state."""
-    match step:
-        case S.Produce():
-            return _produce(w, ctx, step, record_ids or step.record_ids)
-        case S.Consume() | S.Await():
-            return [Outcome(w)]
-        case S.Isolate(node=n):
-            w = _cut(w, ((n, x) for x in all_nodes(w) if x != n))
-            w = _cut(w, ((x, n) for x in all_nodes(w) if x != n))
-        case S.Partition(groups=groups):
-            pairs: list[tuple[int, int]] = []
-            for i, g in enumerate(groups):
-                for j, h in enumerate(groups):
-                    if i != j:
-                        pairs.extend((a, b) for a in g for b in h)
-            w = _cut(w, pairs)
-        case S.Cut(src=a, dst=b, direction=d):
-            w = _cut(w, [(a, b)] + ([(b, a)] if d == "both" else []))
-        case S.Heal():
-            w = evolve(w, cuts=frozenset())
-        case S.Kill(broker=b):
-            br = w.broker(b)
-            if br.alive:
-                w = w.with_broker(evolve(br, alive=False, clean_shutdown_epoch=None))
-        case S.LoseUnflushed(broker=b, offset=o):
-            br = w.broker(b)
-            if not br.alive and 0 <= o < br.leo:
-                w = w.with_broker(evolve(br, log=br.log[:o], hwm=min(br.hwm, o)))
-                w = evolve(w, lost_data=w.lost_data | {b})
-        case S.Stop(broker=b):
-            br = w.broker(b)
-            if br.alive:
-                # Controlled shutdown: the controller moves leadership and removes the
-                # broker from the ISR (it may enter the ELR); then the log is flushed and
-                # the CleanShutdownFile holds the broker epoch (-1 if never registered).
-                epoch = -1 if br.pending_registration else br.epoch
-                stopped = evolve(br, alive=False, fenced=True, clean_shutdown_epoch=epoch)
-                w = w.with_broker(stopped)
-                p = w.partition
-                if not br.pending_registration and (b in p.isr or p.leader == b):
-                    branches = partition_change(w, ctx, proposed_isr=p.isr - {b})
-                    return [Outcome(x) for y in branches for x in settle(y, ctx)]
-        case S.Restart(broker=b):
-            br = w.broker(b)
-            if not br.alive:
-                w = w.with_broker(evolve(br, alive=True, pending_registration=True,
-                                          fenced=True, known_leader_epoch=-1))
-        case S.ReportLocalLog(broker=b, age_ms=age, size_bytes=size):
-            br = w.broker(b)
-            start = None if age is None else w.now_ms - age
-            w = w.with_broker(evolve(br, local_log_start_ms=start, local_log_bytes=size))
-        case S.AlterConfig(scope=scope, config=cfg):
-            before = w.min_isr
-            new_cfg = w.config
-            for k, v in cfg.items():
-                new_cfg = _set_config(new_cfg, scope, k, str(v))
-            w = evolve(w, config=new_cfg)
-            touches_min_isr = "min.insync.replicas" in cfg and (
-                scope == "topic" or w.config.topic_min_isr is None
-                or ctx.profile.min_isr_change_clears == "always")
-            if touches_min_isr and ctx.elr_on:
-                p = w.partition
-                upd = after_min_isr_change(ctx.profile, isr=p.isr, elr=p.elr,
-                                           last_known_elr=p.last_known_elr,
-                                           new_min_isr=w.min_isr)
-                np = evolve(p, elr=upd.elr, last_known_elr=upd.last_known_elr)
-                if np != p:
-                    np = evolve(np, partition_epoch=p.partition_epoch + 1)
-                w = evolve(w, partition=np)
-            if touches_min_isr and w.min_isr != before:
-                w = evolve(w, reconfigured=True)
-        case S.Elect():
-            return _elect_step(w, ctx, step)
-        case S.Reassign(replicas=target):
-            p = w.partition
-            if tuple(target) != p.replicas:
-                union = tuple(target) + tuple(r for r in p.replicas if r not in target)
-                w = evolve(w, reconfigured=True, partition=evolve(
-                    p, replicas=union, target_replicas=tuple(target),
-                    partition_epoch=p.partition_epoch + 1))
-        case _:
-            raise TypeError(f"not a step: {step!r}")
+    changed = step.transition(w, ctx)
+    if isinstance(changed, list):
+        return changed
     if not settle_after:
-        return [Outcome(w)]
-    return [Outcome(x) for x in settle(w, ctx)]
+        return [Outcome(changed)]
+    return [Outcome(x) for x in settle(changed, ctx)]
 
 
 def initial_world(brokers: tuple[int, ...], controllers: tuple[int, ...],

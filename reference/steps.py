@@ -1,69 +1,202 @@
-"""Steps at the level the harness injects (fixtures/scenarios/FORMAT.md), one
-dataclass per step kind. The model expands each into the protocol actions it
-causes (fencing by session timeout, ISR shrink by lag, elections, ...)."""
+"""Steps at the level the harness injects (fixtures/scenarios/FORMAT.md), one class per
+step kind. Each holds its parameters, its FORMAT.md mapping (``params``) and its model
+transition: what the step does to the world (``transition``), which the model then settles
+by running the protocol actions it causes (fencing by session timeout, ISR shrink by lag,
+elections, ...). A transition returns the changed world, or settled outcomes when the
+step runs the protocol itself (a produce waits for acks, an election, a controlled
+shutdown)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Protocol
+
+from .controller import Ctx, partition_change
+from .elr import after_min_isr_change
+from .protocol import (
+    Outcome,
+    all_nodes,
+    cut_links,
+    elect_step,
+    produce_step,
+    set_config,
+    settle,
+)
+from .state import World, evolve
+
+
+class Step(Protocol):
+    """What the model needs of a step kind (harness-defined kinds implement it too)."""
+
+    kind: ClassVar[str]
+
+    def params(self) -> dict[str, Any]: ...
+
+    def transition(self, w: World, ctx: Ctx) -> World | list[Outcome]: ...
 
 
 @dataclass(frozen=True, slots=True)
 class Produce:
+    kind: ClassVar[str] = "produce"
     count: int = 1
     acks: str = "all"  # "0" | "1" | "all"
     #: Unique record ids, assigned by the runner (dataclasses.replace); when
     #: empty the model names them itself.
     record_ids: tuple[str, ...] = ()
 
+    def params(self) -> dict[str, Any]:
+        return {"count": self.count, "acks": self.acks if self.acks == "all" else int(self.acks)}
+
+    def transition(self, w: World, ctx: Ctx) -> list[Outcome]:
+        return produce_step(w, ctx, self.count, self.acks, self.record_ids)
+
 
 @dataclass(frozen=True, slots=True)
 class Consume:
-    pass
+    kind: ClassVar[str] = "consume"
+
+    def params(self) -> dict[str, Any]:
+        return {}
+
+    def transition(self, w: World, ctx: Ctx) -> list[Outcome]:
+        return [Outcome(w)]
 
 
 @dataclass(frozen=True, slots=True)
 class Isolate:
+    kind: ClassVar[str] = "isolate"
     node: int
+
+    def params(self) -> dict[str, Any]:
+        return {"node": self.node}
+
+    def transition(self, w: World, ctx: Ctx) -> World:
+        return isolate(w, self.node)
+
+
+def isolate(w: World, n: int) -> World:
+    """Node ``n`` neither reaches nor is reached by anyone."""
+    others = [x for x in all_nodes(w) if x != n]
+    return cut_links(w, [(n, x) for x in others] + [(x, n) for x in others])
+
+
+def rejoin(w: World, n: int) -> World:
+    """Every link to and from node ``n`` is restored (the others' cuts stay)."""
+    return evolve(w, cuts=frozenset(c for c in w.cuts if n not in c))
 
 
 @dataclass(frozen=True, slots=True)
 class Partition:
+    kind: ClassVar[str] = "partition"
     groups: tuple[tuple[int, ...], ...]
+
+    def params(self) -> dict[str, Any]:
+        return {"groups": [list(x) for x in self.groups]}
+
+    def transition(self, w: World, ctx: Ctx) -> World:
+        pairs = [(a, b) for i, g in enumerate(self.groups) for j, h in enumerate(self.groups)
+                 if i != j for a in g for b in h]
+        return cut_links(w, pairs)
 
 
 @dataclass(frozen=True, slots=True)
 class Cut:
+    kind: ClassVar[str] = "cut"
     src: int
     dst: int
     direction: str = "both"  # "both" | "oneway"
 
+    def params(self) -> dict[str, Any]:
+        return {"src": self.src, "dst": self.dst, "direction": self.direction}
+
+    def transition(self, w: World, ctx: Ctx) -> World:
+        back = [(self.dst, self.src)] if self.direction == "both" else []
+        return cut_links(w, [(self.src, self.dst)] + back)
+
 
 @dataclass(frozen=True, slots=True)
 class Heal:
-    pass
+    kind: ClassVar[str] = "heal"
+
+    def params(self) -> dict[str, Any]:
+        return {}
+
+    def transition(self, w: World, ctx: Ctx) -> World:
+        return evolve(w, cuts=frozenset())
 
 
 @dataclass(frozen=True, slots=True)
 class Kill:
+    kind: ClassVar[str] = "kill"
     broker: int
+
+    def params(self) -> dict[str, Any]:
+        return {"broker": self.broker}
+
+    def transition(self, w: World, ctx: Ctx) -> World:
+        br = w.broker(self.broker)
+        if not br.alive:
+            return w
+        return w.with_broker(evolve(br, alive=False, clean_shutdown_epoch=None))
 
 
 @dataclass(frozen=True, slots=True)
 class LoseUnflushed:
+    kind: ClassVar[str] = "lose_unflushed"
     broker: int
     offset: int
+
+    def params(self) -> dict[str, Any]:
+        return {"broker": self.broker, "offset": self.offset}
+
+    def transition(self, w: World, ctx: Ctx) -> World:
+        br, o = w.broker(self.broker), self.offset
+        if br.alive or not 0 <= o < br.leo:
+            return w
+        w = w.with_broker(evolve(br, log=br.log[:o], hwm=min(br.hwm, o)))
+        return evolve(w, lost_data=w.lost_data | {self.broker})
 
 
 @dataclass(frozen=True, slots=True)
 class Stop:
+    kind: ClassVar[str] = "stop"
     broker: int
+
+    def params(self) -> dict[str, Any]:
+        return {"broker": self.broker}
+
+    def transition(self, w: World, ctx: Ctx) -> World | list[Outcome]:
+        b = self.broker
+        br = w.broker(b)
+        if not br.alive:
+            return w
+        # Controlled shutdown: the controller moves leadership and removes the broker
+        # from the ISR (it may enter the ELR); then the log is flushed and the
+        # CleanShutdownFile holds the broker epoch (-1 if never registered).
+        epoch = -1 if br.pending_registration else br.epoch
+        w = w.with_broker(evolve(br, alive=False, fenced=True, clean_shutdown_epoch=epoch))
+        p = w.partition
+        if br.pending_registration or not (b in p.isr or p.leader == b):
+            return w
+        branches = partition_change(w, ctx, proposed_isr=p.isr - {b})
+        return [Outcome(x) for y in branches for x in settle(y, ctx)]
 
 
 @dataclass(frozen=True, slots=True)
 class Restart:
+    kind: ClassVar[str] = "restart"
     broker: int
+
+    def params(self) -> dict[str, Any]:
+        return {"broker": self.broker}
+
+    def transition(self, w: World, ctx: Ctx) -> World:
+        br = w.broker(self.broker)
+        if br.alive:
+            return w
+        return w.with_broker(evolve(br, alive=True, pending_registration=True, fenced=True,
+                                    known_leader_epoch=-1))
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,27 +206,93 @@ class ReportLocalLog:
     localLogSizeBytes. None leaves a field unreported. A follower bootstrapped from
     the last tiered offset (KIP-1023) reports a young, small local log."""
 
+    kind: ClassVar[str] = "local_log"
     broker: int
     age_ms: int | None = None
     size_bytes: int | None = None
 
+    def params(self) -> dict[str, Any]:
+        log: dict[str, Any] = {"broker": self.broker}
+        if self.age_ms is not None:
+            log["age_ms"] = self.age_ms
+        if self.size_bytes is not None:
+            log["size_bytes"] = self.size_bytes
+        return log
+
+    def transition(self, w: World, ctx: Ctx) -> World:
+        start = None if self.age_ms is None else w.now_ms - self.age_ms
+        br = evolve(w.broker(self.broker), local_log_start_ms=start,
+                    local_log_bytes=self.size_bytes)
+        return w.with_broker(br)
+
 
 @dataclass(frozen=True, slots=True)
 class AlterConfig:
+    kind: ClassVar[str] = "alter_config"
     scope: str  # "topic" | "cluster"
     config: Mapping[str, str] = field(default_factory=dict)
+
+    def params(self) -> dict[str, Any]:
+        return {"scope": self.scope, "config": dict(self.config)}
+
+    def transition(self, w: World, ctx: Ctx) -> World:
+        before = w.min_isr
+        new_cfg = w.config
+        for k, v in self.config.items():
+            new_cfg = set_config(new_cfg, self.scope, k, str(v))
+        w = evolve(w, config=new_cfg)
+        touches_min_isr = "min.insync.replicas" in self.config and (
+            self.scope == "topic" or w.config.topic_min_isr is None
+            or ctx.profile.min_isr_change_clears == "always")
+        if touches_min_isr and ctx.elr_on:
+            p = w.partition
+            upd = after_min_isr_change(ctx.profile, isr=p.isr, elr=p.elr,
+                                       last_known_elr=p.last_known_elr, new_min_isr=w.min_isr)
+            np = evolve(p, elr=upd.elr, last_known_elr=upd.last_known_elr)
+            if np != p:
+                np = evolve(np, partition_epoch=p.partition_epoch + 1)
+            w = evolve(w, partition=np)
+        if touches_min_isr and w.min_isr != before:
+            w = evolve(w, reconfigured=True)
+        return w
+
+
+ELECTION_TYPES = ("preferred", "unclean", "longest_log_aggressive", "longest_log_balanced",
+                  "designated")
 
 
 @dataclass(frozen=True, slots=True)
 class Elect:
+    kind: ClassVar[str] = "elect"
     #: preferred | unclean | longest_log_aggressive | longest_log_balanced | designated
     type: str = "preferred"
     broker: int | None = None
 
+    def params(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type}
+        if self.broker is not None:
+            out["broker"] = self.broker
+        return out
+
+    def transition(self, w: World, ctx: Ctx) -> list[Outcome]:
+        return elect_step(w, ctx, self.type, self.broker)
+
 
 @dataclass(frozen=True, slots=True)
 class Reassign:
+    kind: ClassVar[str] = "reassign"
     replicas: tuple[int, ...]
+
+    def params(self) -> dict[str, Any]:
+        return {"replicas": list(self.replicas)}
+
+    def transition(self, w: World, ctx: Ctx) -> World:
+        p, target = w.partition, tuple(self.replicas)
+        if target == p.replicas:
+            return w
+        union = target + tuple(r for r in p.replicas if r not in target)
+        return evolve(w, reconfigured=True, partition=evolve(
+            p, replicas=union, target_replicas=target, partition_epoch=p.partition_epoch + 1))
 
 
 #: Await fields left unset are not checked.
@@ -104,63 +303,24 @@ UNSET: Any = object()
 class Await:
     """Explicit expectation; ``leader`` None means leaderless (FORMAT.md)."""
 
+    kind: ClassVar[str] = "await"
     expect: Mapping[str, Any] = field(default_factory=dict)
     timeout_s: float = 30.0
 
+    def params(self) -> dict[str, Any]:
+        return {**dict(self.expect), "timeout_s": self.timeout_s}
 
-Step = (Produce | Consume | Isolate | Partition | Cut | Heal | Kill | LoseUnflushed | Stop
-        | Restart | ReportLocalLog | AlterConfig | Elect | Reassign | Await)
+    def transition(self, w: World, ctx: Ctx) -> list[Outcome]:
+        return [Outcome(w)]
 
-STEP_KINDS: dict[str, type] = {
-    "produce": Produce, "consume": Consume, "isolate": Isolate, "partition": Partition,
-    "cut": Cut, "heal": Heal, "kill": Kill, "lose_unflushed": LoseUnflushed, "stop": Stop,
-    "restart": Restart, "local_log": ReportLocalLog, "alter_config": AlterConfig,
-    "elect": Elect, "reassign": Reassign, "await": Await,
-}
 
-ELECTION_TYPES = ("preferred", "unclean", "longest_log_aggressive", "longest_log_balanced",
-                  "designated")
+#: The step kinds the model itself knows (the explorer's moves, the model's tests).
+BUILTIN: tuple[type[Step], ...] = (
+    Produce, Consume, Isolate, Partition, Cut, Heal, Kill, LoseUnflushed, Stop, Restart,
+    ReportLocalLog, AlterConfig, Elect, Reassign, Await)
+STEP_KINDS: dict[str, type[Step]] = {k.kind: k for k in BUILTIN}
 
 
 def step_to_dict(step: Step) -> dict[str, Any]:
     """The FORMAT.md mapping of a step (one key)."""
-    match step:
-        case Produce(count=c, acks=a):
-            return {"produce": {"count": c, "acks": a if a == "all" else int(a)}}
-        case Consume():
-            return {"consume": {}}
-        case Isolate(node=n):
-            return {"isolate": {"node": n}}
-        case Partition(groups=g):
-            return {"partition": {"groups": [list(x) for x in g]}}
-        case Cut(src=s, dst=d, direction=dr):
-            return {"cut": {"src": s, "dst": d, "direction": dr}}
-        case Heal():
-            return {"heal": {}}
-        case Kill(broker=b):
-            return {"kill": {"broker": b}}
-        case LoseUnflushed(broker=b, offset=o):
-            return {"lose_unflushed": {"broker": b, "offset": o}}
-        case Stop(broker=b):
-            return {"stop": {"broker": b}}
-        case Restart(broker=b):
-            return {"restart": {"broker": b}}
-        case ReportLocalLog(broker=b, age_ms=age, size_bytes=size):
-            log: dict[str, Any] = {"broker": b}
-            if age is not None:
-                log["age_ms"] = age
-            if size is not None:
-                log["size_bytes"] = size
-            return {"local_log": log}
-        case AlterConfig(scope=s, config=c):
-            return {"alter_config": {"scope": s, "config": dict(c)}}
-        case Elect(type=t, broker=b):
-            params: dict[str, Any] = {"type": t}
-            if b is not None:
-                params["broker"] = b
-            return {"elect": params}
-        case Reassign(replicas=r):
-            return {"reassign": {"replicas": list(r)}}
-        case Await(expect=e, timeout_s=t):
-            return {"await": {**dict(e), "timeout_s": t}}
-    raise TypeError(f"not a step: {step!r}")
+    return {step.kind: step.params()}
