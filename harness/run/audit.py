@@ -9,7 +9,6 @@ metadata record (trace). No cluster, no JVM.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from harness.cluster.builds import version_tuple
 from harness.infra.errors import UsageError
 from harness.infra.history import SchemaError, check_schema, read_events
 from harness.run import datachecks, trace_check
+from harness.run import steps as step_kinds
 from harness.run.judges import (
     AXES,
     CONFORMS,
@@ -165,12 +165,18 @@ def recorded_steps(events: list[dict[str, Any]]) -> list[RecordedStep]:
             current.outcome.acks[e["record_id"]] = off
             if e.get("error"):
                 current.outcome.errors[e["record_id"]] = str(e["error"])
-        elif kind == "consume" and current.kind == "consume":
+        elif kind == "consume" and _reads(current.kind):
             current.outcome.consumed = (current.outcome.consumed or []) + [
                 (int(e["offset"]), str(e["record_id"]))]
         elif kind == "verdict" and e.get("index") == current.index:
             current.verdict = str(e["verdict"])
     return out
+
+
+def _reads(step_name: str) -> bool:
+    """Whether the recorded step reads records (its consume events are its outcome)."""
+    kind = step_kinds.KINDS.get(step_name)
+    return kind is not None and kind.reads
 
 
 def _recorded_reason(events: list[dict[str, Any]]) -> str:
@@ -187,17 +193,17 @@ def _replay(model: Any, kip: KipJudge, scenario: Scenario, steps: list[RecordedS
     if run_verdict in NOT_JUDGED and not steps:
         return run_verdict, run_reason or f"{run_verdict} (recorded)"
     for rec in steps:
-        step: Any = scenario.steps[rec.index].step
-        if rec.kind == "produce":
-            step = dataclasses.replace(step, record_ids=tuple(rec.params.get("record_ids", ())))
+        kind = step_kinds.KINDS[rec.kind]
+        step: Any = kind.with_records(scenario.steps[rec.index].step,
+                                      tuple(rec.params.get("record_ids", ())))
         pred = model.apply(step)
         if rec.verdict in (UNSUPPORTED, ERROR) or pred.unsupported:
             return rec.verdict or UNSUPPORTED, f"step {rec.index + 1}: {rec.verdict} (recorded)"
-        if rec.kind == "consume" and rec.outcome.consumed is None:
+        if kind.reads and rec.outcome.consumed is None:
             rec.outcome.consumed = []
         observed = None if rec.observed is None else _state(rec.observed)
         why = (model.explain(observed) if observed is not None else "no observation recorded") \
-            or (_await_mismatch(rec.params, rec.observed or {}) if rec.kind == "await" else None) \
+            or _await_mismatch(kind.expects(rec.params), rec.observed or {}) \
             or _outcome_mismatch(pred, rec.outcome)
         kip.step(ObservedStep(rec.index, step, observed, rec.outcome))
         if why is not None:

@@ -10,7 +10,6 @@ the run: after it the model no longer knows the cluster's state.
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import time
 from collections.abc import Callable, Mapping
@@ -25,10 +24,10 @@ from harness.cluster.topology import ClusterShape
 from harness.infra import progress
 from harness.infra.errors import HarnessError
 from harness.infra.history import History, new_run_id
+from harness.run import steps as step_kinds
 from harness.run import trace_check
 from harness.run.judges import AXES, AxisVerdict, KipJudge, ObservedStep, RunEvidence, judge_run
 from harness.run.session import Session, open_session
-from harness.run.steps import execute
 
 CONFORMS, DIVERGES, UNSUPPORTED, ERROR = "CONFORMS", "DIVERGES", "UNSUPPORTED", "ERROR"
 _SEVERITY = {CONFORMS: 0, UNSUPPORTED: 1, DIVERGES: 2, ERROR: 3}
@@ -231,10 +230,9 @@ class Runner:
         result.reason = gap
         for index, loaded in enumerate(self.scenario.steps):
             kind, params, line = step_mapping(loaded)
-            step = loaded.step
-            if kind == "produce":
-                step = dataclasses.replace(step, record_ids=tuple(
-                    f"predicted-{index}-{i}" for i in range(int(params.get("count", 1)))))
+            step_kind = step_kinds.KINDS[kind]
+            step = step_kind.with_records(loaded.step, tuple(
+                f"predicted-{index}-{i}" for i in range(step_kind.records(loaded.step))))
             pred = self.model.apply(step)
             self._record_prediction(history, index, pred)
             self._finish_step(history, result, StepResult(
@@ -278,10 +276,12 @@ class Runner:
     def _run_step(self, session: Session, history: History, result: RunResult, index: int,
                   loaded: Any) -> str:
         kind, params, line = step_mapping(loaded)
+        step_kind = step_kinds.KINDS[kind]
         step = loaded.step
-        if kind == "produce":
-            ids = session.workload.next_ids(int(params.get("count", 1)))
-            step = dataclasses.replace(step, record_ids=tuple(ids))
+        records = step_kind.records(step)
+        if records:
+            ids = session.workload.next_ids(records)
+            step = step_kind.with_records(step, tuple(ids))
             params = {**params, "record_ids": ids}
         history.record("step", index=index, phase="start", step={kind: params}, line=line)
         pred = self.model.apply(step)
@@ -292,12 +292,12 @@ class Runner:
         if pred.unsupported:
             return self._finish_step(history, result, StepResult(
                 index, kind, line, _summary(pred), "-", UNSUPPORTED, pred.unsupported))
-        outcome = execute(session, self.scenario.topic.name, kind, params)
+        outcome = step_kinds.execute(session, self.scenario.topic.name, kind, step)
         if outcome.unsupported:
             return self._finish_step(history, result, StepResult(
                 index, kind, line, _summary(pred), "-", UNSUPPORTED, outcome.unsupported))
         timeout = float(params.get("timeout_s", self.step_timeout_s))
-        observed, why, blind = self._converge(session, pred, params if kind == "await" else {},
+        observed, why, blind = self._converge(session, pred, step_kind.expects(params),
                                               timeout)
         reason = why or _ack_mismatch(pred, outcome) or _consume_mismatch(pred, outcome)
         if observed is not None and reason is None:

@@ -1,0 +1,74 @@
+"""What one scenario step kind is, end to end: its parser (with the loader's file:line
+errors and bounds), its model step class (a reference step, or one of its own that
+composes pure reference primitives), its execution on a cluster and its documentation
+line. Serialisation is the model step's own (``reference.steps.step_to_dict``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from yaml.nodes import Node
+
+from harness.cluster.topology import ClusterShape
+from harness.run.nodes import Ctx, Items
+from reference.steps import Step
+
+if TYPE_CHECKING:
+    from harness.run.session import Session
+
+
+@dataclass
+class StepOutcome:
+    """What executing a step on the cluster produced, besides cluster state."""
+
+    acks: dict[str, int | None] = field(default_factory=dict)  # record id -> offset / None
+    errors: dict[str, str] = field(default_factory=dict)  # record id -> error name
+    consumed: list[tuple[int, str]] | None = None
+    note: str | None = None
+    unsupported: str | None = None
+
+
+#: (reader, the step's mapping, the step's node, where, cluster) -> the model step.
+Parser = Callable[[Ctx, Items, Node, str, ClusterShape], Step]
+#: (session, topic, the model step, what it produced so far) -> None.
+Executor = Callable[["Session", str, Any, StepOutcome], None]
+
+
+def _no_records(step: Step) -> int:
+    return 0
+
+
+def _same_step(step: Step, ids: tuple[str, ...]) -> Step:
+    return step
+
+
+def _no_expectation(params: Mapping[str, Any]) -> Mapping[str, Any]:
+    return {}
+
+
+def _any_order(down: set[int], step: Step) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class StepKind:
+    """One step kind of the scenario format (the key of a step mapping)."""
+
+    name: str
+    #: One line for FORMAT.md and the help: the step's parameters and what it does.
+    doc: str
+    parse: Parser
+    execute: Executor
+    #: How many records the step writes (the runner names them, the loader bounds them).
+    records: Callable[[Step], int] = _no_records
+    #: The step with the runner's names for its records.
+    with_records: Callable[[Step, tuple[str, ...]], Step] = _same_step
+    #: The observed fields the step itself expects (an await's), from its mapping.
+    expects: Callable[[Mapping[str, Any]], Mapping[str, Any]] = _no_expectation
+    #: Whether the step reads the visible records (its outcome is the records consumed).
+    reads: bool = False
+    #: The loader's rule on the steps before it: brokers down so far (the rule keeps the
+    #: set up to date) -> what is wrong, or None.
+    follows: Callable[[set[int], Step], str | None] = _any_order

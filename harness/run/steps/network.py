@@ -1,0 +1,94 @@
+"""Network steps (Toxiproxy blackholes, no RST): isolate, partition, cut, heal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from yaml.nodes import Node
+
+from harness.cluster.topology import ClusterShape
+from harness.run.nodes import Ctx, Items, check_node
+from harness.run.steps.kind import StepKind, StepOutcome
+from reference import steps as S
+
+
+def parse_node(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> int:
+    """The step's one key, ``node``: a broker or a controller of the cluster."""
+    c.unknown(it, ("node",), w)
+    node = c.required(it, "node", n, w)
+    v = c.int_(node, f"{w}.node")
+    check_node(c, node, f"{w}.node", v, cl)
+    return v
+
+
+def _parse_partition(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Partition:
+    c.unknown(it, ("groups",), w)
+    gnode = c.required(it, "groups", n, w)
+    groups: list[tuple[int, ...]] = []
+    seen: set[int] = set()
+    for i, g in enumerate(c.sequence(gnode, f"{w}.groups")):
+        members: list[int] = []
+        for j, x in enumerate(c.sequence(g, f"{w}.groups[{i}]")):
+            v = c.int_(x, f"{w}.groups[{i}][{j}]")
+            check_node(c, x, f"{w}.groups[{i}][{j}]", v, cl)
+            if v in seen:
+                raise c.fail(x, f"{w}.groups[{i}][{j}]", f"node {v} is in two groups")
+            seen.add(v)
+            members.append(v)
+        if not members:
+            raise c.fail(g, f"{w}.groups[{i}]", "empty group")
+        groups.append(tuple(members))
+    if len(groups) < 2:
+        raise c.fail(gnode, f"{w}.groups", "need at least two groups")
+    return S.Partition(tuple(groups))
+
+
+def _parse_cut(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Cut:
+    c.unknown(it, ("src", "dst", "direction"), w)
+    vals = []
+    for key in ("src", "dst"):
+        node = c.required(it, key, n, w)
+        v = c.int_(node, f"{w}.{key}")
+        check_node(c, node, f"{w}.{key}", v, cl)
+        vals.append(v)
+    if vals[0] == vals[1]:
+        raise c.fail(it["dst"][1], f"{w}.dst", "src and dst are the same node")
+    direction = "both"
+    if "direction" in it:
+        direction = c.str_(it["direction"][1], f"{w}.direction")
+        if direction not in ("both", "oneway"):
+            raise c.fail(it["direction"][1], f"{w}.direction",
+                         f"direction must be both or oneway, got {direction!r}")
+    return S.Cut(vals[0], vals[1], direction)
+
+
+def _parse_heal(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Heal:
+    c.unknown(it, (), w)
+    return S.Heal()
+
+
+def _isolate(s: Any, topic: str, step: S.Isolate, out: StepOutcome) -> None:
+    s.faults.isolate(step.node)
+
+
+def _partition(s: Any, topic: str, step: S.Partition, out: StepOutcome) -> None:
+    s.faults.partition(step.groups)
+
+
+def _cut(s: Any, topic: str, step: S.Cut, out: StepOutcome) -> None:
+    s.faults.cut(step.src, step.dst, step.direction)
+
+
+def _heal(s: Any, topic: str, step: S.Heal, out: StepOutcome) -> None:
+    s.faults.heal()
+
+
+KINDS = (
+    StepKind("isolate", "isolate: {node: N}: cut every link to and from node N",
+             lambda c, it, n, w, cl: S.Isolate(parse_node(c, it, n, w, cl)), _isolate),
+    StepKind("partition", "partition: {groups: [[...], [...]]}: cut every link between groups",
+             _parse_partition, _partition),
+    StepKind("cut", "cut: {src: A, dst: B, direction: both|oneway}: cut one link",
+             _parse_cut, _cut),
+    StepKind("heal", "heal: {}: restore every link", _parse_heal, _heal),
+)

@@ -1,0 +1,76 @@
+"""Process steps on a broker: kill (SIGKILL), stop (clean shutdown), restart, and
+lose_unflushed (after a kill, the replica cut back as a power loss leaves it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from yaml.nodes import Node
+
+from harness.cluster.topology import ClusterShape
+from harness.run.nodes import MAX_OFFSET, Ctx, Items, check_broker
+from harness.run.steps.kind import StepKind, StepOutcome
+from reference import steps as S
+
+
+def parse_broker(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape,
+                 more: tuple[str, ...] = ()) -> int:
+    """The step's ``broker`` key: a broker of the cluster (``more``: its other keys)."""
+    c.unknown(it, ("broker",) + more, w)
+    node = c.required(it, "broker", n, w)
+    b = c.int_(node, f"{w}.broker")
+    check_broker(c, node, f"{w}.broker", b, cl)
+    return b
+
+
+def _parse_lose(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.LoseUnflushed:
+    b = parse_broker(c, it, n, w, cl, ("offset",))
+    off = c.int_(c.required(it, "offset", n, w), f"{w}.offset", 0, MAX_OFFSET)
+    return S.LoseUnflushed(b, off)
+
+
+def _goes_down(down: set[int], step: Any) -> None:
+    down.add(step.broker)
+
+
+def _comes_back(down: set[int], step: Any) -> None:
+    down.discard(step.broker)
+
+
+def _after_its_kill(down: set[int], step: Any) -> str | None:
+    if step.broker in down:
+        return None
+    return (f"lose_unflushed of broker {step.broker} must follow a kill of that broker "
+            "(before its restart)")
+
+
+def _kill(s: Any, topic: str, step: S.Kill, out: StepOutcome) -> None:
+    s.faults.kill(step.broker)
+
+
+def _stop(s: Any, topic: str, step: S.Stop, out: StepOutcome) -> None:
+    s.faults.stop(step.broker)
+
+
+def _restart(s: Any, topic: str, step: S.Restart, out: StepOutcome) -> None:
+    s.faults.restart(step.broker)
+
+
+def _lose(s: Any, topic: str, step: S.LoseUnflushed, out: StepOutcome) -> None:
+    s.faults.lose_unflushed(step.broker, topic, 0, step.offset)
+
+
+KINDS = (
+    StepKind("kill", "kill: {broker: N}: SIGKILL the broker (no clean-shutdown file)",
+             lambda c, it, n, w, cl: S.Kill(parse_broker(c, it, n, w, cl)), _kill,
+             follows=lambda down, step: _goes_down(down, step)),
+    StepKind("lose_unflushed", "lose_unflushed: {broker: N, offset: O}: after its kill, the "
+             "broker's replica keeps only offsets < O", _parse_lose, _lose,
+             follows=_after_its_kill),
+    StepKind("stop", "stop: {broker: N}: clean shutdown (SIGTERM)",
+             lambda c, it, n, w, cl: S.Stop(parse_broker(c, it, n, w, cl)), _stop,
+             follows=lambda down, step: _goes_down(down, step)),
+    StepKind("restart", "restart: {broker: N}: start a killed or stopped broker again",
+             lambda c, it, n, w, cl: S.Restart(parse_broker(c, it, n, w, cl)), _restart,
+             follows=lambda down, step: _comes_back(down, step)),
+)

@@ -1,0 +1,60 @@
+"""Steps that write and read records: produce, consume."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from yaml.nodes import Node
+
+from harness.cluster.topology import ClusterShape
+from harness.run.nodes import MAX_RECORDS, Ctx, Items
+from harness.run.steps.kind import StepKind, StepOutcome
+from reference import steps as S
+
+
+def _parse_produce(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Produce:
+    c.unknown(it, ("count", "acks"), w)
+    count = c.int_(it["count"][1], f"{w}.count", 1, MAX_RECORDS) if "count" in it else 1
+    acks = "all"
+    if "acks" in it:
+        v = c.scalar(it["acks"][1], f"{w}.acks")
+        if isinstance(v, bool) or str(v) not in ("0", "1", "all"):
+            raise c.fail(it["acks"][1], f"{w}.acks", f"acks must be 0, 1 or all, got {v!r}")
+        acks = str(v)
+    return S.Produce(count=count, acks=acks)
+
+
+def _produce(s: Any, topic: str, step: S.Produce, out: StepOutcome) -> None:
+    ids = list(step.record_ids)
+    for ack in s.workload.produce(topic, len(ids), acks=step.acks, record_ids=ids):
+        out.acks[ack.record_id] = ack.offset if ack.error is None else None
+        if ack.error is not None:
+            out.errors[ack.record_id] = ack.error
+
+
+def _count(step: Any) -> int:
+    return int(step.count)
+
+
+def _named(step: Any, ids: tuple[str, ...]) -> Any:
+    """The produce step with the runner's record ids (none given: as it was)."""
+    return replace(step, record_ids=ids)
+
+
+def _parse_consume(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Consume:
+    c.unknown(it, (), w)
+    return S.Consume()
+
+
+def _consume(s: Any, topic: str, step: S.Consume, out: StepOutcome) -> None:
+    out.consumed = s.workload.consume_all(topic, timeout_s=15.0)
+
+
+KINDS = (
+    StepKind("produce", "produce: {count: N, acks: 0|1|all}: write N records with unique ids",
+             _parse_produce, _produce,
+             records=_count, with_records=_named),
+    StepKind("consume", "consume: {}: read every visible record",
+             _parse_consume, _consume, reads=True),
+)
