@@ -38,8 +38,32 @@ def test_a_loaded_step_serialises_to_what_was_written() -> None:
                "lose_unflushed: {broker: 3, offset: 1}", "restart: {broker: 3}",
                "elect: {type: unclean}", "reassign: {replicas: [2, 1]}",
                "alter_config: {scope: topic, config: {min.insync.replicas: '1'}}",
-               "await: {leader: 2, timeout_s: 5.0}", "consume: {}"]
+               "await: {leader: 2, timeout_s: 5.0}", "consume: {}", "pause: {node: 2}",
+               "resume: {node: 2}"]
     sc = parse_scenario(HEAD + "".join(f"  - {w}\n" for w in written))
     for loaded, text in zip(sc.steps, written, strict=True):
         assert step_to_dict(loaded.step) == yaml.safe_load(text)
         assert loaded.kind == next(iter(yaml.safe_load(text)))
+
+
+def test_pause_silences_a_node_like_an_isolation_and_resume_brings_it_back() -> None:
+    from reference import Model
+
+    def model_after(*written: str) -> object:
+        sc = parse_scenario(HEAD + "".join(f"  - {w}\n" for w in written))
+        model = Model("kafka-4.1", sc.cluster_spec(), sc.topic_spec(), elr_enabled=True)
+        return [model.apply(s.step) for s in sc.steps][-1]
+
+    paused = model_after("produce: {count: 2}", "pause: {node: 1}")
+    isolated = model_after("produce: {count: 2}", "isolate: {node: 1}")
+    assert paused.allowed == isolated.allowed  # type: ignore[attr-defined]
+    assert all(s.leader != 1 for s in paused.allowed)  # type: ignore[attr-defined]
+    resumed = model_after("produce: {count: 2}", "pause: {node: 1}", "resume: {node: 1}")
+    assert all(1 in s.isr for s in resumed.allowed)  # type: ignore[attr-defined]
+
+
+def test_pause_names_a_node_of_the_cluster() -> None:
+    from harness.run.scenario import ScenarioError
+
+    with pytest.raises(ScenarioError, match=r":6: steps\[0\]\.pause\.node: 9 is not a node"):
+        parse_scenario(HEAD + "  - pause: {node: 9}\n", "bad.yaml")

@@ -1,0 +1,55 @@
+"""pause / resume: SIGSTOP / SIGCONT of a node (a broker or a controller).
+
+The model sees a paused node as silent on every link, as an isolated one, with its log
+unchanged; resume restores that node's links (the other nodes' cuts stay)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from harness.run.steps.kind import StepKind, StepOutcome
+from harness.run.steps.network import parse_node
+from reference.controller import Ctx
+from reference.state import World
+from reference.steps import isolate, rejoin
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    kind: ClassVar[str] = "pause"
+    node: int
+
+    def params(self) -> dict[str, Any]:
+        return {"node": self.node}
+
+    def transition(self, w: World, ctx: Ctx) -> World:
+        return isolate(w, self.node)
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    kind: ClassVar[str] = "resume"
+    node: int
+
+    def params(self) -> dict[str, Any]:
+        return {"node": self.node}
+
+    def transition(self, w: World, ctx: Ctx) -> World:
+        return rejoin(w, self.node)
+
+
+def _pause(s: Any, topic: str, step: Pause, out: StepOutcome) -> None:
+    s.faults.pause(step.node)
+
+
+def _resume(s: Any, topic: str, step: Resume, out: StepOutcome) -> None:
+    s.faults.resume(step.node)
+
+
+KINDS = (
+    StepKind("pause", "pause: {node: N}: SIGSTOP the node; silent on every link, log kept",
+             lambda c, it, n, w, cl: Pause(parse_node(c, it, n, w, cl)), _pause),
+    StepKind("resume", "resume: {node: N}: SIGCONT a paused node; its links are back",
+             lambda c, it, n, w, cl: Resume(parse_node(c, it, n, w, cl)), _resume),
+)
