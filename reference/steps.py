@@ -127,12 +127,18 @@ class Heal:
 
 
 @dataclass(frozen=True, slots=True)
-class Kill:
-    kind: ClassVar[str] = "kill"
+class OnBroker:
+    """A step on one broker's process (kill, stop, restart)."""
+
     broker: int
 
     def params(self) -> dict[str, Any]:
         return {"broker": self.broker}
+
+
+@dataclass(frozen=True, slots=True)
+class Kill(OnBroker):
+    kind: ClassVar[str] = "kill"
 
     def transition(self, w: World, ctx: Ctx) -> World:
         br = w.broker(self.broker)
@@ -159,12 +165,8 @@ class LoseUnflushed:
 
 
 @dataclass(frozen=True, slots=True)
-class Stop:
+class Stop(OnBroker):
     kind: ClassVar[str] = "stop"
-    broker: int
-
-    def params(self) -> dict[str, Any]:
-        return {"broker": self.broker}
 
     def transition(self, w: World, ctx: Ctx) -> World | list[Outcome]:
         b = self.broker
@@ -184,12 +186,8 @@ class Stop:
 
 
 @dataclass(frozen=True, slots=True)
-class Restart:
+class Restart(OnBroker):
     kind: ClassVar[str] = "restart"
-    broker: int
-
-    def params(self) -> dict[str, Any]:
-        return {"broker": self.broker}
 
     def transition(self, w: World, ctx: Ctx) -> World:
         br = w.broker(self.broker)

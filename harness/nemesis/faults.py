@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from harness.cluster.topology import node_name
@@ -50,24 +50,24 @@ class Faults:
 
     # -- processes ------------------------------------------------------------------
     def kill(self, node: int) -> None:
-        self._record("kill", node=node)
-        self.cluster.kill(node)
+        self._on_process("kill", node, self.cluster.kill)
 
     def stop(self, node: int) -> None:
-        self._record("stop", node=node)
-        self.cluster.stop_node(node)
+        self._on_process("stop", node, self.cluster.stop_node)
 
     def restart(self, node: int) -> None:
-        self._record("restart", node=node)
-        self.cluster.start_node(node)
+        self._on_process("restart", node, self.cluster.start_node)
 
     def pause(self, node: int) -> None:
-        self._record("pause", node=node)
-        self.cluster.pause(node)
+        self._on_process("pause", node, self.cluster.pause)
 
     def resume(self, node: int) -> None:
-        self._record("resume", node=node)
-        self.cluster.resume(node)
+        self._on_process("resume", node, self.cluster.resume)
+
+    def _on_process(self, action: str, node: int, act: Callable[[int], object]) -> None:
+        """Recorded before it acts: a fault that hangs or fails is still in the history."""
+        self._record(action, node=node)
+        act(node)
 
     def lose_unflushed(self, node: int, topic: str, partition: int, offset: int) -> int:
         """After a hard kill: cut the node's replica back to `offset` as a power loss would."""

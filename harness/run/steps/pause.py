@@ -16,24 +16,24 @@ from reference.steps import isolate, rejoin
 
 
 @dataclass(frozen=True, slots=True)
-class Pause:
-    kind: ClassVar[str] = "pause"
+class _OnNode:
     node: int
 
     def params(self) -> dict[str, Any]:
         return {"node": self.node}
+
+
+@dataclass(frozen=True, slots=True)
+class Pause(_OnNode):
+    kind: ClassVar[str] = "pause"
 
     def transition(self, w: World, ctx: Ctx) -> World:
         return isolate(w, self.node)
 
 
 @dataclass(frozen=True, slots=True)
-class Resume:
+class Resume(_OnNode):
     kind: ClassVar[str] = "resume"
-    node: int
-
-    def params(self) -> dict[str, Any]:
-        return {"node": self.node}
 
     def transition(self, w: World, ctx: Ctx) -> World:
         return rejoin(w, self.node)
