@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, ClassVar, Protocol
 
 from .controller import (
     Choice,
@@ -32,9 +32,6 @@ from .controller import (
 )
 from .state import CLIENT, Broker, Config, World, evolve
 
-if TYPE_CHECKING:
-    from .steps import Step
-
 MAX_SETTLE = 10_000
 
 
@@ -46,6 +43,17 @@ class Outcome:
     world: World
     acks: tuple[tuple[str, str], ...] = ()
     unsupported: str | None = None
+
+
+class Step(Protocol):
+    """What the model needs of a harness step kind (steps.py; harness-defined kinds
+    implement it too): its FORMAT.md mapping and what it does to the world."""
+
+    kind: ClassVar[str]
+
+    def params(self) -> dict[str, Any]: ...
+
+    def transition(self, w: World, ctx: Ctx) -> World | list[Outcome]: ...
 
 
 # --- helpers --------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from .controller import Ctx, partition_change
 from .elr import after_min_isr_change
@@ -23,17 +23,10 @@ from .protocol import (
     set_config,
     settle,
 )
+from .protocol import (
+    Step as Step,  # re-exported: the type every step kind implements
+)
 from .state import World, evolve
-
-
-class Step(Protocol):
-    """What the model needs of a step kind (harness-defined kinds implement it too)."""
-
-    kind: ClassVar[str]
-
-    def params(self) -> dict[str, Any]: ...
-
-    def transition(self, w: World, ctx: Ctx) -> World | list[Outcome]: ...
 
 
 @dataclass(frozen=True, slots=True)
