@@ -33,16 +33,15 @@ with warnings.catch_warnings():
     for _module, _ in _DEPENDENCY_WARNINGS:
         warnings.filterwarnings("ignore", category=DeprecationWarning, module=_module)
     from harness.client.observe import Observer
-    from harness.client.readiness import BrokersUnfenced
     from harness.client.workload import Workload
     from harness.cluster import builds
-    from harness.cluster.backends import BACKENDS, make_cluster
+    from harness.cluster.backends import BACKENDS
     from harness.cluster.backends.base import Cluster
     from harness.cluster.topology import ClusterShape
     from harness.infra.errors import HarnessError
     from harness.infra.history import History, new_run_id
     from harness.nemesis.faults import Faults
-    from harness.run.session import current_brokers
+    from harness.run.session import Session, open_session
 
 _HISTORY = pytest.StashKey[History]()
 _PHASES = pytest.StashKey[dict[str, tuple[pytest.TestReport, BaseException | None]]]()
@@ -88,7 +87,10 @@ def kafka_build(request: pytest.FixtureRequest) -> builds.Build:
 
 
 @pytest.fixture
-def chaos_cluster(request: pytest.FixtureRequest, kafka_build: builds.Build) -> Iterator[Cluster]:
+def chaos_session(request: pytest.FixtureRequest, kafka_build: builds.Build
+                  ) -> Iterator[Session]:
+    """A started cluster (shape from the test's ``cluster`` marker) with its faults,
+    observer and workload: the session the CLI's runner opens too."""
     marker = request.node.get_closest_marker("cluster")
     shape = ClusterShape(**(marker.kwargs if marker else {}))
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name)[:80]
@@ -101,12 +103,13 @@ def chaos_cluster(request: pytest.FixtureRequest, kafka_build: builds.Build) -> 
     backend = request.config.getoption("--backend")
     history.update(build=kafka_build.describe(), backend=backend,
                    scenario={"name": request.node.nodeid, "file": None})
-    cluster = make_cluster(backend, kafka_build, shape, run_dir, history, BrokersUnfenced())
-    try:
-        cluster.start()
-        yield cluster
-    finally:
-        cluster.teardown()
+    with open_session(kafka_build, shape, run_dir, backend, history=history) as session:
+        yield session
+
+
+@pytest.fixture
+def chaos_cluster(chaos_session: Session) -> Cluster:
+    return chaos_session.cluster
 
 
 @pytest.hookimpl(wrapper=True)
@@ -173,19 +176,15 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 @pytest.fixture
-def faults(chaos_cluster: Cluster) -> Faults:
-    return Faults(chaos_cluster)
+def faults(chaos_session: Session) -> Faults:
+    return chaos_session.faults
 
 
 @pytest.fixture
-def observer(chaos_cluster: Cluster, faults: Faults) -> Iterator[Observer]:
-    with Observer(chaos_cluster,
-                  current_brokers=lambda: current_brokers(chaos_cluster, faults)) as obs:
-        yield obs
+def observer(chaos_session: Session) -> Observer:
+    return chaos_session.observer
 
 
 @pytest.fixture
-def workload(chaos_cluster: Cluster) -> Iterator[Workload]:
-    load = Workload(chaos_cluster)
-    yield load
-    load.close()
+def workload(chaos_session: Session) -> Workload:
+    return chaos_session.workload

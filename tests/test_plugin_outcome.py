@@ -14,8 +14,8 @@ pytest_plugins = ["pytester"]
 
 CONFTEST = '''
 import pytest
-from harness import pytest_plugin
 from harness.infra.errors import ClusterError
+from harness.run import session
 
 
 class FakeBuild:
@@ -44,7 +44,7 @@ def kafka_build():
 
 @pytest.fixture(autouse=True)
 def stub_cluster(monkeypatch):
-    monkeypatch.setattr(pytest_plugin, "make_cluster",
+    monkeypatch.setattr(session, "make_cluster",
                         lambda backend, build, shape, run_dir, history, readiness:
                         FakeCluster(shape, history))
 '''

@@ -1,6 +1,6 @@
 """A chaos session: one started cluster with its faults, observer and workload.
 
-Used by the CLI (demo, runner); the pytest plugin builds the same parts as fixtures.
+Used by the CLI (demo, runner) and by the pytest plugin, whose fixtures are its parts.
 """
 
 from __future__ import annotations
