@@ -12,6 +12,7 @@ from typing import Any, TextIO
 import yaml
 
 from harness.infra.errors import UsageError
+from harness.run import steps as step_kinds
 from harness.run.scenario import Scenario, load_scenario
 from reference import PROFILES, Model
 from reference.explorer import explore, to_scenario
@@ -92,7 +93,7 @@ def predict_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
               f"must survive: {len(pred.must_survive)}", file=out)
         if pred.at_risk:
             print(f"  records at risk: {', '.join(sorted(pred.at_risk))}", file=out)
-        if st.kind == "consume":
+        if step_kinds.KINDS[st.kind].reads:
             print(f"  consumer sees: {', '.join(sorted(pred.must_see)) or 'nothing'}", file=out)
         for n in pred.notes:
             print(f"  note: {n}", file=out)
