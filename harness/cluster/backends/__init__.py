@@ -1,4 +1,7 @@
-"""Cluster backends. One interface (`base.Cluster`); suites never know which one runs."""
+"""Cluster backends. One interface (`base.Cluster`); suites never know which one runs.
+
+May import: harness.infra and the rest of harness.cluster.
+"""
 
 from __future__ import annotations
 
