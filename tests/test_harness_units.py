@@ -476,7 +476,7 @@ def test_storage_template_is_formatted_once_under_its_lock_at_a_stable_place(
     assert storage.template(build, None) == storage.template(build, None) == tdir / "data"
     assert len(formats) == 1 and tdir.is_relative_to(tmp_path / "cache")
     # the same place from other interpreters (hash() is salted per process)
-    code = ("import sys, pickle; from harness import storage\n"
+    code = ("import sys, pickle; from harness.cluster import storage\n"
             "print(storage.template_dir(pickle.loads(bytes.fromhex(sys.argv[1])), 'default'))")
     for seed in ("1", "2"):
         out = real_run([sys.executable, "-c", code, pickle.dumps(build).hex()],
