@@ -116,3 +116,24 @@ def test_a_history_cut_short_is_incomplete_on_every_axis(tmp_path: Path) -> None
     (run / "events.jsonl").write_text("".join(lines[: len(lines) // 2]))  # crashed mid-run
     r = audit(run)
     assert {v.verdict for v in r.axes.values()} == {"INCOMPLETE"} and not r.as_expected
+
+
+def test_trace_events_do_not_break_the_data_checks_or_the_report_reader(tmp_path: Path) -> None:
+    """A trace finding names its partition as [topic, id]; the history's `partition` field
+    is an int on every other event, so the finding must not reuse that name, and the data
+    checks must not read it from events that are not reads or consumes."""
+    from harness.report.spark_jobs import valid_event
+    from harness.run.datachecks import run_checks
+    from harness.run.scenario import load_scenario
+    from harness.run.trace_check import context as trace_context
+    from harness.run.trace_check import judge, read_logs
+    run = KAFKA_19522
+    found = judge(read_logs(run), trace_context(load_scenario(run / "scenario.yaml"), [],
+                                                "kafka-4.0-elr", True))
+    assert found and "partition" not in found[0] and found[0]["topic_partition"] == ["t", 0]
+    event = {"run_id": "r", "seq": 0, "t_wall": 1.0, "kind": "trace", **found[0]}
+    assert valid_event(event)
+    old_style = {**event, "partition": ["t", 0]}  # as 1.2 runs written before this fix
+    consume = {"run_id": "r", "seq": 1, "t_wall": 1.0, "kind": "consume", "topic": "t",
+               "partition": 0, "record_id": "a", "offset": 0}
+    assert [c.name for c in run_checks([old_style, consume])][0] == "acked_lost"

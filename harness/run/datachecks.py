@@ -66,14 +66,15 @@ def _reads(events: list[dict[str, Any]]) -> dict[tuple[str, int], list[Read]]:
     pending: list[dict[str, Any]] = []
     previous: dict[str, Any] | None = None
     for e in events:
-        tp = _tp(e)
         if e["kind"] == "read":
+            tp = _tp(e)
             mine = [c for c in pending if _tp(c) == tp]
             out[tp].append(Read(mine, bool(e.get("complete", True))))
             pending = []
         elif e["kind"] == "consume" and closed:
             pending.append(e)
         elif e["kind"] == "consume":
+            tp = _tp(e)
             if previous is not None and previous["kind"] == "consume" and _tp(previous) == tp:
                 out[tp][-1].records.append(e)
             else:

@@ -120,7 +120,9 @@ def finding(controller: int | None, v: Violation) -> dict[str, Any]:
     return {"controller": controller, "offset": v.offset, "rule": v.rule,
             "citation": v.citation, "detail": v.detail,
             "record": {k: record.get(k) for k in ("type", "version", "data")},
-            "partition": list(v.partition) if v.partition else None, "broker": v.broker,
+            # not "partition": in the history that field is an int on every event kind
+            "topic_partition": list(v.partition) if v.partition else None,
+            "broker": v.broker,
             "t_wall": None if t_ms is None else t_ms / 1000.0,
             "before": _summary(v.before, v), "after": _summary(v.after, v)}
 
