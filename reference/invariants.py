@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .state import World
+from .state import NO_LEADER, PartitionState, World
 
 Check = Callable[[World, bool], str | None]
 
@@ -136,4 +136,56 @@ def check(w: World, elr_on: bool) -> list[tuple[str, str]]:
         msg = fn(w, elr_on)
         if msg is not None:
             out.append((name, msg))
+    return out
+
+
+# --- observed-state invariants ------------------------------------------------------------
+# What every observed state of a partition must satisfy under any profile and any build,
+# at any moment (not only once a step settled): the harness checks each sample of the
+# state against these while steps run. They need no model: KRaft's PartitionRecord /
+# PartitionChangeRecord rules (PartitionChangeBuilder) and the KIP's "The member of ELR
+# should not be in ISR".
+
+ObservedCheck = Callable[[PartitionState], str | None]
+
+
+def observed_leader_in_isr(s: PartitionState) -> str | None:
+    """A partition has a leader in its ISR, or no leader (leader -1)."""
+    if s.leader is None or s.leader == NO_LEADER or s.leader in s.isr:
+        return None
+    return f"leader {s.leader} is not in ISR {sorted(s.isr)}"
+
+
+def observed_within_replicas(s: PartitionState) -> str | None:
+    """ISR, ELR and LastKnownELR hold replicas of the partition only."""
+    if not s.replicas:
+        return None  # replicas not observed
+    reps = set(s.replicas)
+    for name, ids in (("ISR", s.isr), ("ELR", s.elr), ("LastKnownELR", s.last_known_elr)):
+        outside = sorted(set(ids or ()) - reps)
+        if outside:
+            return f"{name} {sorted(ids or ())} has {outside}, not replicas {list(s.replicas)}"
+    return None
+
+
+def observed_elr_isr_disjoint(s: PartitionState) -> str | None:
+    """KIP-966: "The member of ELR should not be in ISR"."""
+    both = sorted((s.elr or frozenset()) & s.isr)
+    return f"ELR ∩ ISR = {both}" if both else None
+
+
+OBSERVED: dict[str, ObservedCheck] = {
+    "LeaderInIsr": observed_leader_in_isr,
+    "IsrElrWithinReplicas": observed_within_replicas,
+    "ElrIsrDisjoint": observed_elr_isr_disjoint,
+}
+
+
+def observed_violations(s: PartitionState, max_hwm: int | None) -> list[tuple[str, str]]:
+    """(invariant, detail) for every observed-state invariant ``s`` breaks; ``max_hwm``:
+    the highest HWM observed before it (the HWM consumers saw never goes back: the KIP's
+    "HWM moving backward" as the data checks' consumer-hwm-monotonic)."""
+    out = [(name, msg) for name, fn in OBSERVED.items() if (msg := fn(s)) is not None]
+    if s.hwm is not None and max_hwm is not None and s.hwm < max_hwm:
+        out.append(("HwmMonotonic", f"HWM {s.hwm} < HWM {max_hwm} observed before"))
     return out

@@ -6,7 +6,8 @@
   (reference/deviations.py) is DEVIATES, naming them; any other is KIP-DIVERGES.
 - safety: no profile. Acked acks=all records lost within the KIP's fault budget (at most
   min ISR - 1 replicas lost unflushed data), records visible above the HWM, the
-  consumer-visible HWM going back, and the trace invariants: UNSAFE, naming what broke.
+  consumer-visible HWM going back, the trace invariants, and the observed-state invariants
+  at every state sampled while steps ran (``sampled_findings``): UNSAFE, naming what broke.
 
 An axis verdict is "as expected" when it is clean, or when the scenario declares exactly
 that verdict for the build's version (``expect:`` in the scenario file, with a reason).
@@ -204,6 +205,12 @@ def judge_safety(events: list[dict[str, Any]], checks: list[Any], min_isr: int,
         if not by_name[name].ok:
             findings.append({"rule": rule, "records": by_name[name].details,
                              "why": f"{len(by_name[name].details)} {name} finding(s)"})
+    sampled = sampled_findings(events)
+    if sampled:
+        findings.append({"rule": "sampled-state-invariants", "records": sampled,
+                         "why": f"{len(sampled)} sampled state(s) break an observed-state "
+                                f"invariant (first: step {_step_no(sampled[0])} "
+                                f"{sampled[0]['invariant']}: {sampled[0]['detail']})"})
     if trace_invariant_violations:
         findings.append({"rule": "trace-invariants", "records": list(trace_invariant_violations),
                          "why": f"{len(trace_invariant_violations)} committed state(s) break "
@@ -213,6 +220,32 @@ def judge_safety(events: list[dict[str, Any]], checks: list[Any], min_isr: int,
                                         f"fault budget ({len(lost_replicas)} replicas lost data)")
         return AxisVerdict("safety", SAFE, note)
     return AxisVerdict("safety", UNSAFE, "; ".join(f["why"] for f in findings), findings)
+
+
+def sampled_findings(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Every ``sample`` event (the states sampled while steps ran, harness/run/sampler.py)
+    checked against the observed-state invariants (reference.invariants.observed_violations):
+    a violation at any sample counts, with its time, even if repaired before the step
+    settled. The runner and the audit judge the same events."""
+    from reference.invariants import observed_violations
+    from reference.state import PartitionState
+    out: list[dict[str, Any]] = []
+    top: int | None = None
+    for e in events:
+        if e.get("kind") != "sample":
+            continue
+        state = PartitionState.from_json(e.get("state") or {})
+        for name, detail in observed_violations(state, top):
+            out.append({"invariant": name, "detail": detail, "index": e.get("index"),
+                        "seq": e.get("seq"), "t_wall": e.get("t_wall")})
+        if state.hwm is not None:
+            top = state.hwm if top is None else max(top, state.hwm)
+    return out
+
+
+def _step_no(finding: Mapping[str, Any]) -> str:
+    index = finding.get("index")
+    return "-" if index is None else str(int(index) + 1)
 
 
 def effective_min_isr(scenario: Any) -> int:

@@ -1,0 +1,65 @@
+"""Checks on every step: the observed-state invariants at every sampled state, judged on
+the safety axis from the history's `sample` events (live and by the audit alike)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.run.datachecks import run_checks
+from harness.run.judges import SAFE, UNSAFE, judge_safety, sampled_findings
+from reference.invariants import observed_violations
+from reference.state import PartitionState
+
+
+def _sample(seq: int, index: int, leader: int, isr: list[int], hwm: int | None,
+            elr: list[int] | None = None) -> dict[str, Any]:
+    return {"seq": seq, "t_wall": 1000.0 + seq / 10, "kind": "sample", "index": index,
+            "topic": "t", "partition": 0,
+            "state": {"leader": leader, "leader_epoch": 1, "replicas": [1, 2, 3], "isr": isr,
+                      "elr": elr or [], "last_known_elr": [], "hwm": hwm, "fenced": []}}
+
+
+def _good_run() -> list[dict[str, Any]]:
+    return [_sample(0, 0, 1, [1, 2, 3], 5), _sample(1, 0, 1, [1, 2], 5),
+            _sample(2, 1, 2, [2], None), _sample(3, 1, 2, [1, 2, 3], 7)]
+
+
+def test_clean_samples_are_safe() -> None:
+    ev = _good_run()
+    assert sampled_findings(ev) == []
+    assert judge_safety(ev, run_checks(ev), min_isr=2).verdict == SAFE
+
+
+def test_a_transient_violation_between_settled_states_is_unsafe() -> None:
+    ev = _good_run()
+    # One sample in the middle of step 2: the leader is outside the ISR, repaired by the
+    # next sample (the settled state the step's prediction checks is fine).
+    ev.insert(3, _sample(9, 1, 3, [1, 2], 5))
+    found = sampled_findings(ev)
+    assert [(f["invariant"], f["index"], f["seq"]) for f in found] == [("LeaderInIsr", 1, 9)]
+    v = judge_safety(ev, run_checks(ev), min_isr=2)
+    assert v.verdict == UNSAFE and v.details[-1]["rule"] == "sampled-state-invariants"
+    assert "step 2 LeaderInIsr" in v.reason
+
+
+def test_a_sampled_hwm_going_back_is_unsafe() -> None:
+    ev = _good_run() + [_sample(4, 2, 2, [1, 2, 3], 6)]
+    assert [f["invariant"] for f in sampled_findings(ev)] == ["HwmMonotonic"]
+    assert judge_safety(ev, run_checks(ev), min_isr=2).verdict == UNSAFE
+
+
+def test_each_observed_invariant_fails_on_its_own_state() -> None:
+    def state(**kw: Any) -> PartitionState:
+        base = {"leader": 1, "leader_epoch": 1, "replicas": [1, 2, 3], "isr": [1, 2],
+                "elr": [], "last_known_elr": [], "hwm": 3, "fenced": []}
+        return PartitionState.from_json({**base, **kw})
+
+    assert observed_violations(state(), 3) == []
+    assert observed_violations(state(leader=-1, isr=[]), None) == []
+    assert [n for n, _ in observed_violations(state(leader=3), None)] == ["LeaderInIsr"]
+    assert [n for n, _ in observed_violations(state(isr=[1, 4]), None)] == [
+        "IsrElrWithinReplicas"]
+    assert [n for n, _ in observed_violations(state(elr=[2]), None)] == ["ElrIsrDisjoint"]
+    assert [n for n, _ in observed_violations(state(last_known_elr=[7]), None)] == [
+        "IsrElrWithinReplicas"]
+    assert [n for n, _ in observed_violations(state(hwm=2), 3)] == ["HwmMonotonic"]
