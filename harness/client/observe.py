@@ -4,6 +4,14 @@ Per partition: leader, leader epoch, replicas, ISR, ELR, LastKnownELR (DescribeT
 API key 75), HWM (ListOffsets to the leader), and which brokers are fenced (DescribeCluster).
 It asks a broker whose view is current: one that is running and, as far as the harness's
 own fault table knows, connected to the controllers.
+
+DescribeTopicPartitions exists from Kafka 3.8 (KIP-966). A build without it (the probed
+feature ``describe_topic_partitions``, decided once per build, not per poll) is observed with
+the Metadata API (leader, leader epoch, replicas, ISR), and ELR and LastKnownELR are taken from
+the controller's metadata log where its partition records carry them (PartitionRecord /
+PartitionChangeRecord version 2+, written only under a metadata.version with ELR support);
+otherwise they are None: unobservable, which the model comparison skips (never ``[]``, which
+would claim "known empty").
 """
 
 from __future__ import annotations
@@ -18,7 +26,10 @@ import kafka.errors as kafka_errors
 from kafka import KafkaAdminClient
 from kafka.admin import OffsetSpec
 from kafka.protocol.admin import DescribeClusterRequest, DescribeTopicPartitionsRequest
+from kafka.protocol.metadata import MetadataRequest
 from kafka.structs import TopicPartition
+
+from harness.client import admin
 
 if TYPE_CHECKING:
     from harness.cluster.backends.base import Cluster
@@ -26,6 +37,14 @@ if TYPE_CHECKING:
 logging.getLogger("kafka").setLevel(logging.CRITICAL)
 _REQUEST_TIMEOUT_MS = 4000
 _BOOTSTRAP_TIMEOUT_MS = 10_000
+#: Metadata v7 is the first to carry a partition's leader epoch (KIP-320).
+_METADATA_LEADER_EPOCH_SINCE = 7
+#: PartitionRecord and PartitionChangeRecord carry EligibleLeaderReplicas/LastKnownElr from
+#: version 2 (metadata/src/main/resources/common/metadata/Partition*Record.json, 3.7+).
+_ELR_RECORD_SINCE = 2
+#: The state fields an observation may hold; a None value is a field the build cannot show.
+STATE_FIELDS = ("leader", "leader_epoch", "replicas", "isr", "elr", "last_known_elr", "hwm",
+                "fenced")
 
 
 class ObserveError(Exception):
@@ -36,11 +55,13 @@ def _freshest(views: list[tuple[int, dict[str, Any]]]) -> tuple[int, dict[str, A
     """The view to trust among brokers the fault table calls current. A broker that was
     just healed or restarted can still hold stale metadata (an old leader, an old ISR), so
     take the highest leader epoch, and among those the view most brokers share."""
-    top = max(v["leader_epoch"] for _, v in views)
-    newest = [(n, v) for n, v in views if v["leader_epoch"] == top]
+    epochs = [v["leader_epoch"] for _, v in views if v["leader_epoch"] is not None]
+    top = max(epochs) if epochs else None
+    newest = [(n, v) for n, v in views if top is None or v["leader_epoch"] == top]
 
     def key(v: dict[str, Any]) -> tuple[Any, ...]:
-        return (v["leader"], tuple(v["isr"]), tuple(v["elr"]), tuple(v["last_known_elr"]))
+        return (v["leader"], tuple(v["isr"]), tuple(v["elr"] or ()),
+                tuple(v["last_known_elr"] or ()))
 
     counts = Counter(key(v) for _, v in newest)
     return max(newest, key=lambda nv: counts[key(nv[1])])
@@ -53,6 +74,12 @@ class Observer:
         self.record = record
         self._current = current_brokers or self._running_brokers
         self._admin: KafkaAdminClient | None = None
+        build = getattr(cluster, "build", None)
+        features = getattr(build, "features", None)
+        #: Decided once per build from its probed features: DescribeTopicPartitions (3.8+)
+        #: or the Metadata API.
+        self.api = ("DescribeTopicPartitions"
+                    if features is None or features.describe_topic_partitions else "Metadata")
 
     def __enter__(self) -> Observer:
         return self
@@ -143,16 +170,21 @@ class Observer:
         views, last = self._views(current, topic, partition)
         if views:
             node, state = _freshest(views)
+            if self.api == "Metadata":
+                elr = self._elr_from_log(topic, partition)
+                state["elr"], state["last_known_elr"] = elr if elr else (None, None)
             try:
                 state["fenced"] = sorted(b for b, f in self.broker_states(node).items() if f)
                 state["hwm"] = self.hwm(topic, partition, state["leader"])
             except Exception as exc:  # noqa: BLE001 - e.g. a restarted leader not yet known
                 raise ObserveError(
                     f"{topic}-{partition}: HWM/fencing not readable ({exc})") from exc
+            state.update(admin.reassignment_state(self, node, topic, partition, state["replicas"]))
             return self._observed(topic, partition, state, node), node
         from_log = None if current else self._from_controller_log(topic, partition)
         if from_log is not None:
-            return self._observed(topic, partition, from_log[0], from_log[1]), from_log[1]
+            state, controller = from_log
+            return self._observed(topic, partition, state, controller), controller
         raise ObserveError(f"no current broker described {topic}-{partition} ({last})")
 
     def _views(self, nodes: list[int], topic: str, partition: int
@@ -172,9 +204,8 @@ class Observer:
                                         state=state, source=source)
         return state
 
-    def _from_controller_log(self, topic: str, partition: int
-                             ) -> tuple[dict[str, Any], int] | None:
-        """The controller's committed view, decoded from its metadata log on disk."""
+    def _controller_records(self) -> tuple[list[dict[str, Any]], int] | None:
+        """The records of the controller with the longest metadata log, and its id."""
         from harness.client import metadata_log
         best: tuple[int, int] | None = None
         for c in self.cluster.shape.controller_ids:
@@ -189,10 +220,66 @@ class Observer:
                                           self.cluster.data_dir(best[1]) / "__cluster_metadata-0")
         except (OSError, subprocess.SubprocessError, ValueError):
             return None
+        return records, best[1]
+
+    def _from_controller_log(self, topic: str, partition: int
+                             ) -> tuple[dict[str, Any], int] | None:
+        """The controller's committed view, decoded from its metadata log on disk."""
+        from harness.client import metadata_log
+        found = self._controller_records()
+        if found is None:
+            return None
+        records, controller = found
         state = metadata_log.replay(records, topic, partition, self.cluster.shape.broker_ids)
-        return (state, best[1]) if state is not None else None
+        if state is None:
+            return None
+        if self.api == "Metadata":  # the records say whether the build writes ELR at all
+            elr = elr_from_records(records, topic, partition)
+            state["elr"], state["last_known_elr"] = elr if elr else (None, None)
+        return state, controller
+
+    def _elr_from_log(self, topic: str, partition: int
+                      ) -> tuple[list[int], list[int]] | None:
+        """(ELR, LastKnownELR) from the controller's metadata log, or None when the log's
+        records of this partition do not carry them (a version before 2: the build, or the
+        metadata.version the cluster runs, writes no ELR)."""
+        found = self._controller_records()
+        return None if found is None else elr_from_records(found[0], topic, partition)
 
     def _describe(self, node: int, topic: str, partition: int) -> dict[str, Any]:
+        if self.api == "Metadata":
+            return self._describe_metadata(node, topic, partition)
+        return self._describe_dtp(node, topic, partition)
+
+    def _describe_metadata(self, node: int, topic: str, partition: int) -> dict[str, Any]:
+        """Metadata API view (builds before 3.8): the client negotiates the newest version
+        both sides speak (3.6 and 3.7 brokers: v12); the leader epoch needs v7+."""
+        req = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+                              allow_auto_topic_creation=False)
+        resp = self._send(node, req)
+        version = getattr(resp, "API_VERSION", None) or getattr(req, "API_VERSION", None) or 0
+        for t in resp.topics:
+            if t.name != topic:
+                continue
+            if t.error_code:
+                raise ObserveError(f"{topic}: Metadata error {t.error_code} on broker {node}")
+            for p in t.partitions:
+                if p.partition_index != partition:
+                    continue
+                if p.error_code and p.error_code != 5:  # 5: LEADER_NOT_AVAILABLE, leaderless
+                    raise ObserveError(f"{topic}-{partition}: error {p.error_code}")
+                epoch = p.leader_epoch if version >= _METADATA_LEADER_EPOCH_SINCE else None
+                return {
+                    "leader": p.leader_id,  # -1: leaderless
+                    "leader_epoch": epoch,
+                    "replicas": list(p.replica_nodes),
+                    "isr": sorted(p.isr_nodes),
+                    "elr": None,  # filled from the controller's log by partition_state
+                    "last_known_elr": None,
+                }
+        raise ObserveError(f"{topic}-{partition} not found on broker {node}")
+
+    def _describe_dtp(self, node: int, topic: str, partition: int) -> dict[str, Any]:
         req = DescribeTopicPartitionsRequest(
             topics=[DescribeTopicPartitionsRequest.TopicRequest(name=topic)],
             response_partition_limit=2000, cursor=None)
@@ -226,3 +313,37 @@ class Observer:
             return int(admin._list_partition_offsets_process_response(resp)[tp].offset)
         except kafka_errors.OffsetNotAvailableError:
             return None
+
+
+def elr_from_records(records: list[dict[str, Any]], topic: str, partition: int
+                     ) -> tuple[list[int], list[int]] | None:
+    """(ELR, LastKnownELR) of a partition replayed from metadata records, or None when its
+    records never carried the fields (PartitionRecord/PartitionChangeRecord before version 2).
+    A change record of version 2+ that leaves them out (null: unchanged) keeps the last
+    values; a PartitionRecord of version 2+ without them means empty."""
+    topic_id = None
+    elr: list[int] | None = None
+    lke: list[int] | None = None
+    for rec in records:
+        kind, data = rec.get("type"), rec.get("data", {})
+        if kind == "TOPIC_RECORD" and data.get("name") == topic:
+            topic_id, elr, lke = data["topicId"], None, None
+        elif kind in ("PARTITION_RECORD", "PARTITION_CHANGE_RECORD"):
+            if data.get("topicId") != topic_id or data.get("partitionId") != partition:
+                continue
+            if int(rec.get("version") or 0) < _ELR_RECORD_SINCE:
+                if kind == "PARTITION_RECORD":
+                    elr, lke = None, None
+                continue
+            if kind == "PARTITION_RECORD" or elr is None:
+                elr, lke = [], []
+            if data.get("eligibleLeaderReplicas") is not None:
+                elr = sorted(data["eligibleLeaderReplicas"])
+            if data.get("lastKnownElr") is not None:
+                lke = sorted(data["lastKnownElr"])
+        elif (kind == "CLEAR_ELR_RECORD" and elr is not None
+              and data.get("topicName") in (None, "", topic)):
+            elr, lke = [], []
+    if elr is None or lke is None:
+        return None
+    return elr, lke

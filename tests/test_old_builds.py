@@ -1,0 +1,68 @@
+"""Builds before 3.8 (issue 11): the observer's Metadata API path, ELR from the metadata log
+only where the records carry it, and verdicts that skip fields a build cannot show."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from harness.client.observe import Observer, _freshest, elr_from_records
+from harness.cluster.builds import Features
+
+_TID = "AAAAAAAAAAAAAAAAAAAAAA"
+
+
+def _features(dtp: bool) -> Features:
+    return Features(elr=False, elr_default_on=False, describe_topic_partitions=dtp,
+                    hwm_rule=True, unclean_recovery=False, kip1303=False,
+                    previous_broker_epoch=True)
+
+
+def _cluster(dtp: bool) -> Any:
+    return SimpleNamespace(build=SimpleNamespace(features=_features(dtp)),
+                           shape=SimpleNamespace(broker_ids=(1, 2, 3)))
+
+
+def test_observer_picks_its_api_from_the_probed_features() -> None:
+    assert Observer(_cluster(dtp=True)).api == "DescribeTopicPartitions"
+    assert Observer(_cluster(dtp=False)).api == "Metadata"
+
+
+def _topic() -> dict[str, Any]:
+    return {"type": "TOPIC_RECORD", "version": 0, "data": {"name": "t", "topicId": _TID}}
+
+
+def _part(kind: str, version: int, **data: Any) -> dict[str, Any]:
+    return {"type": kind, "version": version,
+            "data": {"topicId": _TID, "partitionId": 0, **data}}
+
+
+def test_elr_is_unobservable_when_the_records_do_not_carry_it() -> None:
+    # 3.6 writes PartitionRecord v0, 3.7 under its production metadata.version v1.
+    records = [_topic(), _part("PARTITION_RECORD", 0, replicas=[1, 2, 3], isr=[1, 2, 3],
+                               leader=1),
+               _part("PARTITION_CHANGE_RECORD", 1, isr=[1, 3])]
+    assert elr_from_records(records, "t", 0) is None
+
+
+def test_elr_is_read_from_records_that_carry_it() -> None:
+    records = [_topic(), _part("PARTITION_RECORD", 2, replicas=[1, 2, 3], isr=[1, 2, 3],
+                               leader=1)]
+    assert elr_from_records(records, "t", 0) == ([], [])  # v2 without the fields: empty
+    records.append(_part("PARTITION_CHANGE_RECORD", 2, isr=[1], eligibleLeaderReplicas=[3, 2],
+                         lastKnownElr=[]))
+    assert elr_from_records(records, "t", 0) == ([2, 3], [])
+    records.append(_part("PARTITION_CHANGE_RECORD", 2, leader=-1))  # null: unchanged
+    assert elr_from_records(records, "t", 0) == ([2, 3], [])
+    records.append({"type": "CLEAR_ELR_RECORD", "version": 0, "data": {"topicName": "t"}})
+    assert elr_from_records(records, "t", 0) == ([], [])
+    assert elr_from_records(records, "other", 0) is None
+
+
+def test_freshest_view_without_leader_epochs_or_elr() -> None:
+    def view(leader: int, isr: list[int]) -> dict[str, Any]:
+        return {"leader": leader, "leader_epoch": None, "isr": isr, "elr": None,
+                "last_known_elr": None}
+    node, state = _freshest([(1, view(1, [1, 2])), (2, view(1, [1, 2, 3])),
+                             (3, view(1, [1, 2, 3]))])
+    assert state["isr"] == [1, 2, 3] and node in (2, 3)
