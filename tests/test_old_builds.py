@@ -66,3 +66,53 @@ def test_freshest_view_without_leader_epochs_or_elr() -> None:
     node, state = _freshest([(1, view(1, [1, 2])), (2, view(1, [1, 2, 3])),
                              (3, view(1, [1, 2, 3]))])
     assert state["isr"] == [1, 2, 3] and node in (2, 3)
+
+
+# -- verdicts skip what a build cannot show, and say what they judged ------------------------
+
+def _observation(**state: Any) -> dict[str, Any]:
+    base = {"leader": 1, "leader_epoch": 0, "replicas": [1, 2, 3], "isr": [1, 2, 3],
+            "elr": [], "last_known_elr": [], "hwm": 0, "fenced": []}
+    return {"kind": "observation", "state": {**base, **state}}
+
+
+def _elr_model() -> Any:
+    from reference import ClusterSpec, Model, TopicSpec
+    return Model("kafka-4.1", ClusterSpec(brokers=(1, 2, 3), controllers=(100,)),
+                 TopicSpec(name="t", replicas=(1, 2, 3), min_insync_replicas=2),
+                 elr_enabled=True, seed=0)
+
+
+def test_a_judged_field_that_differs_is_a_divergence() -> None:
+    from reference import PartitionState
+    seen = PartitionState.from_json(_observation(isr=[1, 2])["state"])
+    why = _elr_model().explain(seen)
+    assert why is not None and why.startswith("isr:")
+    wrong_elr = PartitionState.from_json(_observation(elr=[2])["state"])
+    assert (_elr_model().explain(wrong_elr) or "").startswith("elr:")  # ELR shown: judged
+
+
+def test_an_unobservable_field_is_skipped_and_the_verdict_says_so() -> None:
+    from harness.run.judges import fields_note, judged_fields
+    from harness.run.runner import _await_mismatch
+    from reference import PartitionState
+    old = _observation(elr=None, last_known_elr=None)["state"]  # a 3.6 build's view
+    model = _elr_model()
+    assert model.explain(PartitionState.from_json(old)) is None
+    assert _await_mismatch({"elr": [3], "isr": [1, 2, 3]}, old) is None
+    assert _await_mismatch({"elr": [3], "isr": [1]}, old) == \
+        "isr: await expected [1], observed [1, 2, 3]"
+    fields = judged_fields([_observation(elr=None, last_known_elr=None),
+                            _observation(elr=None, last_known_elr=None, hwm=None)])
+    assert fields == {"judged": ["leader", "leader_epoch", "replicas", "isr", "hwm", "fenced"],
+                      "unobservable": ["elr", "last_known_elr"]}
+    assert "unobservable on this build (not judged): elr, last_known_elr" in fields_note(fields)
+    assert judged_fields([_observation()])["unobservable"] == []
+    assert judged_fields([]) == {"judged": [], "unobservable": []}
+
+
+def test_every_axis_of_a_run_carries_the_fields_it_judged() -> None:
+    from harness.run.judges import AxisVerdict
+    axis = AxisVerdict("release", "CONFORMS", fields={"judged": ["isr"],
+                                                       "unobservable": ["elr"]})
+    assert axis.to_json()["fields"] == {"judged": ["isr"], "unobservable": ["elr"]}

@@ -43,11 +43,15 @@ def run_dirs(paths: list[Path]) -> list[Path]:
 
 def _audit(args: argparse.Namespace) -> int:
     from harness.run.audit import audit, summary_line
+    from harness.run.judges import fields_note
     if args.scenarios is not None and not args.scenarios.is_dir():
         raise UsageError(f"audit: --scenarios {args.scenarios} is not a directory")
     results = [audit(d, scenarios=args.scenarios) for d in run_dirs(args.paths)]
     for r in results:
         print(summary_line(r))
+        fields = next((a.fields for a in r.axes.values() if a.fields is not None), None)
+        if fields is not None:
+            print(f"    {fields_note(fields)}")
         for axis in r.axes.values():
             if axis.reason and not axis.as_expected:
                 print(f"    {axis.axis}: {axis.reason}")

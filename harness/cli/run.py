@@ -12,6 +12,7 @@ from harness.cluster import builds
 from harness.infra import progress
 from harness.infra.errors import UsageError
 from harness.report.matrix import axes_matrix
+from harness.run.judges import fields_note
 from harness.run.runner import CONFORMS, DIVERGES, ERROR, UNSUPPORTED, Runner, RunResult, StepResult
 
 EXIT_CODES = {CONFORMS: 0, UNSUPPORTED: 0, DIVERGES: 1, ERROR: 2}
@@ -53,8 +54,10 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     run.set_defaults(func=_run)
     matrix = sub.add_parser("matrix", help="scenarios x builds -> markdown verdict table")
     matrix.add_argument("scenarios", nargs="+", type=Path, metavar="SCENARIO")
-    matrix.add_argument("--versions", required=True,
-                        help="comma-separated Kafka versions, e.g. 3.9.1,4.0.2,4.1.2,4.3.1")
+    matrix.add_argument("--versions", default=",".join(builds.DEFAULT_MATRIX_VERSIONS),
+                        help="comma-separated Kafka versions (default: the newest patch of "
+                             "every KRaft production line, "
+                             f"{','.join(builds.DEFAULT_MATRIX_VERSIONS)})")
     matrix.add_argument("--backend", default="local")
     matrix.add_argument("--runs-dir", type=Path, default=Path("runs"))
     matrix.add_argument("--out", type=Path, help="write the markdown table here too")
@@ -152,6 +155,9 @@ def print_table(result: RunResult, out: Any = sys.stdout) -> None:
         print(f"check {check['name']}: {status}{extra}", file=out)
     print(f"VERDICT {result.verdict}" + (f": {result.reason}" if result.reason else ""),
           file=out)
+    fields = next((a.fields for a in result.axes.values() if a.fields is not None), None)
+    if result.axes:
+        print(f"  {fields_note(fields)}", file=out)
     for axis in result.axes.values():
         print(f"  {axis.axis:8s} {axis.verdict}" + _axis_note(axis), file=out)
     print(f"history: {result.run_dir}", file=out)
@@ -187,7 +193,9 @@ def _matrix(args: argparse.Namespace) -> int:
         for sc in scenarios:
             result = Runner(sc, build, args.backend, args.runs_dir, on_step=_print_step).run()
             cells[(build.version, sc.name)] = result
-            progress.say(f"{sc.name} on {build.version}: {result.verdict}")
+            progress.say(f"{sc.name} on {build.version}: {result.verdict} "
+                         f"({result.wall_s:.0f} s; "
+                         f"{fields_note(result.axes['release'].fields if result.axes else None)})")
     table = axes_matrix(list(cells.values()))
     print(table)
     if args.out:

@@ -11,6 +11,11 @@
 
 An axis verdict is "as expected" when it is clean, or when the scenario declares exactly
 that verdict for the build's version (``expect:`` in the scenario file, with a reason).
+
+Every axis verdict says which partition-state fields it judged (``fields``): a field the
+build cannot show (None in every observation, e.g. ELR on a build before 3.8 observed with
+the Metadata API) is ``unobservable``; the model comparison skips it, so it is never a
+divergence.
 """
 
 from __future__ import annotations
@@ -34,6 +39,9 @@ SAFE, UNSAFE = "SAFE", "UNSAFE"
 INCOMPLETE = "INCOMPLETE"  # a history cut short (no run_end): nothing can be claimed
 CLEAN = {"release": (CONFORMS,), "kip": (CONFORMS, DEVIATES), "safety": (SAFE,)}
 NOT_JUDGED = (UNSUPPORTED, ERROR, INCOMPLETE)
+#: The partition-state fields an observation holds (fixtures/histories/SCHEMA.md).
+STATE_FIELDS = ("leader", "leader_epoch", "replicas", "isr", "elr", "last_known_elr", "hwm",
+                "fenced")
 
 
 @dataclass
@@ -44,6 +52,9 @@ class AxisVerdict:
     details: list[dict[str, Any]] = field(default_factory=list)
     #: The scenario's declared verdict for this build, with its reason (or None).
     expected: dict[str, str] | None = None
+    #: {"judged": [...], "unobservable": [...]}: the state fields the run's observations
+    #: showed, and those the build never showed (skipped by the comparison).
+    fields: dict[str, list[str]] | None = None
 
     @property
     def as_expected(self) -> bool:
@@ -54,7 +65,35 @@ class AxisVerdict:
     def to_json(self) -> dict[str, Any]:
         return {"axis": self.axis, "verdict": self.verdict, "reason": self.reason,
                 "details": self.details, "expected": self.expected,
-                "as_expected": self.as_expected}
+                "as_expected": self.as_expected, "fields": self.fields}
+
+
+def judged_fields(events: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """Which state fields the run's observations showed (judged) and which none showed
+    (unobservable: None in every observation, so no comparison used them). Both are empty
+    when nothing was observed."""
+    shown: set[str] = set()
+    observed = False
+    for e in events:
+        if e.get("kind") != "observation":
+            continue
+        observed = True
+        state = e.get("state") or {}
+        shown.update(f for f in STATE_FIELDS if state.get(f) is not None)
+    if not observed:
+        return {"judged": [], "unobservable": []}
+    return {"judged": [f for f in STATE_FIELDS if f in shown],
+            "unobservable": [f for f in STATE_FIELDS if f not in shown]}
+
+
+def fields_note(fields: Mapping[str, list[str]] | None) -> str:
+    """One line for a verdict: the fields judged, and those the build cannot show."""
+    if not fields or not (fields.get("judged") or fields.get("unobservable")):
+        return "fields judged: none (nothing observed)"
+    note = f"fields judged: {', '.join(fields['judged'])}"
+    if fields.get("unobservable"):
+        note += f"; unobservable on this build (not judged): {', '.join(fields['unobservable'])}"
+    return note
 
 
 def declared(scenario: Any, axis: str, version: tuple[int, int, int]) -> dict[str, str] | None:
@@ -299,6 +338,8 @@ def judge_run(release: AxisVerdict, release_profile: Any, kip: KipJudge,
         safety = AxisVerdict("safety", release.verdict if release.verdict in NOT_JUDGED
                              else ERROR, release.reason or "no data checks ran")
     axes = {"release": release, "kip": kip_axis, "safety": safety}
+    fields = judged_fields(ev.events)
     for axis in axes.values():
         axis.expected = declared(ev.scenario, axis.axis, ev.version)
+        axis.fields = fields
     return axes
