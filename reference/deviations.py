@@ -57,7 +57,9 @@ KNOWN_DEVIATIONS: tuple[Deviation, ...] = (
               "KIP-966 part 2 (unclean recovery, longest-log elections) is in no release "
               "through 4.3"),
     Deviation("reassignment-ignores-min-isr", "reassignment_needs_min_isr", False,
-              "a reassignment completes without the KIP's ISR >= min ISR condition"),
+              "a reassignment completes (or is cancelled) without the KIP's ISR >= min ISR "
+              "condition, and a removed replica can stay in the ELR (4.3.1 "
+              "PartitionReassignmentReplicas.maybeCompleteReassignment)"),
 )
 
 BY_ID = {d.id: d for d in KNOWN_DEVIATIONS}

@@ -127,7 +127,7 @@ def _key(w: World, per: dict[int, tuple[Any, ...]], acked: tuple[Any, ...],
             None if p.leader is None else m(p.leader), erank[p.leader_epoch], ms(p.isr),
             ms(p.elr), ms(p.last_known_elr),
             None if p.last_known_leader is None else m(p.last_known_leader), p.recovering,
-            None if p.target_replicas is None else tuple(m(r) for r in p.target_replicas))
+            ms(p.adding), ms(p.removing))
     cuts = tuple(sorted((m(a), m(b)) for a, b in w.cuts))
     return (brokers, part, cuts, acked, w.max_hwm, ms(w.lost_data),
             min(w.unclean_shutdowns, 1), w.unclean_elections, w.reconfigured, w.min_isr)
@@ -139,7 +139,7 @@ def state_key(w: World) -> StateKey:
     per, acked, erank = _canon(w)
     p = w.partition
     part = (p.replicas, p.leader, erank[p.leader_epoch], p.isr, p.elr, p.last_known_elr,
-            p.last_known_leader, p.recovering, p.target_replicas)
+            p.last_known_leader, p.recovering, p.adding, p.removing)
     return (tuple(per.values()), part, w.cuts, acked, w.max_hwm, w.lost_data,
             min(w.unclean_shutdowns, 1), w.unclean_elections, w.reconfigured, w.min_isr)
 

@@ -75,6 +75,8 @@ def project(w: World, elr_on: bool) -> PartitionState:
         last_known_elr=p.last_known_elr if elr_on else frozenset(),
         hwm=leader_hwm,
         fenced=frozenset(b.id for b in w.brokers if b.fenced or not b.alive),
+        adding=frozenset(p.adding),
+        removing=frozenset(p.removing),
     )
 
 

@@ -148,8 +148,24 @@ class Partition:
     last_known_leader: int | None = None
     #: Leader recovery state RECOVERING (after an unclean election).
     recovering: bool = False
-    #: Target of an ongoing reassignment.
-    target_replicas: tuple[int, ...] | None = None
+    #: An ongoing reassignment (KIP-455), as the PartitionRecord holds it: ``replicas`` is
+    #: the target followed by the replicas being removed (PartitionReassignmentReplicas),
+    #: ``adding`` the target's replicas that were not in the assignment, ``removing`` the
+    #: assignment's replicas not in the target (both sorted, as Kafka's TreeSet).
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+
+    @property
+    def reassigning(self) -> bool:
+        """PartitionReassignmentReplicas.isReassignmentInProgress."""
+        return bool(self.adding or self.removing)
+
+    @property
+    def target_replicas(self) -> tuple[int, ...] | None:
+        """Target of an ongoing reassignment (None: none in progress)."""
+        if not self.reassigning:
+            return None
+        return tuple(r for r in self.replicas if r not in self.removing)
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,13 +253,17 @@ class PartitionState:
     last_known_elr: frozenset[int] | None
     hwm: int | None
     fenced: frozenset[int] | None
+    #: An ongoing reassignment's adding / removing replicas (ListPartitionReassignments;
+    #: empty when none is in progress; None: not known / don't care).
+    adding: frozenset[int] | None = None
+    removing: frozenset[int] | None = None
 
     FIELDS = ("leader", "leader_epoch", "replicas", "isr", "elr", "last_known_elr", "hwm",
-              "fenced")
+              "fenced", "adding", "removing")
 
     def to_json(self) -> dict[str, Any]:
         """The partition-state object of fixtures/histories/SCHEMA.md."""
-        return {
+        out: dict[str, Any] = {
             "leader": self.leader,
             "leader_epoch": self.leader_epoch,
             "replicas": list(self.replicas),
@@ -253,6 +273,12 @@ class PartitionState:
             "hwm": self.hwm,
             "fenced": _ids(self.fenced),
         }
+        # Only when known: builds and histories without them keep their shape.
+        if self.adding is not None:
+            out["adding"] = _ids(self.adding)
+        if self.removing is not None:
+            out["removing"] = _ids(self.removing)
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PartitionState:
@@ -274,6 +300,8 @@ class PartitionState:
             last_known_elr=ids("last_known_elr"),
             hwm=None if hwm is None else int(hwm),
             fenced=ids("fenced"),
+            adding=ids("adding"),
+            removing=ids("removing"),
         )
 
     def differing_field(self, other: PartitionState) -> str | None:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from .controller import Ctx, partition_change
+from .controller import Assignment, Ctx, partition_change, reassignment_of
 from .elr import after_min_isr_change
 from .protocol import (
     Outcome,
@@ -180,7 +180,14 @@ class Stop(OnBroker):
 
 @dataclass(frozen=True, slots=True)
 class Restart(OnBroker):
+    """``wait`` is the harness's: with ``wait: false`` the runner goes on as soon as the
+    process is launched (FORMAT.md "Semantics"); the model's prediction is the same."""
+
     kind: ClassVar[str] = "restart"
+    wait: bool = True
+
+    def params(self) -> dict[str, Any]:
+        return {"broker": self.broker} if self.wait else {"broker": self.broker, "wait": False}
 
     def transition(self, w: World, ctx: Ctx) -> World:
         br = w.broker(self.broker)
@@ -271,19 +278,66 @@ class Elect:
 
 @dataclass(frozen=True, slots=True)
 class Reassign:
+    """AlterPartitionReassignments (KIP-455) for the partition: a target replica list,
+    or ``cancel`` (replicas null on the wire) to revert an ongoing reassignment.
+
+    As ReplicationControlManager.changePartitionReassignment (apache/kafka 4.3.1): the
+    new replicas are the target followed by the removing ones, adding = target -
+    current, removing = current - target, where ``current`` is the partition's replicas
+    (the union while a reassignment is in progress); the request's own partition change
+    completes it at once when it can (PartitionChangeBuilder.build, see
+    controller.complete_reassignment), else an AlterPartition (an adding replica joined
+    the ISR) or a fencing completes it later. The election is ONLINE even when unclean
+    election is enabled (the reassignment path never sets Election.UNCLEAN)."""
+
     kind: ClassVar[str] = "reassign"
-    replicas: tuple[int, ...]
+    replicas: tuple[int, ...] = ()
+    cancel: bool = False
 
     def params(self) -> dict[str, Any]:
+        if self.cancel:
+            return {"cancel": True}
         return {"replicas": list(self.replicas)}
 
-    def transition(self, w: World, ctx: Ctx) -> World:
-        p, target = w.partition, tuple(self.replicas)
-        if target == p.replicas:
-            return w
-        union = target + tuple(r for r in p.replicas if r not in target)
-        return evolve(w, reconfigured=True, partition=evolve(
-            p, replicas=union, target_replicas=target, partition_epoch=p.partition_epoch + 1))
+    def transition(self, w: World, ctx: Ctx) -> list[Outcome]:
+        changed = self._change(w, ctx)
+        if changed is None:  # rejected by the controller: nothing changes
+            return [Outcome(x) for x in settle(w, ctx)]
+        return [Outcome(x) for y in changed for x in settle(evolve(y, reconfigured=True), ctx)]
+
+    def _change(self, w: World, ctx: Ctx) -> list[World] | None:
+        p = w.partition
+        if self.cancel:
+            return cancel_reassignment(w, ctx)
+        a = reassignment_of(p.replicas, self.replicas)
+        # The builder sets adding / removing only when non-empty: otherwise the
+        # partition's own (an ongoing reassignment's) stay.
+        a = Assignment(a.replicas, a.adding or p.adding, a.removing or p.removing)
+        return partition_change(w, ctx, assignment=a)
+
+
+def cancel_reassignment(w: World, ctx: Ctx) -> list[World] | None:
+    """ReplicationControlManager.cancelPartitionReassignment + PartitionReassignmentRevert
+    (4.3.1): NO_REASSIGNMENT_IN_PROGRESS when none is; else replicas := the original ones
+    (the current list without the adding ones), ISR := ISR - adding; an ISR left empty
+    becomes [first original replica], which counts as unclean and is refused
+    (INVALID_REPLICA_ASSIGNMENT) unless unclean.leader.election.enable is on for the
+    topic. The revert is not held to min ISR in the code; the KIP ("Other behaviors"
+    4.2: "This min ISR requirement is also enforced when the reassignment is
+    canceled") is read here as: a revert that would leave the ISR below min ISR is
+    refused (profile reassignment_needs_min_isr)."""
+    p = w.partition
+    if not p.reassigning:
+        return None
+    replicas = tuple(r for r in p.replicas if r not in p.adding)
+    isr = p.isr - frozenset(p.adding)
+    if not isr:
+        if not w.config.unclean_leader_election:
+            return None
+        isr = frozenset(replicas[:1])
+    if ctx.profile.reassignment_needs_min_isr and len(isr) < w.config.min_isr(len(replicas)):
+        return None
+    return partition_change(w, ctx, proposed_isr=isr, assignment=Assignment(replicas))
 
 
 #: Await fields left unset are not checked.

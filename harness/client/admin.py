@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
-from kafka.protocol.admin import ElectionType
+from kafka.protocol.admin import ElectionType, ListPartitionReassignmentsRequest
 from kafka.structs import TopicPartition
 
 from harness.infra.errors import HarnessError
@@ -14,6 +14,7 @@ from harness.infra.errors import HarnessError
 if TYPE_CHECKING:
     from harness.client.observe import Observer
 
+_REQUEST_TIMEOUT_MS = 4000
 ELECTION_TYPES = {"preferred": ElectionType.PREFERRED, "unclean": ElectionType.UNCLEAN}
 
 
@@ -53,12 +54,56 @@ def elect_leaders(observer: Observer, election: str, topic: str, partition: int 
     return _partition_error(result)
 
 
-def reassign(observer: Observer, topic: str, replicas: list[int], partition: int = 0) -> None:
+def reassign(observer: Observer, topic: str, replicas: list[int] | None,
+             partition: int = 0) -> str | None:
+    """AlterPartitionReassignments (KIP-455) to ``replicas``, or, with None, cancel the
+    ongoing reassignment. Returns the controller's error for the partition (e.g.
+    NoReassignmentInProgressError, InvalidReplicaAssignmentError): a refusal the model
+    predicts as "nothing changes", evidence rather than a harness fault. A request that
+    fails as a whole raises AdminError."""
+    tp = TopicPartition(topic, partition)
+    what = "cancelling the reassignment of" if replicas is None else "reassigning"
     try:
-        observer.admin().alter_partition_reassignments(
-            {TopicPartition(topic, partition): list(replicas)}, timeout_ms=30000)
+        result = observer.admin().alter_partition_reassignments(
+            {tp: None if replicas is None else list(replicas)}, timeout_ms=30000)
     except Exception as exc:
-        raise AdminError(f"reassigning {topic}-{partition} to {replicas} failed: {exc}") from exc
+        raise AdminError(f"{what} {topic}-{partition} {replicas or ''} failed: {exc}") from exc
+    err = result.get(tp)
+    return None if err is None else getattr(err, "__name__", str(err))
+
+
+def reassignment_state(observer: Observer, node: int, topic: str, partition: int,
+                       replicas: list[int]) -> dict[str, list[int]]:
+    """The partition's ongoing reassignment, ``{"adding": [...], "removing": [...]}``
+    (both empty when none is in progress): ListPartitionReassignments asked of broker
+    ``node`` (the one whose view the observer took; the broker forwards it to the active
+    controller, whose committed state answers). When the controller's replica list
+    differs from ``replicas`` (the broker's view is behind the controller), the view
+    cannot be combined: ObserveError, the observer asks again."""
+    from harness.client.observe import ObserveError
+
+    req = ListPartitionReassignmentsRequest(
+        timeout_ms=_REQUEST_TIMEOUT_MS,
+        topics=[ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics(
+            name=topic, partition_indexes=[partition])])
+    try:
+        resp = observer._send(node, req)
+    except Exception as exc:  # noqa: BLE001 - the observer's callers retry
+        raise ObserveError(f"{topic}-{partition}: ListPartitionReassignments failed "
+                           f"({exc})") from exc
+    if resp.error_code:
+        raise ObserveError(f"{topic}-{partition}: ListPartitionReassignments error "
+                           f"{resp.error_code}")
+    for t in resp.topics:
+        for p in t.partitions:
+            if t.name == topic and p.partition_index == partition:
+                if list(p.replicas) != list(replicas):
+                    raise ObserveError(
+                        f"{topic}-{partition}: broker {node} shows replicas {replicas}, the "
+                        f"controller's reassignment {list(p.replicas)}: views disagree")
+                return {"adding": sorted(p.adding_replicas),
+                        "removing": sorted(p.removing_replicas)}
+    return {"adding": [], "removing": []}
 
 
 def _partition_error(result: object) -> str | None:

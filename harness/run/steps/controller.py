@@ -63,12 +63,23 @@ def _elect(s: Any, topic: str, step: S.Elect, out: StepOutcome) -> None:
 
 
 def _parse_reassign(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Reassign:
-    c.unknown(it, ("replicas",), w)
-    return S.Reassign(broker_list(c, c.required(it, "replicas", n, w), f"{w}.replicas", cl))
+    """``{replicas: [...]}`` (a target) or ``{cancel: true}`` (revert), not both."""
+    c.unknown(it, ("replicas", "cancel"), w)
+    if "cancel" in it:
+        cnode = it["cancel"][1]
+        if c.scalar(cnode, f"{w}.cancel") is not True:
+            raise c.fail(cnode, f"{w}.cancel", "cancel must be true (leave it out to reassign)")
+        if "replicas" in it:
+            raise c.fail(it["replicas"][0], f"{w}.replicas",
+                         "replicas and cancel exclude each other")
+        return S.Reassign(cancel=True)
+    if "replicas" not in it:
+        raise c.fail(n, w, "reassign needs replicas: [...] or cancel: true")
+    return S.Reassign(broker_list(c, it["replicas"][1], f"{w}.replicas", cl))
 
 
 def _reassign(s: Any, topic: str, step: S.Reassign, out: StepOutcome) -> None:
-    admin.reassign(s.observer, topic, list(step.replicas))
+    out.note = admin.reassign(s.observer, topic, None if step.cancel else list(step.replicas))
 
 
 def _parse_local_log(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape
@@ -96,6 +107,7 @@ KINDS = (
              "IncrementalAlterConfigs", _parse_alter, _alter),
     StepKind("elect", "elect: {type: preferred|unclean|..., broker: N}: ElectLeaders",
              _parse_elect, _elect),
-    StepKind("reassign", "reassign: {replicas: [...]}: AlterPartitionReassignments",
+    StepKind("reassign", "reassign: {replicas: [...]} | {cancel: true}: "
+             "AlterPartitionReassignments (cancel: revert the ongoing one)",
              _parse_reassign, _reassign),
 )
