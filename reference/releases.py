@@ -20,15 +20,44 @@ _NO_ELR = ("no-elr", "no-last-known-elr")
 _ELR_4X = ("last-known-elr-is-last-leader", "min-isr-change-always-clears-elr")
 
 
-def release(name: str, deviation_ids: tuple[str, ...]) -> Profile:
-    """``kip966`` with the named deviations, called ``name``; it cites each deviation."""
+#: Where the rules and views a line predates arrived, read in apache/kafka's source at the
+#: release tags (docs/KNOWN-DEVIATIONS.md#release-lines-before-40).
+_LINES = "docs/KNOWN-DEVIATIONS.md#release-lines-before-40"
+_HWM_RULE_ARRIVED = (
+    f"{_LINES}: the HWM rule arrived in 3.7.0, KAFKA-15583 (commit edc7e10a745, 'Enforce HWM "
+    "advance only if partition is not under-min-ISR'; Partition.maybeIncrementLeaderHW, "
+    "core/src/main/scala/kafka/cluster/Partition.scala): 3.6.2 has no such check")
+_DTP_ARRIVED = (
+    f"{_LINES}: DescribeTopicPartitions (API key 75, KAFKA-15585) arrived in 3.8.0: 3.6 and "
+    "3.7 are observed with the Metadata API and ELR/LastKnownELR are unobservable (None), "
+    "never judged")
+_ELR_NOT_PRODUCTION = (
+    f"{_LINES}: ELR is in no production metadata.version before 4.0 "
+    "(MetadataVersion.isElrSupported: IBP_3_8_IV0 in 3.7 where LATEST_PRODUCTION is "
+    "IBP_3_7_IV4, IBP_3_9_IV0 in 3.8 (IBP_3_8_IV0), IBP_4_0_IV0 in 3.9 (IBP_3_9_IV0)); "
+    "partition records carry ELR only from version 2, written only under such a version")
+_UNCLEAN_SHUTDOWN_DETECTION = (
+    f"{_LINES}: unclean-shutdown detection (KIP-966): brokers send PreviousBrokerEpoch "
+    "from 3.7.0 (BrokerRegistrationRequest v3), the 3.7 controller only logs it "
+    "('TODO(KIP-966)' in ClusterControlManager.registerBroker); from 3.8.0 (KAFKA-15586) "
+    "it calls ReplicationControlManager.handleBrokerUncleanShutdown, which returns at once "
+    "unless isElrSupported: no effect on a production metadata.version before 4.0")
+
+
+def release(name: str, deviation_ids: tuple[str, ...],
+            arrivals: tuple[str, ...] = ()) -> Profile:
+    """``kip966`` with the named deviations, called ``name``; it cites each deviation, then
+    where the rules the line predates arrived (``arrivals``)."""
     devs = tuple(BY_ID[i] for i in deviation_ids)
-    cites = tuple(f"{d.cite}: {d.summary}" for d in devs)
+    cites = tuple(f"{d.cite}: {d.summary}" for d in devs) + arrivals
     return replace(apply_deviations(KIP966, devs), name=name, cites=cites)
 
 
-PRE_37 = release("pre-3.7", _SHIPPED + _NO_ELR + ("no-hwm-rule",))
-PRE_ELR = release("pre-elr", _SHIPPED + _NO_ELR)
+PRE_37 = release("pre-3.7", _SHIPPED + _NO_ELR + ("no-hwm-rule",),
+                 (_HWM_RULE_ARRIVED, _DTP_ARRIVED, _ELR_NOT_PRODUCTION,
+                  _UNCLEAN_SHUTDOWN_DETECTION))
+PRE_ELR = release("pre-elr", _SHIPPED + _NO_ELR,
+                  (_DTP_ARRIVED, _ELR_NOT_PRODUCTION, _UNCLEAN_SHUTDOWN_DETECTION))
 KAFKA_40_ELR = release("kafka-4.0-elr", _SHIPPED + _ELR_4X)
 KAFKA_40_NOELR = release("kafka-4.0-noelr",
                          _SHIPPED + _NO_ELR + ("min-isr-change-always-clears-elr",))
@@ -51,7 +80,8 @@ def get_profile(name: str) -> Profile:
 
 
 def profile_for_build(version: tuple[int, int, int], elr_enabled: bool) -> str:
-    """The profile for a real build: 3.x -> pre-elr (pre-3.7 before the HWM rule),
+    """The profile for a real build: 3.7-3.9 -> pre-elr (3.6 and older: pre-3.7, before the
+    HWM rule),
     4.0 -> kafka-4.0-elr / kafka-4.0-noelr, >= 4.1 -> kafka-4.1 (pass elr_enabled to
     the Model)."""
     major, minor, _ = version
