@@ -141,4 +141,6 @@ def pick(profile: Profile, ordered: Sequence[int], valid: Callable[[int], bool])
     ok = [r for r in ordered if valid(r)]
     if not ok:
         return []
+    if profile.election_order == "last":
+        return ok[-1:]
     return ok[:1] if profile.election_order == "assignment" else ok

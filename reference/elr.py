@@ -39,8 +39,9 @@ def update_elr(
     """
     if len(proposed_isr) >= min_isr:
         # Rule 1; "The LastKnownELR will be cleaned when ISR reaches the min ISR."
-        return ElrUpdate(frozenset(), frozenset())
-    candidates = elr | (isr - proposed_isr)
+        kept = frozenset() if profile.elr_cleared_at_min_isr else elr - proposed_isr
+        return ElrUpdate(kept, frozenset())
+    candidates = elr | (isr - proposed_isr) if profile.elr_filled_on_shrink else elr
     new_elr = candidates - proposed_isr - unclean_shutdown
     if profile.last_known_elr == "kip":
         # "when an ELR member has an unclean shutdown, it will be removed from ELR and

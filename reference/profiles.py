@@ -12,9 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-ElectionOrder = Literal["any", "assignment"]
+#: "last" exists only as a mutant (reference/mutants.py): no profile uses it.
+ElectionOrder = Literal["any", "assignment", "last"]
 LastKnownElrRule = Literal["kip", "last-leader", "none"]
 MinIsrChangeRule = Literal["kip", "always"]
+UncleanConfigRule = Literal["config", "never", "always"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +41,26 @@ class Profile:
     reassignment_needs_min_isr: bool
     #: The spec lines or documented facts the profile implements.
     cites: tuple[str, ...]
+    # Rules no release deviates from. Each can be turned off only by a model mutant
+    # (reference/mutants.py), to measure which rules recorded runs distinguish.
+    #: "When the proposed ISR is larger or equal to min ISR, the controller will update
+    #: the ISR and empty the ELR."
+    elr_cleared_at_min_isr: bool = True
+    #: "add (the current ISR - the proposed ISR) to ELR."
+    elr_filled_on_shrink: bool = True
+    #: Only an unfenced replica may be elected ("elect unfenced members"; isAcceptableLeader).
+    leader_must_be_unfenced: bool = True
+    #: "During the broker registration, if the broker had an unclean shutdown, the
+    #: controller will remove the broker from ISR and ELR."
+    unclean_shutdown_detection: bool = True
+    #: LastKnownELR records the replica its rule names (False: another replica).
+    last_known_elr_right_member: bool = True
+    #: "when completing the reassignment, all the adding replicas should be in ISR".
+    reassignment_waits_for_target_isr: bool = True
+    #: unclean.leader.election.enable is honoured ("config"), or ignored as never / always.
+    unclean_election_config: UncleanConfigRule = "config"
+    #: "removing a replica out of ISR if ... it is fenced by the controller", the leader too.
+    fenced_leader_leaves_isr: bool = True
 
     def elr_on(self, elr_enabled: bool) -> bool:
         return elr_enabled if self.elr is None else self.elr

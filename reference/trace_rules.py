@@ -348,9 +348,11 @@ def analyse(s: Step, key: PartitionKey, p: PartitionRegistration,
     st, op = s.before, s.op
     drop = {op.removed} - {None}
     acc = frozenset(r for r in set(p.replicas) | set(q.replicas)
-                    if r not in drop and r in st.brokers and st.brokers[r].active)
+                    if r not in drop and r in st.brokers and (st.brokers[r].active or (
+                        not s.profile.leader_must_be_unfenced and st.brokers[r].registered)))
     min_isr = st.min_isr(key[0], s.ctx.min_isr_default)
-    unclean_broker = op.broker if op.kind == "registration" and op.unclean else None
+    unclean_broker = (op.broker if op.kind == "registration" and op.unclean
+                      and s.profile.unclean_shutdown_detection else None)
     was, now = p.leader, q.leader
     newly_recovering = q.leader_recovery_state == RECOVERING != p.leader_recovery_state
     if now == was:
@@ -382,9 +384,11 @@ def analyse(s: Step, key: PartitionKey, p: PartitionRegistration,
     if (s.profile.last_known_elr == "last-leader" and s.elr_on and len(p.last_known_elr) == 1
             and not t_isr and not t_elr and p.last_known_elr[0] in acc):
         last_leader = p.last_known_elr[0]
+    unclean = s.profile.unclean_election_config
     return Change(key, p, q, min_isr, kind, acc, t_isr, t_elr, candidates, last_leader,
                   next((r for r in q.replicas if r in acc), None),
-                  st.unclean_leader_election(key[0], s.ctx.unclean_leader_election_default),
+                  st.unclean_leader_election(key[0], s.ctx.unclean_leader_election_default)
+                  if unclean == "config" else unclean == "always",
                   unclean_broker)
 
 
@@ -417,10 +421,13 @@ def partition_change(s: Step, c: Change) -> Iterator[Finding]:
                   else f"the ISR {_ids(c.target_isr)} is at min ISR {c.min_isr}"
                   if len(c.target_isr) >= c.min_isr
                   else f"broker {x} registered after an unclean shutdown"
-                  if x == c.unclean_broker else None)
+                  if x == c.unclean_broker
+                  else "the profile adds no ISR leaver to the ELR"
+                  if not s.profile.elr_filled_on_shrink else None)
         if reason:
             yield f("ElrJoinOnlyFromIsrUnderMinIsr", f"replica {x} entered the ELR but {reason}")
-    cleared = not q.elr and (len(q.isr) >= c.min_isr or c.kind == "unclean" or not s.elr_on)
+    at_min_isr = len(q.isr) >= c.min_isr and s.profile.elr_cleared_at_min_isr
+    cleared = not q.elr and (at_min_isr or c.kind == "unclean" or not s.elr_on)
     for x in sorted(set(p.elr) - set(q.elr)):
         if not (x in q.isr or cleared or x == c.unclean_broker or x not in q.replicas
                 or (s.op.kind == "unregistration" and s.op.broker == x)):
@@ -455,13 +462,15 @@ def partition_change(s: Step, c: Change) -> Iterator[Finding]:
 
 
 def _order(s: Step, c: Change) -> Iterator[Finding]:
-    if s.profile.election_order != "assignment":
+    if s.profile.election_order not in ("assignment", "last"):
         return
     was, now = c.p.leader, c.q.leader
+    which = -1 if s.profile.election_order == "last" else 0
     if c.kind in ("isr", "elr"):
-        if c.candidates and now != c.candidates[0]:
-            yield Finding("ElectionFollowsAssignmentOrder", f"elected {now}; the first valid "
-                          f"replica in assignment order is {c.candidates[0]}", c.key)
+        if c.candidates and now != c.candidates[which]:
+            yield Finding("ElectionFollowsAssignmentOrder", f"elected {now}; the "
+                          f"{'last' if which else 'first'} valid replica in assignment order "
+                          f"is {c.candidates[which]}", c.key)
         elif was in c.candidates and now != c.q.replicas[0]:
             yield Finding("ElectionFollowsAssignmentOrder",
                           f"leader {was} was still valid but {now} (not the preferred replica) "
@@ -656,7 +665,8 @@ def check_batch(records: Sequence[Record], first: int, last: int, before: Commit
         keys = [k for k in dict.fromkeys(_key(r) for r in batch) if k in after.partitions]
     out = [f for k in keys for f in _partition_invariants(after, k, elr, profile, ctx)]
     for b in after.brokers.values():
-        if elr and b.unclean_shutdown and _new_incarnation(before, after, b.id):
+        if elr and b.unclean_shutdown and profile.unclean_shutdown_detection \
+                and _new_incarnation(before, after, b.id):
             out += [Finding("UncleanShutdownReplicaNotInElr",
                             f"broker {b.id} registered after an unclean shutdown but is still in "
                             f"the {'ELR' if b.id in q.elr else 'ISR'}", k, b.id)
@@ -693,7 +703,7 @@ def _partition_invariants(st: CommittedState, key: PartitionKey, elr: bool, prof
                 f"replicas {list(q.replicas)}")
     if isr & set(q.elr):
         yield f("ElrIsrDisjoint", f"{_ids(isr & set(q.elr))} in both ISR and ELR")
-    if q.elr and len(isr) >= min_isr:
+    if q.elr and len(isr) >= min_isr and profile.elr_cleared_at_min_isr:
         yield f("ElrEmptyAtMinIsr", f"ELR {_ids(q.elr)} with ISR {_ids(isr)} at min ISR {min_isr}")
     dead = [b for b in q.isr if not live(b)]
     if dead and (elr or len(isr) > 1):
