@@ -182,6 +182,59 @@ def _another(replicas: Sequence[int], x: int) -> int:
     return next((r for r in replicas if r != x), x)
 
 
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """The replica assignment a PartitionChangeRecord proposes (PartitionChangeBuilder
+    setTargetReplicas / setTargetAdding / setTargetRemoving): ``replicas`` in order,
+    then the reassignment's adding and removing replicas (sorted)."""
+
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+
+
+def reassignment_of(current: Sequence[int], target: Sequence[int]) -> Assignment:
+    """PartitionReassignmentReplicas(currentAssignment, targetAssignment) (apache/kafka
+    metadata/.../controller/PartitionReassignmentReplicas.java, 4.3.1): removing =
+    current - target, adding = target - current (TreeSets: sorted), replicas = target
+    followed by removing. During an ongoing reassignment ``current`` is the partition's
+    replicas, i.e. the union (ReplicationControlManager.changePartitionReassignment)."""
+    removing = tuple(sorted(set(current) - set(target)))
+    adding = tuple(sorted(set(target) - set(current)))
+    return Assignment(tuple(target) + removing, adding, removing)
+
+
+def complete_reassignment(ctx: Ctx, a: Assignment, isr: frozenset[int], min_isr: int
+                          ) -> tuple[Assignment, frozenset[int]] | None:
+    """PartitionReassignmentReplicas.maybeCompleteReassignment(targetIsr), which
+    PartitionChangeBuilder.build() runs first on every partition change (the
+    reassignment request, AlterPartition, fencing, elections): the final replicas and
+    ISR, or None while the reassignment has to wait.
+
+    - the ISR without the removing replicas must not be empty, nor the replicas;
+    - "Wait for all adding sync replicas to join the ISR" (only the ADDING ones: a
+      target replica that was already assigned need not be in the ISR);
+    - when the replication factor shrinks (fewer adding than removing), every target
+      replica must be in the ISR;
+    - KIP-966 "Other behaviors" 4 (profile ``reassignment_needs_min_isr``): "the
+      reassignment can only be completed if the ISR size is larger or equal to min
+      ISR". Not in the code (deviation reassignment-ignores-min-isr).
+    """
+    if not (a.adding or a.removing):
+        return None
+    new_isr = isr - frozenset(a.removing)
+    replicas = tuple(r for r in a.replicas if r not in a.removing)
+    if not new_isr or not replicas:
+        return None
+    if not set(a.adding) <= new_isr:
+        return None
+    if len(a.adding) < len(a.removing) and not set(replicas) <= new_isr:
+        return None
+    if ctx.profile.reassignment_needs_min_isr and len(new_isr) < min_isr:
+        return None
+    return Assignment(replicas), new_isr
+
+
 def partition_change(
     w: World,
     ctx: Ctx,
@@ -190,13 +243,27 @@ def partition_change(
     unclean_shutdown: frozenset[int] = frozenset(),
     election: str = "online",
     choices: list[Choice] | None = None,
+    assignment: Assignment | None = None,
 ) -> list[World]:
-    """Apply one PartitionChangeRecord: new ISR, ELR update, election. Returns one
-    world per allowed election outcome."""
+    """Apply one PartitionChangeRecord (PartitionChangeBuilder.build): complete a
+    reassignment if it can, new ISR, ELR update, election, leader epoch bump. Returns
+    one world per allowed election outcome."""
     p = w.partition
     prof = ctx.profile
+    # getTopicEffectiveMinIsr: min(min.insync.replicas, the current replica count,
+    # which during a reassignment includes the adding and removing replicas).
     min_isr = w.min_isr
     target = p.isr if proposed_isr is None else proposed_isr
+    a = assignment or Assignment(p.replicas, p.adding, p.removing)
+    done = complete_reassignment(ctx, a, target, w.config.min_isr(len(
+        tuple(r for r in a.replicas if r not in a.removing))))
+    completed = done is not None
+    if done is not None:
+        a, target = done
+    if a != Assignment(p.replicas, p.adding, p.removing):
+        # The election iterates the new targetReplicas (electAnyLeader).
+        w = evolve(w, partition=evolve(p, replicas=a.replicas, adding=a.adding,
+                                       removing=a.removing))
     if not ctx.elr_on and not target:
         # ELR off: "prevent ISR drops to empty which keeps the last replica".
         target = p.isr
@@ -243,12 +310,29 @@ def partition_change(
                                                        for x in lk2 - p.last_known_elr)
         if not ctx.elr_on:
             elr2, lk2 = frozenset(), frozenset()
-        leader_epoch = p.leader_epoch + (1 if leader != p.leader else 0)
+        if completed and prof.reassignment_needs_min_isr:
+            # KIP-966 "Other behaviors" 4: "The controller will make sure than upon
+            # completion, the ELR only contains replicas in the final replica set". The
+            # shipped builder computes the ELR from the old ISR (maybePopulateTargetElr),
+            # so a removed replica can stay in it when the ISR ends below min ISR: a
+            # consequence of reassignment-ignores-min-isr.
+            elr2 = elr2 & frozenset(a.replicas)
+            lk2 = lk2 & frozenset(a.replicas)
+        # triggerLeaderEpochBumpForReplicaReassignmentIfNeeded: a replica list that does
+        # not contain every old replica bumps the leader epoch even if the leader stays.
+        shrunk = not set(p.replicas) <= set(a.replicas)
+        leader_epoch = p.leader_epoch + (1 if leader != p.leader or shrunk else 0)
         np = evolve(p, leader=leader, leader_epoch=leader_epoch, isr=isr2, elr=elr2,
-                     last_known_elr=lk2, last_known_leader=lkl, recovering=recovering)
+                     last_known_elr=lk2, last_known_leader=lkl, recovering=recovering,
+                     replicas=a.replicas, adding=a.adding, removing=a.removing)
         if np != p:
             np = evolve(np, partition_epoch=p.partition_epoch + 1)
         w2 = evolve(w, partition=np)
+        for r in set(p.replicas) - set(a.replicas):
+            # A broker deletes its replica once it is no longer assigned (StopReplica
+            # with delete): re-added later, it starts from an empty log.
+            b = w2.broker(r)
+            w2 = w2.with_broker(evolve(b, log=(), hwm=0))
         if ch.deliberate and leader is not None:
             w2 = evolve(w2, unclean_elections=w2.unclean_elections + 1)
         out.append(w2)

@@ -4,8 +4,9 @@
 real cluster reaches once session timeouts fenced, lagging replicas left the ISR,
 elections ran, followers caught up): registration (with unclean-shutdown detection),
 fencing, unfencing, elections, metadata propagation, replication and truncation,
-AlterPartition shrink/expand from the leader, HWM advancement, reassignment
-completion. ``apply_step`` expands one harness step and settles.
+AlterPartition shrink/expand from the leader, HWM advancement (a reassignment
+completes inside the partition change that makes it complete). ``apply_step`` expands
+one harness step and settles.
 
 Connectivity: a cut link (src, dst) blackholes connections src opens to dst.
 Heartbeats and AlterPartition go broker -> controller, fetches follower -> leader,
@@ -86,10 +87,10 @@ def can_alter_partition(w: World, leader: Broker) -> bool:
 
 
 def followers(w: World) -> tuple[int, ...]:
+    """Every other assigned replica: during a reassignment ``replicas`` already holds the
+    adding and the removing ones (PartitionReassignmentReplicas)."""
     p = w.partition
-    reps = p.replicas if p.target_replicas is None else tuple(
-        dict.fromkeys(p.replicas + p.target_replicas))
-    return tuple(r for r in reps if r != p.leader)
+    return tuple(r for r in p.replicas if r != p.leader)
 
 
 # --- protocol actions -----------------------------------------------------------
@@ -229,29 +230,9 @@ def _advance_hwm(w: World, ctx: Ctx) -> list[World] | None:
     return [evolve(w2, max_hwm=max(w2.max_hwm, new))]
 
 
-def _reassign(w: World, ctx: Ctx) -> list[World] | None:
-    p = w.partition
-    target = p.target_replicas
-    if target is None:
-        return None
-    if not set(target) <= p.isr:
-        return None
-    isr = p.isr & frozenset(target)
-    if ctx.profile.reassignment_needs_min_isr and len(isr) < w.config.min_isr(len(target)):
-        return None
-    # Removing replicas bumps the leader epoch (PartitionChangeBuilder), as does moving
-    # the leadership off a removed leader (below, through _elect).
-    removed = bool(set(p.replicas) - set(target)) and p.leader in target
-    np = evolve(p, replicas=target, target_replicas=None, isr=isr, elr=p.elr & frozenset(target),
-                last_known_elr=p.last_known_elr & frozenset(target),
-                partition_epoch=p.partition_epoch + 1,
-                leader_epoch=p.leader_epoch + (1 if removed else 0))
-    # A leader outside the target leaves the ISR; _elect then moves the leadership.
-    return [evolve(w, partition=np)]
-
-
-ACTIONS = (_broker_actions, _elect, _metadata, _replicate, _shrink_or_expand, _advance_hwm,
-           _reassign)
+#: No action of its own completes a reassignment: partition_change does, on every
+#: partition change (PartitionChangeBuilder.build), as Kafka's controller.
+ACTIONS = (_broker_actions, _elect, _metadata, _replicate, _shrink_or_expand, _advance_hwm)
 
 
 def _step_once(w: World, ctx: Ctx) -> list[World] | None:
