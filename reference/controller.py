@@ -226,7 +226,7 @@ def complete_reassignment(ctx: Ctx, a: Assignment, isr: frozenset[int], min_isr:
     replicas = tuple(r for r in a.replicas if r not in a.removing)
     if not new_isr or not replicas:
         return None
-    if not set(a.adding) <= new_isr:
+    if not set(a.adding) <= new_isr and ctx.profile.reassignment_waits_for_target_isr:
         return None
     if len(a.adding) < len(a.removing) and not set(replicas) <= new_isr:
         return None
