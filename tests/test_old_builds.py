@@ -116,3 +116,21 @@ def test_every_axis_of_a_run_carries_the_fields_it_judged() -> None:
     axis = AxisVerdict("release", "CONFORMS", fields={"judged": ["isr"],
                                                        "unobservable": ["elr"]})
     assert axis.to_json()["fields"] == {"judged": ["isr"], "unobservable": ["elr"]}
+
+
+def test_metadata_view_of_a_partition() -> None:
+    def response(version: int, leader: int, error: int = 0) -> Any:
+        part = SimpleNamespace(partition_index=0, error_code=error, leader_id=leader,
+                               leader_epoch=4, replica_nodes=[1, 2, 3], isr_nodes=[3, 1])
+        return SimpleNamespace(API_VERSION=version, topics=[
+            SimpleNamespace(name="t", error_code=0, partitions=[part])])
+    observer = Observer(_cluster(dtp=False))
+    sent: list[Any] = []
+    observer._send = lambda node, req: sent.append(req) or response(12, 1)  # type: ignore
+    state = observer._describe(1, "t", 0)
+    assert state == {"leader": 1, "leader_epoch": 4, "replicas": [1, 2, 3], "isr": [1, 3],
+                     "elr": None, "last_known_elr": None}
+    assert type(sent[0]).__name__ == "MetadataRequest"
+    observer._send = lambda node, req: response(5, -1, error=5)  # type: ignore
+    leaderless = observer._describe(1, "t", 0)
+    assert leaderless["leader"] == -1 and leaderless["leader_epoch"] is None  # v5: no epoch
