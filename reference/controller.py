@@ -128,7 +128,7 @@ def choose_leader(w: World, ctx: Ctx, isr: frozenset[int], elr: frozenset[int],
         if not (acceptable(b) or (not prof.leader_must_be_unfenced
                                   and not b.pending_registration)):
             return False
-        return r in isr or (not isr and ctx.elr_on and r in elr)
+        return r in isr or (not isr and ctx.elr_on and prof.elr_electable and r in elr)
 
     unclean_config = (cfg.unclean_leader_election if prof.unclean_election_config == "config"
                       else prof.unclean_election_config == "always")

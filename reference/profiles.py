@@ -61,6 +61,12 @@ class Profile:
     unclean_election_config: UncleanConfigRule = "config"
     #: "removing a replica out of ISR if ... it is fenced by the controller", the leader too.
     fenced_leader_leaves_isr: bool = True
+    #: "In addition to the ISR members, replicas in ELR are also eligible for leader
+    #: election during a clean election process."
+    elr_electable: bool = True
+    #: "For ack=all requests, the server should respond when the message is persisted in
+    #: all the ISR members' local log and the size of the ISR member is larger than min ISR."
+    acks_all_needs_min_isr: bool = True
 
     def elr_on(self, elr_enabled: bool) -> bool:
         return elr_enabled if self.elr is None else self.elr

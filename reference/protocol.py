@@ -338,7 +338,7 @@ def produce_step(w: World, ctx: Ctx, count: int, acks: str, ids: tuple[str, ...]
     reachable = (leader is not None and acceptable(leader) and link(w, CLIENT, leader.id))
     if not reachable or leader is None:
         return [Outcome(x, tuple((r, "rejected") for r in ids)) for x in settle(w, ctx)]
-    if acks == "all" and len(p.isr) < w.min_isr:
+    if acks == "all" and len(p.isr) < w.min_isr and ctx.profile.acks_all_needs_min_isr:
         # NOT_ENOUGH_REPLICAS: rejected before the append.
         return [Outcome(x, tuple((r, "rejected") for r in ids)) for x in settle(w, ctx)]
     start = leader.leo
