@@ -102,7 +102,7 @@ def test_latency_on_the_client_link_delays_acks_and_heal_removes_it(chaos_cluste
     import time
     create_topic(observer, [1, 2, 3], min_isr=2)
     workload.produce(TOPIC, 1, acks="1")  # connections and metadata are warm
-    faults.latency(CLIENT_ID, 1, ms=400)
+    faults.latency([(CLIENT_ID, 1)], ms=400)
     t0 = time.monotonic()
     acks = workload.produce(TOPIC, 1, acks="1")
     delayed = time.monotonic() - t0

@@ -63,3 +63,47 @@ def test_each_observed_invariant_fails_on_its_own_state() -> None:
     assert [n for n, _ in observed_violations(state(last_known_elr=[7]), None)] == [
         "IsrElrWithinReplicas"]
     assert [n for n, _ in observed_violations(state(hwm=2), 3)] == ["HwmMonotonic"]
+
+
+def test_the_sampler_records_every_sample_a_transient_violation_and_its_rate(tmp_path) -> None:
+    import time
+
+    from harness.infra.history import History, read_events
+    from harness.run.sampler import Sampler
+
+    good = {"leader": 1, "leader_epoch": 1, "replicas": [1, 2, 3], "isr": [1, 2, 3],
+            "elr": [], "last_known_elr": [], "hwm": 5, "fenced": None}
+    states = [good, good, {**good, "leader": 3, "isr": [1, 2]}] + [good] * 1000  # 2: bad
+
+    class Fake:
+        calls = 0
+
+        def partition_state(self, topic: str) -> tuple[dict[str, Any], int]:
+            Fake.calls += 1
+            if Fake.calls == 4:
+                raise RuntimeError("no current broker")
+            return dict(states[Fake.calls]), 1
+
+        def close(self) -> None:
+            pass
+
+    history = History(tmp_path / "run")
+    sampler = Sampler(Fake(), "t", history, interval_s=0.01)  # type: ignore[arg-type]
+    sampler.step(0)
+    sampler.start()
+    deadline = time.monotonic() + 5
+    while Fake.calls < 30 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    sampler.step(None)
+    summary = sampler.stop()
+    history.close("CONFORMS")
+    events = list(read_events(tmp_path / "run"))
+    samples = [e for e in events if e["kind"] == "sample"]
+    assert summary["samples"] == len(samples) >= 20 and summary["failed"] == 1
+    assert summary["violations"] == 1 and summary["rate_per_s"] >= 5
+    bad = [e for e in events if e["kind"] == "sample_violation"]
+    assert [(e["invariant"], e["index"]) for e in bad] == [("LeaderInIsr", 0)]
+    assert [f["invariant"] for f in sampled_findings(events)] == ["LeaderInIsr"]
+    (step,) = [e for e in events if e["kind"] == "sampling"]
+    assert step["index"] == 0 and step["samples"] == len(samples)
+    assert history.meta["sampling"]["violations"] == 1

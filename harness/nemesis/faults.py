@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from harness.cluster.topology import node_name
-from harness.infra.errors import UsageError
+from harness.infra.errors import ClusterError, UsageError
 from harness.nemesis import logfiles
 from harness.nemesis.network import Network
 
 if TYPE_CHECKING:
     from harness.cluster.backends.base import Cluster
 
+#: How long a restart not waited for may take to have a running process.
+_LAUNCH_S = 30.0
+
 
 class Faults:
     def __init__(self, cluster: Cluster, network: Network | None = None) -> None:
         self.cluster = cluster
         self.network = network or Network(cluster)
+        #: node -> (thread starting it, its outcome) for restarts not waited for
+        self._starting: dict[int, tuple[threading.Thread, dict[str, BaseException | None]]] = {}
 
     def _record(self, action: str, **params: Any) -> None:
         self.cluster.history.record("fault", action=action, params=params)
@@ -40,29 +47,81 @@ class Faults:
         self._record("heal")
         self.network.heal()
 
-    def latency(self, src: int, dst: int, ms: int) -> None:
-        self._record("latency", src=src, dst=dst, ms=ms)
-        self.network.latency(src, dst, ms)
+    def latency(self, flows: Iterable[tuple[int, int]], ms: int, jitter_ms: int = 0,
+                step: dict[str, Any] | None = None) -> None:
+        """Delay the bytes of each directed flow (src, dst) by ms (+/- jitter_ms)."""
+        flows = list(flows)
+        self._record("latency", ms=ms, jitter_ms=jitter_ms, flows=[list(f) for f in flows],
+                     step=step)
+        for src, dst in flows:
+            self.network.latency(src, dst, ms, jitter_ms)
 
-    def bandwidth(self, src: int, dst: int, kbps: int) -> None:
-        self._record("bandwidth", src=src, dst=dst, kbps=kbps)
-        self.network.bandwidth(src, dst, kbps)
+    def bandwidth(self, flows: Iterable[tuple[int, int]], kbps: int,
+                  step: dict[str, Any] | None = None) -> None:
+        """Limit the bytes of each directed flow (src, dst) to kbps KB/s."""
+        flows = list(flows)
+        self._record("bandwidth", kbps=kbps, flows=[list(f) for f in flows], step=step)
+        for src, dst in flows:
+            self.network.bandwidth(src, dst, kbps)
 
     # -- processes ------------------------------------------------------------------
     def kill(self, node: int) -> None:
         self._on_process("kill", node, self.cluster.kill)
+        self.network.paused.discard(node)  # both backends thaw a paused node to kill it
 
     def stop(self, node: int) -> None:
         self._on_process("stop", node, self.cluster.stop_node)
 
-    def restart(self, node: int) -> None:
-        self._on_process("restart", node, self.cluster.start_node)
+    def restart(self, node: int, wait: bool = True) -> None:
+        """Start a killed or stopped node; with ``wait`` until its server has started
+        (for a broker: registered and unfenced), else only until its process runs: the
+        rest of the start goes on in a thread (``started`` says when it is done)."""
+        self.network.paused.discard(node)
+        if wait:
+            self._on_process("restart", node, self.cluster.start_node)
+            return
+        self._record("restart", node=node, wait=False)
+        outcome: dict[str, BaseException | None] = {}
+
+        def start() -> None:
+            try:
+                self.cluster.start_node(node)
+                outcome["error"] = None
+                self._record("started", node=node)
+            except BaseException as exc:  # noqa: BLE001 - kept for `started` to raise
+                outcome["error"] = exc
+                self._record("started", node=node, error=f"{type(exc).__name__}: {exc}")
+
+        thread = threading.Thread(target=start, name=f"restart-{node}", daemon=True)
+        self._starting[node] = (thread, outcome)
+        thread.start()
+        deadline = time.monotonic() + _LAUNCH_S
+        while not self.cluster.is_running(node) and thread.is_alive():
+            if time.monotonic() >= deadline:
+                raise ClusterError(f"{node_name(node)}: no process {_LAUNCH_S}s after restart")
+            time.sleep(0.05)
+
+    def started(self, node: int) -> bool:
+        """Whether the node's last restart has finished starting its server (a restart
+        that failed raises its error here)."""
+        entry = self._starting.get(node)
+        if entry is None:
+            return True
+        thread, outcome = entry
+        if thread.is_alive():
+            return False
+        error = outcome.get("error")
+        if error is not None:
+            raise ClusterError(f"{node_name(node)} did not start: {error}")
+        return True
 
     def pause(self, node: int) -> None:
         self._on_process("pause", node, self.cluster.pause)
+        self.network.paused.add(node)
 
     def resume(self, node: int) -> None:
         self._on_process("resume", node, self.cluster.resume)
+        self.network.paused.discard(node)
 
     def _on_process(self, action: str, node: int, act: Callable[[int], object]) -> None:
         """Recorded before it acts: a fault that hangs or fails is still in the history."""

@@ -27,6 +27,7 @@ class Network:
         self._applied: set[tuple[str, str]] = set()  # (proxy, stream) with a blackhole
         self._links = set(cluster.shape.links())
         self._shaped: set[tuple[str, str]] = set()  # (proxy, toxic name) for latency/bandwidth
+        self.paused: set[int] = set()  # nodes SIGSTOPped (Faults keeps it up to date)
 
     def _check(self, *nodes: int) -> None:
         known = set(self.cluster.shape.nodes) | {CLIENT}
@@ -70,12 +71,18 @@ class Network:
         self._shaped.clear()
 
     def latency(self, src: int, dst: int, ms: int, jitter_ms: int = 0) -> None:
+        """Delay the bytes flowing from src to dst by ms (+/- jitter_ms)."""
         self._shape(src, dst, "latency", {"latency": ms, "jitter": jitter_ms})
 
     def bandwidth(self, src: int, dst: int, kbps: int) -> None:
+        """Limit the bytes flowing from src to dst to kbps KB/s."""
         self._shape(src, dst, "bandwidth", {"rate": kbps})
 
     def connected(self, a: int, b: int) -> bool:
+        """Whether a and b reach each other: no blackhole either way and neither paused
+        (a SIGSTOPped node answers nobody)."""
+        if a in self.paused or b in self.paused:
+            return False
         return (a, b) not in self.blocked and (b, a) not in self.blocked
 
     # -- mechanics ----------------------------------------------------------------------

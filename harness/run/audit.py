@@ -199,6 +199,9 @@ def _replay(model: Any, kip: KipJudge, scenario: Scenario, steps: list[RecordedS
         pred = model.apply(step)
         if rec.verdict in (UNSUPPORTED, ERROR) or pred.unsupported:
             return rec.verdict or UNSUPPORTED, f"step {rec.index + 1}: {rec.verdict} (recorded)"
+        if not kind.settles(step):  # not waited for: the steps after it check it
+            kip.step(ObservedStep(rec.index, step, None, rec.outcome))
+            continue
         if kind.reads and rec.outcome.consumed is None:
             rec.outcome.consumed = []
         observed = None if rec.observed is None else _state(rec.observed)

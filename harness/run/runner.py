@@ -27,6 +27,7 @@ from harness.infra.history import History, new_run_id
 from harness.run import steps as step_kinds
 from harness.run import trace_check
 from harness.run.judges import AXES, AxisVerdict, KipJudge, ObservedStep, RunEvidence, judge_run
+from harness.run.sampler import SampleObserver, Sampler
 from harness.run.session import Session, open_session
 
 CONFORMS, DIVERGES, UNSUPPORTED, ERROR = "CONFORMS", "DIVERGES", "UNSUPPORTED", "ERROR"
@@ -258,12 +259,29 @@ class Runner:
 
     def _steps_on_cluster(self, session: Session, history: History, result: RunResult) -> None:
         self._create_topic(session)
-        for index, step in enumerate(self.scenario.steps):
-            verdict = self._run_step(session, history, result, index, step)
-            if verdict != CONFORMS:
-                result.reason = result.steps[-1].reason
-                break
+        sampler = self._sampler(session, history)
+        sampler.start()
+        try:
+            for index, step in enumerate(self.scenario.steps):
+                sampler.step(index)
+                verdict = self._run_step(session, history, result, index, step)
+                if verdict != CONFORMS:
+                    result.reason = result.steps[-1].reason
+                    break
+        finally:
+            sampler.step(None)
+            rate = sampler.stop()
+            progress.say(f"sampled {rate['samples']} states at {rate['rate_per_s']}/s "
+                         f"(slowest step {rate['slowest_step_rate_per_s']}/s), "
+                         f"{rate['violations']} invariant violation(s)")
         result.checks = self._data_checks(history, session)
+
+    def _sampler(self, session: Session, history: History) -> Sampler:
+        """Checks on every step: the state sampled while steps run (harness/run/sampler.py)."""
+        from harness.run.session import current_brokers
+        observer = SampleObserver(session.cluster,
+                                  lambda: current_brokers(session.cluster, session.faults))
+        return Sampler(observer, self.scenario.topic.name, history)
 
     def _create_topic(self, session: Session) -> None:
         sc = self.scenario
@@ -296,6 +314,14 @@ class Runner:
         if outcome.unsupported:
             return self._finish_step(history, result, StepResult(
                 index, kind, line, _summary(pred), "-", UNSUPPORTED, outcome.unsupported))
+        if not step_kind.settles(step):
+            # Not waited for (restart wait: false): its prediction is checked by the steps
+            # after it, on the model's branches it leaves; nothing is observed here.
+            self.kip.step(ObservedStep(index, step, None, outcome))
+            history.record("step", index=index, phase="end", step={kind: params}, line=line)
+            return self._finish_step(history, result, StepResult(
+                index, kind, line, _summary(pred), "-", CONFORMS,
+                "not waited for: the next steps check it"))
         timeout = float(params.get("timeout_s", self.step_timeout_s))
         observed, why, blind = self._converge(session, pred, step_kind.expects(params),
                                               timeout)
@@ -322,7 +348,8 @@ class Runner:
             blind = False
             try:
                 last = session.observer.partition_state(self.scenario.topic.name)[0]
-                why = self.model.explain(_state(last)) or _await_mismatch(expected, last)
+                why = self.model.explain(_state(last)) or _await_mismatch(expected, last) \
+                    or _not_started(session, expected)
                 if why is None:
                     return last, None, False
             except ObserveError as exc:
@@ -417,7 +444,17 @@ def _state(observed: Mapping[str, Any]) -> Any:
     return PartitionState.from_json(dict(observed))
 
 
+def _not_started(session: Session, expected: Mapping[str, Any]) -> str | None:
+    """An await's ``ready`` brokers whose last restart has not finished starting their
+    server (its "Kafka Server started": registered, then unfenced by the controller)."""
+    waiting = [b for b in expected.get("ready", ()) if not session.faults.started(int(b))]
+    return f"ready: brokers {waiting} still starting" if waiting else None
+
+
 def _await_mismatch(expected: Mapping[str, Any], observed: Mapping[str, Any]) -> str | None:
+    ready = sorted(set(expected.get("ready", ())) & set(observed.get("fenced") or ()))
+    if ready:
+        return f"ready: brokers {ready} fenced or not registered"
     for key in ("leader", "isr", "elr", "last_known_elr", "hwm", "fenced"):
         if key not in expected:
             continue

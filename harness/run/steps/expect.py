@@ -13,7 +13,7 @@ from harness.run.steps.kind import StepKind, StepOutcome
 from reference import steps as S
 
 AWAIT_KEYS = ("leader", "leader_epoch", "replicas", "isr", "elr", "last_known_elr", "hwm",
-              "fenced", "timeout_s")
+              "fenced", "ready", "timeout_s")
 
 
 def _parse_await(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Await:
@@ -47,6 +47,8 @@ def _expects(params: Mapping[str, Any]) -> Mapping[str, Any]:
 
 KINDS = (
     StepKind("await", "await: {leader: N|null, isr: [...], elr: [...], hwm: H, ..., "
-             "timeout_s: T}: wait until the cluster shows these fields",
+             "ready: [...], timeout_s: T}: wait until the cluster shows these fields (ready: "
+             "these brokers' servers started since their last restart, registered and "
+             "unfenced)",
              _parse_await, _await, expects=_expects),
 )

@@ -52,6 +52,10 @@ def _any_order(down: set[int], step: Step) -> str | None:
     return None
 
 
+def _always(step: Step) -> bool:
+    return True
+
+
 @dataclass(frozen=True)
 class StepKind:
     """One step kind of the scenario format (the key of a step mapping)."""
@@ -72,3 +76,6 @@ class StepKind:
     #: The loader's rule on the steps before it: brokers down so far (the rule keeps the
     #: set up to date) -> what is wrong, or None.
     follows: Callable[[set[int], Step], str | None] = _any_order
+    #: Whether the runner waits for the step's settled prediction (a restart with
+    #: ``wait: false`` does not: the model's prediction is checked by the steps after it).
+    settles: Callable[[Step], bool] = _always

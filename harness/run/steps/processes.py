@@ -52,8 +52,14 @@ def _stop(s: Any, topic: str, step: S.Stop, out: StepOutcome) -> None:
     s.faults.stop(step.broker)
 
 
+def _parse_restart(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Restart:
+    b = parse_broker(c, it, n, w, cl, ("wait",))
+    wait = c.bool_(it["wait"][1], f"{w}.wait") if "wait" in it else True
+    return S.Restart(b, wait)
+
+
 def _restart(s: Any, topic: str, step: S.Restart, out: StepOutcome) -> None:
-    s.faults.restart(step.broker)
+    s.faults.restart(step.broker, wait=step.wait)
 
 
 def _lose(s: Any, topic: str, step: S.LoseUnflushed, out: StepOutcome) -> None:
@@ -70,7 +76,9 @@ KINDS = (
     StepKind("stop", "stop: {broker: N}: clean shutdown (SIGTERM)",
              lambda c, it, n, w, cl: S.Stop(parse_broker(c, it, n, w, cl)), _stop,
              follows=lambda down, step: _goes_down(down, step)),
-    StepKind("restart", "restart: {broker: N}: start a killed or stopped broker again",
-             lambda c, it, n, w, cl: S.Restart(parse_broker(c, it, n, w, cl)), _restart,
-             follows=lambda down, step: _comes_back(down, step)),
+    StepKind("restart", "restart: {broker: N, wait: true|false}: start a killed or stopped "
+             "broker again; wait: false goes on once its process runs (not settled: the "
+             "next step or an await {ready: [N]} checks it)", _parse_restart, _restart,
+             follows=lambda down, step: _comes_back(down, step),
+             settles=lambda step: bool(getattr(step, "wait", True))),
 )

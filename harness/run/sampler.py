@@ -1,0 +1,163 @@
+"""Checks on every step: while the scenario runs, a thread samples the partition's state
+(at least 5 times a second; it aims at 10) and checks the profile-free state invariants
+(reference/invariants.py OBSERVED) on every sample, so a state that breaks one is seen
+even when the cluster repairs it before the step settles.
+
+Every sample is a ``sample`` event (the audit re-judges them offline: judges.py
+``sampled_findings``); a violation is also a ``sample_violation`` event at once, with its
+time. Each step's achieved rate is a ``sampling`` event; the run's goes to run.json
+(``sampling``). The sampler has its own observer (its own client, short timeouts) and asks
+only brokers the fault table calls current (not paused, connected to the controllers).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from kafka import KafkaAdminClient
+
+from harness.client.observe import ObserveError, Observer, _freshest
+from harness.infra.history import History
+from reference.invariants import observed_violations
+from reference.state import PartitionState
+
+if TYPE_CHECKING:
+    from harness.cluster.backends.base import Cluster
+
+INTERVAL_S = 0.1
+MIN_RATE = 5.0  # samples per second the checks promise (issue 11)
+_REQUEST_TIMEOUT_MS = 1500
+
+
+class SampleObserver(Observer):
+    """An observer that never waits long on one broker: short request timeouts, and no
+    HWM read from a leader the fault table does not call current (a paused leader would
+    hold the request until its timeout)."""
+
+    def __init__(self, cluster: Cluster, current_brokers: Callable[[], list[int]]) -> None:
+        super().__init__(cluster, record=False, current_brokers=current_brokers)
+
+    def admin(self) -> KafkaAdminClient:
+        if self._admin is None:
+            running = [b for b in self._current() if self.cluster.is_running(b)]
+            if not running:
+                running = self._running_brokers()
+            servers = [f"{h}:{p}" for h, p in map(self.cluster.observer_address, running)]
+            self._admin = KafkaAdminClient(
+                bootstrap_servers=servers, client_id="kafka-chaos-sampler",
+                request_timeout_ms=_REQUEST_TIMEOUT_MS, metadata_max_age_ms=1000,
+                reconnect_backoff_max_ms=200, bootstrap_timeout_ms=3000)
+        return self._admin
+
+    def hwm(self, topic: str, partition: int, leader: int | None) -> int | None:
+        if leader is None or leader not in self._current():
+            return None
+        return super().hwm(topic, partition, leader)
+
+    def partition_state(self, topic: str, partition: int = 0) -> tuple[dict[str, Any], int]:
+        """The freshest current broker's view and the leader's HWM: only what the invariants
+        read (no fencing, no reassignment, no metadata log: a sample must be cheap). ELR is
+        None (unobservable) where the build shows it only in the metadata log."""
+        views, last = self._views(self._current(), topic, partition)
+        if not views:
+            raise ObserveError(f"no current broker described {topic}-{partition} ({last})")
+        node, state = _freshest(views)
+        if self.api == "Metadata":
+            state["elr"] = state["last_known_elr"] = None
+        state["hwm"] = self.hwm(topic, partition, state["leader"])
+        state["fenced"] = None
+        return state, node
+
+
+class Sampler:
+    """Samples ``topic``-0 from ``start`` to ``stop``; ``step`` names the step running."""
+
+    def __init__(self, observer: Observer, topic: str, history: History,
+                 interval_s: float = INTERVAL_S) -> None:
+        self.observer, self.topic, self.history = observer, topic, history
+        self.interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._index: int | None = None
+        self._window = _Window(time.monotonic())
+        self._total = _Window(time.monotonic())
+        self._last: PartitionState | None = None
+        self._max_hwm: int | None = None
+        self.steps: list[dict[str, Any]] = []
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="sampler", daemon=True)
+        self._thread.start()
+
+    def step(self, index: int | None) -> None:
+        """The step now running (None: between steps); closes the previous step's window."""
+        with self._lock:
+            self._close_window()
+            self._index = index
+
+    def stop(self) -> dict[str, Any]:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        with self._lock:
+            self._close_window()
+            summary = self._total.summary(time.monotonic())
+        rated = [s for s in self.steps if s["seconds"] >= 1.0]
+        summary["slowest_step_rate_per_s"] = min((s["rate_per_s"] for s in rated), default=None)
+        summary["min_rate_per_s"] = MIN_RATE
+        summary["violations"] = self._total.violations
+        self.history.update(sampling=summary)
+        return summary
+
+    def _close_window(self) -> None:
+        now = time.monotonic()
+        if self._index is not None:
+            entry = {"index": self._index, **self._window.summary(now)}
+            self.steps.append(entry)
+            self.history.record("sampling", **entry)
+        self._window = _Window(now)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            t0 = time.monotonic()
+            self._sample()
+            self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - t0)))
+        self.observer.close()
+
+    def _sample(self) -> None:
+        try:
+            state = self.observer.partition_state(self.topic)[0]
+        except Exception:  # noqa: BLE001 - no current broker answered: a failed sample
+            with self._lock:
+                self._window.failed += 1
+                self._total.failed += 1
+            return
+        observed = PartitionState.from_json(state)
+        found = observed_violations(observed, self._max_hwm)
+        with self._lock:
+            index = self._index
+            self._window.ok += 1
+            self._total.ok += 1
+            self._window.violations += len(found)
+            self._total.violations += len(found)
+        self.history.record("sample", index=index, topic=self.topic, partition=0,
+                            state=state)
+        for name, detail in found:
+            self.history.record("sample_violation", index=index, invariant=name,
+                                detail=detail, state=state)
+        if observed.hwm is not None:
+            self._max_hwm = max(observed.hwm, self._max_hwm or 0)
+
+
+class _Window:
+    def __init__(self, t0: float) -> None:
+        self.t0, self.ok, self.failed, self.violations = t0, 0, 0, 0
+
+    def summary(self, now: float) -> dict[str, Any]:
+        seconds = max(now - self.t0, 1e-9)
+        return {"samples": self.ok, "failed": self.failed, "seconds": round(seconds, 3),
+                "rate_per_s": round(self.ok / seconds, 2), "violations": self.violations}
