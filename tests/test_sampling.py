@@ -107,3 +107,29 @@ def test_the_sampler_records_every_sample_a_transient_violation_and_its_rate(tmp
     (step,) = [e for e in events if e["kind"] == "sampling"]
     assert step["index"] == 0 and step["samples"] == len(samples)
     assert history.meta["sampling"]["violations"] == 1
+
+
+def test_the_audit_rejudges_a_transient_violation_from_the_samples(tmp_path) -> None:
+    import json
+    import shutil
+    from pathlib import Path
+
+    from harness.run.audit import audit
+
+    src = (Path(__file__).resolve().parent.parent / "fixtures" / "histories"
+           / "last-replica-standing-20261122T152321-517cc5")
+    run = tmp_path / src.name
+    shutil.copytree(src, run)
+    events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+    at = next(i for i, e in enumerate(events) if e["kind"] == "observation")
+    sample = {**events[at], "kind": "sample", "index": 0}
+    sample["state"] = {**sample["state"], "elr": [sample["state"]["isr"][0]]}  # ELR ∩ ISR
+    events.insert(at + 1, sample)
+    for seq, e in enumerate(events):
+        e["seq"] = seq
+    (run / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    r = audit(run)
+    assert r.axes["release"].verdict == "CONFORMS"  # the settled states are untouched
+    assert r.axes["safety"].verdict == "UNSAFE"
+    assert r.axes["safety"].details[-1]["rule"] == "sampled-state-invariants"
+    assert r.axes["safety"].details[-1]["records"][0]["invariant"] == "ElrIsrDisjoint"
