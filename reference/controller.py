@@ -228,8 +228,12 @@ def complete_reassignment(ctx: Ctx, a: Assignment, isr: frozenset[int], min_isr:
         return None
     if not set(a.adding) <= new_isr and ctx.profile.reassignment_waits_for_target_isr:
         return None
-    if len(a.adding) < len(a.removing) and not set(replicas) <= new_isr:
-        return None
+    rule = ctx.profile.reassignment_completion
+    if rule == "all-target" and not set(replicas) <= new_isr:
+        return None  # KAFKA-15665 (3.8.0-4.2): newTargetIsr.containsAll(newTargetReplicas)
+    if (rule == "adding-unless-shrinking" and len(a.adding) < len(a.removing)
+            and not set(replicas) <= new_isr):
+        return None  # KAFKA-19975 (4.3.0): adding.size() < removing.size()
     if ctx.profile.reassignment_needs_min_isr and len(new_isr) < min_isr:
         return None
     return Assignment(replicas), new_isr

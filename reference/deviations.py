@@ -56,6 +56,16 @@ KNOWN_DEVIATIONS: tuple[Deviation, ...] = (
     Deviation("no-unclean-recovery", "unclean_recovery", False,
               "KIP-966 part 2 (unclean recovery, longest-log elections) is in no release "
               "through 4.3"),
+    Deviation("reassignment-waits-for-every-target-replica", "reassignment_completion",
+              "all-target",
+              "3.8-4.2: a reassignment completes only once EVERY target replica is in the ISR "
+              "(KAFKA-15665, apache/kafka PR 15359), where the KIP's baseline waits for the "
+              "adding ones: a dead replica the target keeps holds it back"),
+    Deviation("reassignment-waits-for-target-when-shrinking", "reassignment_completion",
+              "adding-unless-shrinking",
+              "4.3+: a reassignment waits for the adding replicas, and for every target "
+              "replica when the replication factor shrinks (KAFKA-19975, apache/kafka PR "
+              "21114)"),
     Deviation("reassignment-ignores-min-isr", "reassignment_needs_min_isr", False,
               "a reassignment completes (or is cancelled) without the KIP's ISR >= min ISR "
               "condition, and a removed replica can stay in the ELR (4.3.1 "

@@ -309,15 +309,17 @@ def _explore(
 #: UNSUPPORTED and keeps the profile's predicted timeline (fixtures/scenarios/FORMAT.md).
 PROFILE_REQUIRES: dict[str, dict[str, Any]] = {
     "pre-3.7": {"max_version": "3.6.99"},
-    "pre-elr": {"min_version": "3.7.0", "max_version": "3.99.99"},
+    "kafka-3.7": {"min_version": "3.7.0", "max_version": "3.7.99"},
+    "pre-elr": {"min_version": "3.8.0", "max_version": "3.99.99"},
     "kafka-4.0-elr": {"min_version": "4.0.0", "max_version": "4.0.99", "features": ["elr"]},
     "kafka-4.0-noelr": {"min_version": "4.0.0", "max_version": "4.0.99"},
-    "kafka-4.1": {"min_version": "4.1.0"},
+    "kafka-4.1": {"min_version": "4.1.0", "max_version": "4.2.99"},
+    "kafka-4.3": {"min_version": "4.3.0"},
     "kip966": {"features": ["unclean_recovery"]},
     "kip1303": {"features": ["kip1303"]},
 }
 #: Profiles of builds without the ELR feature: their scenarios say nothing about ELR.
-NO_ELR_FEATURE = ("pre-3.7", "pre-elr")
+NO_ELR_FEATURE = ("pre-3.7", "kafka-3.7", "pre-elr")
 
 
 def scenario_build(profile: str, elr_enabled: bool = True) -> tuple[dict[str, Any], bool | None]:
@@ -328,7 +330,7 @@ def scenario_build(profile: str, elr_enabled: bool = True) -> tuple[dict[str, An
     if profile in NO_ELR_FEATURE:
         return requires, None
     elr = prof.elr_on(elr_enabled)
-    if elr and profile == "kafka-4.1":
+    if elr and profile in ("kafka-4.1", "kafka-4.3"):
         requires["features"] = ["elr"]
     return requires, elr
 

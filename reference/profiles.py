@@ -17,6 +17,8 @@ ElectionOrder = Literal["any", "assignment", "last"]
 LastKnownElrRule = Literal["kip", "last-leader", "none"]
 MinIsrChangeRule = Literal["kip", "always"]
 UncleanConfigRule = Literal["config", "never", "always"]
+#: Which replicas a reassignment waits for in the ISR before it completes.
+ReassignmentCompletion = Literal["adding", "all-target", "adding-unless-shrinking"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +63,12 @@ class Profile:
     unclean_election_config: UncleanConfigRule = "config"
     #: "removing a replica out of ISR if ... it is fenced by the controller", the leader too.
     fenced_leader_leaves_isr: bool = True
+    #: "when completing the reassignment, all the adding replicas should be in ISR"
+    #: (seeds/003 'Other behaviors' 4.1, the behaviour the KIP builds on): "adding";
+    #: "all-target": every target replica (KAFKA-15665, 3.8-4.2); "adding-unless-shrinking":
+    #: the adding ones, every target replica when the replication factor shrinks
+    #: (KAFKA-19975, 4.3). Release values: deviations.py.
+    reassignment_completion: ReassignmentCompletion = "adding"
     #: "In addition to the ISR members, replicas in ELR are also eligible for leader
     #: election during a clean election process."
     elr_electable: bool = True

@@ -56,17 +56,28 @@ def release(name: str, deviation_ids: tuple[str, ...],
 PRE_37 = release("pre-3.7", _SHIPPED + _NO_ELR + ("no-hwm-rule",),
                  (_HWM_RULE_ARRIVED, _DTP_ARRIVED, _ELR_NOT_PRODUCTION,
                   _UNCLEAN_SHUTDOWN_DETECTION))
-PRE_ELR = release("pre-elr", _SHIPPED + _NO_ELR,
+#: A reassignment waits for every target replica in the ISR from 3.8.0 (KAFKA-15665) until
+#: 4.3.0 (KAFKA-19975), which waits for the adding ones unless the replication factor
+#: shrinks; 3.6 and 3.7 wait for the adding ones, as the KIP's baseline
+#: (docs/KNOWN-DEVIATIONS.md, PartitionReassignmentReplicas.maybeCompleteReassignment).
+_ALL_TARGET = ("reassignment-waits-for-every-target-replica",)
+KAFKA_37 = release("kafka-3.7", _SHIPPED + _NO_ELR,
+                   (_DTP_ARRIVED, _ELR_NOT_PRODUCTION, _UNCLEAN_SHUTDOWN_DETECTION))
+PRE_ELR = release("pre-elr", _SHIPPED + _NO_ELR + _ALL_TARGET,
                   (_DTP_ARRIVED, _ELR_NOT_PRODUCTION, _UNCLEAN_SHUTDOWN_DETECTION))
-KAFKA_40_ELR = release("kafka-4.0-elr", _SHIPPED + _ELR_4X)
+KAFKA_40_ELR = release("kafka-4.0-elr", _SHIPPED + _ELR_4X + _ALL_TARGET)
 KAFKA_40_NOELR = release("kafka-4.0-noelr",
-                         _SHIPPED + _NO_ELR + ("min-isr-change-always-clears-elr",))
+                         _SHIPPED + _NO_ELR + ("min-isr-change-always-clears-elr",)
+                         + _ALL_TARGET)
 #: ELR follows the cluster: on for clusters formatted by 4.1+, off on upgraded ones.
-KAFKA_41 = release("kafka-4.1", _SHIPPED + _ELR_4X + ("elr-follows-cluster",))
+KAFKA_41 = release("kafka-4.1", _SHIPPED + _ELR_4X + ("elr-follows-cluster",) + _ALL_TARGET)
+KAFKA_43 = release("kafka-4.3", _SHIPPED + _ELR_4X + (
+    "elr-follows-cluster", "reassignment-waits-for-target-when-shrinking"))
 
 PROFILES: dict[str, Profile] = {
     p.name: p
-    for p in (KIP966, KIP1303, PRE_37, PRE_ELR, KAFKA_40_ELR, KAFKA_40_NOELR, KAFKA_41)
+    for p in (KIP966, KIP1303, PRE_37, KAFKA_37, PRE_ELR, KAFKA_40_ELR, KAFKA_40_NOELR,
+              KAFKA_41, KAFKA_43)
 }
 
 
@@ -80,15 +91,16 @@ def get_profile(name: str) -> Profile:
 
 
 def profile_for_build(version: tuple[int, int, int], elr_enabled: bool) -> str:
-    """The profile for a real build: 3.7-3.9 -> pre-elr (3.6 and older: pre-3.7, before the
-    HWM rule),
-    4.0 -> kafka-4.0-elr / kafka-4.0-noelr, >= 4.1 -> kafka-4.1 (pass elr_enabled to
-    the Model)."""
+    """The profile for a real build: 3.8-3.9 -> pre-elr, 3.7 -> kafka-3.7 (3.6 and older:
+    pre-3.7, before the HWM rule), 4.0 -> kafka-4.0-elr / kafka-4.0-noelr, 4.1-4.2 ->
+    kafka-4.1, >= 4.3 -> kafka-4.3 (pass elr_enabled to the Model)."""
     major, minor, _ = version
     if major < 3 or (major == 3 and minor < 7):
         return "pre-3.7"
     if major == 3:
-        return "pre-elr"
+        return "kafka-3.7" if minor == 7 else "pre-elr"
     if major == 4 and minor == 0:
         return "kafka-4.0-elr" if elr_enabled else "kafka-4.0-noelr"
-    return "kafka-4.1"
+    if major == 4 and minor < 3:
+        return "kafka-4.1"
+    return "kafka-4.3"

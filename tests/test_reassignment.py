@@ -21,7 +21,7 @@ from reference.state import NO_LEADER, ClusterSpec, PartitionState, TopicSpec
 CLUSTER = ClusterSpec(brokers=(1, 2, 3, 4, 5))
 
 
-def model(profile: str = "kafka-4.1", min_isr: int = 2,
+def model(profile: str = "kafka-4.3", min_isr: int = 2,
           replicas: tuple[int, ...] = (1, 2, 3), **config: str) -> Model:
     topic = TopicSpec(replicas=replicas, min_insync_replicas=min_isr, config=config)
     return Model(profile, CLUSTER, topic, elr_enabled=True, seed=0)
@@ -59,6 +59,24 @@ def test_only_adding_replicas_must_join_the_isr() -> None:
     s = only(m, S.Reassign((1, 3, 4)))
     assert (s.replicas, s.isr, s.adding, s.removing) == (
         (1, 3, 4), frozenset({1, 4}), frozenset(), frozenset())
+
+
+def test_completion_rule_per_release_line() -> None:
+    # A dead replica the target keeps: 4.3 (KAFKA-19975) and 3.7 complete once the adding
+    # replica joined; 3.8-4.2 (KAFKA-15665) wait for every target replica.
+    for profile, done in (("kafka-4.3", True), ("kafka-4.1", False), ("pre-elr", False),
+                          ("kafka-3.7", True), ("kip966", True)):
+        m = model(profile, min_isr=1)
+        m.apply(S.Kill(3))
+        s = only(m, S.Reassign((1, 3, 4)))
+        assert (s.replicas == (1, 3, 4)) is done, profile
+        assert (s.adding == frozenset({4})) is not done, profile
+    # Shrinking with a dead target replica: 3.7 completes with ISR [1]; 4.3 waits.
+    for profile, done in (("kafka-3.7", True), ("kafka-4.3", False)):
+        m = model(profile, min_isr=1)
+        m.apply(S.Kill(2))
+        s = only(m, S.Reassign((1, 2)))
+        assert (s.replicas == (1, 2)) is done, profile
 
 
 def test_shrinking_the_replication_factor_waits_for_every_target_replica() -> None:
@@ -130,7 +148,7 @@ def test_kip_completes_only_at_min_isr_and_shipped_keeps_the_removed_replica_in_
         m.apply(S.Kill(3))  # ISR [1, 2] < 3: ELR [3]
         return only(m, S.Reassign((1, 3, 4)))
 
-    shipped = run("kafka-4.1")
+    shipped = run("kafka-4.3")
     # maybeCompleteReassignment has no min ISR condition; maybePopulateTargetElr takes the
     # old ISR: removed replica 2 is in the ELR of a partition it no longer belongs to
     assert (shipped.replicas, shipped.isr, shipped.elr) == (
@@ -156,7 +174,7 @@ def test_unclean_election_enabled_at_runtime_elects_a_leaderless_partition() -> 
 
 
 def test_cluster_min_isr_change_clears_elr_even_under_a_topic_override() -> None:
-    for profile, elr in (("kafka-4.1", frozenset()), ("kip966", frozenset({3}))):
+    for profile, elr in (("kafka-4.3", frozenset()), ("kip966", frozenset({3}))):
         m = model(profile, min_isr=3)
         m.apply(S.Stop(3))
         s = only(m, S.AlterConfig("cluster", {"min.insync.replicas": "1"}))

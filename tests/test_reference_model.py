@@ -35,7 +35,9 @@ def test_profile_for_build() -> None:
     assert profile_for_build((4, 0, 0), True) == "kafka-4.0-elr"
     assert profile_for_build((4, 0, 1), False) == "kafka-4.0-noelr"
     assert profile_for_build((4, 1, 0), True) == "kafka-4.1"
-    assert profile_for_build((4, 3, 0), False) == "kafka-4.1"
+    assert profile_for_build((4, 3, 0), False) == "kafka-4.3"
+    assert profile_for_build((4, 2, 2), True) == "kafka-4.1"
+    assert profile_for_build((3, 7, 2), False) == "kafka-3.7"
     for p in ("kip966", "kip1303", "pre-elr", "kafka-4.0-elr", "kafka-4.0-noelr", "kafka-4.1"):
         assert p in PROFILES and PROFILES[p].cites
     with pytest.raises(ValueError, match="unknown profile"):

@@ -26,7 +26,7 @@ def add_subcommands(sub: Any) -> None:
                                        "(no cluster)")
     p.add_argument("scenario", type=Path, help="scenario YAML file")
     p.add_argument("--profile", help=f"model profile ({names}); default: the scenario's, "
-                                     "kafka-4.1 for 'auto'")
+                                     "kafka-4.3 for 'auto'")
     p.add_argument("--elr", choices=("on", "off"), help="ELR switch for profiles that follow "
                                                         "the build (default: cluster.elr)")
     p.add_argument("--json", action="store_true", help="one JSON object per step")
@@ -48,7 +48,7 @@ def add_subcommands(sub: Any) -> None:
 def _profile(name: str | None, scenario: Scenario | None = None) -> str:
     chosen = name or (scenario.profile if scenario is not None else None) or "auto"
     if chosen == "auto":
-        chosen = "kafka-4.1"
+        chosen = "kafka-4.3"  # the newest release line
     if chosen not in PROFILES:
         raise UsageError(f"unknown profile {chosen!r}; known: {', '.join(sorted(PROFILES))}")
     return chosen
