@@ -1,0 +1,79 @@
+"""`kafka-chaos mutate RUNS_DIR...`: which model mutants the recorded runs kill (offline)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from harness.infra.errors import UsageError
+
+
+def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    cmd = sub.add_parser("mutate", help="mutation score: re-judge recorded runs offline under "
+                                        "model mutants (one KIP rule broken each)")
+    cmd.add_argument("paths", nargs="+", type=Path, metavar="RUNS_DIR",
+                     help="a run directory, or a directory of run directories")
+    cmd.add_argument("--scenarios", type=Path, metavar="DIR",
+                     help="judge with the scenario files of the same name in DIR instead of "
+                          "the copy each run kept")
+    cmd.add_argument("--mutant", action="append", metavar="NAME",
+                     help="only this mutant (repeatable; default: all)")
+    cmd.add_argument("--json", type=Path, metavar="FILE", help="also write the result as JSON")
+    cmd.add_argument("--out", type=Path, metavar="FILE.md",
+                     help="also write the result as markdown tables")
+    cmd.set_defaults(func=_mutate)
+
+
+def run_dirs(paths: list[Path]) -> list[Path]:
+    """Every run directory named or directly below a named directory; a path that does not
+    exist or holds no run is an error naming it."""
+    out: list[Path] = []
+    for path in paths:
+        if (path / "run.json").is_file():
+            out.append(path)
+            continue
+        if not path.exists():
+            raise UsageError(f"mutate: {path} does not exist")
+        if not path.is_dir():
+            raise UsageError(f"mutate: {path} is not a directory (give a run directory or a "
+                             "directory of run directories)")
+        found = sorted(p for p in path.iterdir() if (p / "run.json").is_file())
+        if not found:
+            raise UsageError(f"mutate: {path} is not a run directory and holds none (no "
+                             "run.json in it or in its subdirectories)")
+        out.extend(found)
+    return out
+
+
+def _writable(path: Path | None, flag: str) -> None:
+    if path is None:
+        return
+    if path.is_dir():
+        raise UsageError(f"mutate: {flag} {path} is a directory; give a file name")
+    if not path.parent.is_dir():
+        raise UsageError(f"mutate: {flag} {path}: directory {path.parent} does not exist")
+
+
+def _mutate(args: argparse.Namespace) -> int:
+    from harness.infra.progress import say
+    from harness.run.mutate import markdown, mutate, summary
+    from reference.mutants import MUTANTS, get_mutant
+
+    if args.scenarios is not None and not args.scenarios.is_dir():
+        raise UsageError(f"mutate: --scenarios {args.scenarios} is not a directory")
+    _writable(args.json, "--json")
+    _writable(args.out, "--out")
+    try:
+        mutants = tuple(get_mutant(n) for n in args.mutant) if args.mutant else MUTANTS
+    except ValueError as exc:
+        raise UsageError(f"mutate: {exc}") from None
+    dirs = run_dirs(args.paths)
+    say(f"mutate: {len(dirs)} run(s) x {len(mutants)} mutant(s)")
+    rep = mutate(dirs, mutants, args.scenarios, progress=say)
+    print(summary(rep))
+    if args.json:
+        args.json.write_text(json.dumps(rep.to_json(), indent=1))
+    if args.out:
+        args.out.write_text(markdown(rep))
+    return 0

@@ -1,0 +1,349 @@
+"""Mutation score of recorded runs (`kafka-chaos mutate RUNS_DIR...`).
+
+Each run is re-judged offline, as `audit` does (run/audit.py), once under its build's
+profile and once under each model mutant of that profile (reference/mutants.py): the
+lockstep model of the release axis, every model the kip axis builds and the trace rules
+all read the mutated profile. A run kills a mutant when its judgement changes: an axis
+verdict, the cited deviations the kip axis needs, the set of trace rules violated, or
+where the release / kip axis first diverges. A mutant no run kills names a rule no
+recorded run distinguishes. A judge that crashes under a mutant kills it too (reported
+as such).
+
+Runs whose unmutated judgement is INCOMPLETE, UNSUPPORTED or ERROR judge nothing: they
+are skipped and counted.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.cluster.builds import version_tuple
+from harness.infra.errors import UsageError
+from harness.infra.history import SchemaError, check_schema, read_events
+from harness.run import datachecks, trace_check
+from harness.run.audit import (
+    _elr_enabled,
+    _outcome_mismatch,
+    _recorded_reason,
+    _replay,
+    _scenario,
+    recorded_steps,
+)
+from harness.run.judges import (
+    AXES,
+    CONFORMS,
+    DIVERGES,
+    INCOMPLETE,
+    NOT_JUDGED,
+    AxisVerdict,
+    KipJudge,
+    RunEvidence,
+    judge_run,
+)
+from harness.run.scenario import Scenario
+from reference.mutants import MUTANTS, Mutant
+from reference.profiles import Profile
+from reference.releases import get_profile
+
+Mutate = Callable[[Profile], Profile]
+
+
+def _same(p: Profile) -> Profile:
+    return p
+
+
+@dataclass
+class LoadedRun:
+    """A run directory read once: judged under the model and every mutant."""
+
+    run_dir: Path
+    meta: dict[str, Any]
+    events: list[dict[str, Any]]
+    scenario: Scenario
+    elr: bool
+    logs: trace_check.TraceLogs
+    raw_checks: list[Any]
+    trace_under: Callable[[Any], list[dict[str, Any]]]
+
+    @property
+    def name(self) -> str:
+        return self.run_dir.name
+
+    @property
+    def build(self) -> str:
+        return str(self.meta["build"]["version"])
+
+    @property
+    def profile(self) -> Profile:
+        return get_profile(str(self.meta.get("profile")))
+
+    @property
+    def complete(self) -> bool:
+        return self.meta.get("ended_wall") is not None and any(
+            e["kind"] == "run_end" for e in self.events)
+
+
+def load_run(run_dir: Path, scenarios: Path | None = None) -> LoadedRun:
+    """Read a run directory (run.json, events.jsonl, scenario, metadata logs); a
+    directory that is not a readable run is a UsageError naming it."""
+    if not (run_dir / "run.json").is_file():
+        raise UsageError(f"mutate: {run_dir} is not a run directory (no run.json)")
+    try:
+        meta = check_schema(run_dir)
+        events = list(read_events(run_dir))
+        profile = str(meta.get("profile"))
+        get_profile(profile)
+    except (SchemaError, OSError, ValueError) as exc:
+        raise UsageError(f"mutate: {run_dir}: {exc}") from None
+    scenario = _scenario(run_dir, meta, scenarios)
+    elr = _elr_enabled(scenario, list(meta["build"].get("features") or []))
+    logs = trace_check.read_logs(run_dir)
+    return LoadedRun(run_dir, meta, events, scenario, elr, logs,
+                     datachecks.run_checks(events),
+                     trace_check.memo(logs, scenario, events, elr))
+
+
+def judge(run: LoadedRun, mutate: Mutate = _same) -> dict[str, AxisVerdict]:
+    """The three axes of ``run`` with every profile the judges use passed through
+    ``mutate`` (as run/audit._judge, which tests/test_mutate.py keeps it equal to)."""
+    from harness.run.runner import Runner, _predicts_hwm_drop, run_data_checks, worst
+
+    if not run.complete:
+        why = "the history was cut short (no run_end)"
+        return {a: AxisVerdict(a, INCOMPLETE, why) for a in AXES}
+    sc, elr = run.scenario, run.elr
+
+    def model_for(profile: Profile) -> Any:
+        return Runner.model_for(sc, mutate(profile), elr)
+
+    model = model_for(run.profile)
+    kip = KipJudge(model_for, run.profile, elr, _outcome_mismatch)
+    release, reason = _replay(model, kip, sc, recorded_steps(run.events),
+                              str(run.meta.get("verdict")), _recorded_reason(run.events))
+    checks = run_data_checks(run.raw_checks, model, _predicts_hwm_drop(run.events))
+    if release not in NOT_JUDGED:
+        release = worst([release] + [DIVERGES if not c["ok"] else CONFORMS for c in checks])
+        reason = reason or next((f"check {c['name']}" for c in checks if not c["ok"]), "")
+    evidence = RunEvidence(sc, version_tuple(run.build), run.events, run.raw_checks,
+                           lambda p: run.trace_under(mutate(p)), trace_check.SAFETY_RULES)
+    return judge_run(AxisVerdict("release", release, reason), model.profile, kip, evidence)
+
+
+# --- what a judgement is, compared between the model and a mutant ------------------------
+
+_WHERE = (re.compile(r"^step (\d+)"), re.compile(r"^trace: (\S+) at offset (\d+)"),
+          re.compile(r"^(check \S+)"), re.compile(r"^(acked records lost)"))
+
+
+def _where(reason: str) -> str:
+    """Where an axis first diverged: the step, the trace rule and offset, or the check."""
+    for pattern in _WHERE:
+        m = pattern.match(reason or "")
+        if m:
+            return " ".join(m.groups())
+    return ""
+
+
+@dataclass(frozen=True)
+class Judgement:
+    verdicts: tuple[str, ...]
+    #: Cited deviations the kip axis adopted.
+    deviations: tuple[str, ...]
+    #: Trace rules violated under the release profile.
+    trace_rules: tuple[str, ...]
+    release_at: str
+    kip_at: str
+
+    @classmethod
+    def of(cls, axes: dict[str, AxisVerdict]) -> Judgement:
+        rel, kip = axes["release"], axes["kip"]
+        devs = tuple(d["deviation"] for d in kip.details if "deviation" in d)
+        rules = tuple(sorted({str(d["rule"]) for d in rel.details if "rule" in d}))
+        return cls(tuple(axes[a].verdict for a in AXES), devs, rules,
+                   "" if rel.verdict == CONFORMS else _where(rel.reason),
+                   _where(kip.reason) if kip.verdict not in (CONFORMS, "DEVIATES") else "")
+
+    def differences(self, mutant: Judgement) -> list[str]:
+        """What the mutant judges differently (empty: it survives this run)."""
+        out = [f"{axis} {a} -> {b}" for axis, a, b in
+               zip(AXES, self.verdicts, mutant.verdicts, strict=True) if a != b]
+        same_kip = self.verdicts[1] == mutant.verdicts[1]
+        if self.deviations != mutant.deviations and same_kip:
+            out.append(f"kip deviations [{', '.join(self.deviations)}] -> "
+                       f"[{', '.join(mutant.deviations)}]")
+        new = sorted(set(mutant.trace_rules) - set(self.trace_rules))
+        gone = sorted(set(self.trace_rules) - set(mutant.trace_rules))
+        if new:
+            out.append(f"trace rules newly violated: {', '.join(new)}")
+        if gone:
+            out.append(f"trace rules no longer violated: {', '.join(gone)}")
+        for axis, a, b in (("release", self.release_at, mutant.release_at),
+                           ("kip", self.kip_at, mutant.kip_at)):
+            if a != b and self.verdicts == mutant.verdicts:
+                out.append(f"{axis} diverges at {a or '-'} -> {b or '-'}")
+        return out
+
+
+# --- the campaign ---------------------------------------------------------------------------
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    scenario: str
+    build: str
+    profile: str
+    baseline: tuple[str, ...] = ()
+    skipped: str | None = None
+    #: mutant name -> what changed (only killed mutants).
+    kills: dict[str, list[str]] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run_dir": str(self.run_dir), "scenario": self.scenario, "build": self.build,
+                "profile": self.profile, "baseline": dict(zip(AXES, self.baseline,
+                                                              strict=False)),
+                "skipped": self.skipped, "kills": self.kills, "seconds": round(self.seconds, 3)}
+
+
+@dataclass
+class MutationReport:
+    mutants: tuple[Mutant, ...]
+    runs: list[RunResult]
+    seconds: float = 0.0
+
+    @property
+    def judged(self) -> list[RunResult]:
+        return [r for r in self.runs if r.skipped is None]
+
+    @property
+    def skipped(self) -> list[RunResult]:
+        return [r for r in self.runs if r.skipped is not None]
+
+    def killers(self, mutant: Mutant) -> list[RunResult]:
+        return [r for r in self.judged if mutant.name in r.kills]
+
+    @property
+    def killed(self) -> list[Mutant]:
+        return [m for m in self.mutants if self.killers(m)]
+
+    @property
+    def survivors(self) -> list[Mutant]:
+        return [m for m in self.mutants if not self.killers(m)]
+
+    @property
+    def score(self) -> float:
+        """Killed mutants / all mutants (0.0 with no mutant)."""
+        return score(len(self.killed), len(self.mutants))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "score": self.score, "killed": len(self.killed), "mutants": len(self.mutants),
+            "runs_judged": len(self.judged), "runs_skipped": len(self.skipped),
+            "builds": sorted({r.build for r in self.judged}),
+            "seconds": round(self.seconds, 2),
+            "by_mutant": [{"name": m.name, "description": m.description, "breaks": m.breaks,
+                           "changes": dict(m.changes),
+                           "killed_by": [{"run": r.run_dir.name, "scenario": r.scenario,
+                                          "build": r.build, "how": r.kills[m.name]}
+                                         for r in self.killers(m)],
+                           "equivalent_on": sorted({r.profile for r in self.judged
+                                                    if m.equivalent_on(get_profile(r.profile))})}
+                          for m in self.mutants],
+            "runs": [r.to_json() for r in self.runs],
+        }
+
+
+def score(killed: int, total: int) -> float:
+    return killed / total if total else 0.0
+
+
+def mutate_run(run: LoadedRun, mutants: Sequence[Mutant]) -> RunResult:
+    """Judge one run under the model and each mutant; which mutants it kills."""
+    start = time.monotonic()
+    out = RunResult(run.run_dir, run.scenario.name, run.build, run.profile.name)
+    base_axes = judge(run)
+    out.baseline = tuple(base_axes[a].verdict for a in AXES)
+    if base_axes["release"].verdict in NOT_JUDGED:
+        out.skipped = base_axes["release"].verdict
+        out.seconds = time.monotonic() - start
+        return out
+    base = Judgement.of(base_axes)
+    for m in mutants:
+        try:
+            diff = base.differences(Judgement.of(judge(run, m.apply)))
+        except Exception as exc:  # a mutant model may not settle, or break an assertion
+            diff = [f"the judge crashed under the mutant: {type(exc).__name__}: {exc}"]
+        if diff:
+            out.kills[m.name] = diff
+    out.seconds = time.monotonic() - start
+    return out
+
+
+def mutate(run_dirs: Sequence[Path], mutants: Sequence[Mutant] = MUTANTS,
+           scenarios: Path | None = None,
+           progress: Callable[[str], None] | None = None) -> MutationReport:
+    """Load every run first (bad input fails before any judging), then judge each."""
+    start = time.monotonic()
+    loaded = [load_run(d, scenarios) for d in run_dirs]
+    results: list[RunResult] = []
+    for i, run in enumerate(loaded, 1):
+        r = mutate_run(run, mutants)
+        results.append(r)
+        if progress is not None:
+            what = (f"skipped ({r.skipped})" if r.skipped else
+                    f"kills {len(r.kills)}/{len(mutants)}")
+            progress(f"[{i}/{len(loaded)}] {run.name} ({r.build}, {r.profile}): {what} "
+                     f"in {r.seconds:.1f}s")
+    return MutationReport(tuple(mutants), results, time.monotonic() - start)
+
+
+# --- output ---------------------------------------------------------------------------------
+
+def summary(rep: MutationReport) -> str:
+    lines = []
+    for m in rep.mutants:
+        killers = rep.killers(m)
+        if killers:
+            scen = sorted({r.scenario for r in killers})
+            lines.append(f"{m.name}: killed by {len(killers)} run(s): {', '.join(scen)}")
+        else:
+            lines.append(f"{m.name}: SURVIVED ({m.description})")
+    builds = ", ".join(sorted({r.build for r in rep.judged})) or "none"
+    lines.append(f"mutation score {len(rep.killed)}/{len(rep.mutants)} = {rep.score:.0%} over "
+                 f"{len(rep.judged)} judged run(s) (builds {builds}); {len(rep.skipped)} "
+                 f"skipped (INCOMPLETE/UNSUPPORTED/ERROR); {rep.seconds:.1f}s")
+    return "\n".join(lines)
+
+
+def markdown(rep: MutationReport) -> str:
+    builds = ", ".join(sorted({r.build for r in rep.judged})) or "none"
+    out = [f"Mutation score: **{len(rep.killed)}/{len(rep.mutants)} = {rep.score:.0%}** "
+           f"over {len(rep.judged)} judged run(s), builds {builds}; {len(rep.skipped)} run(s) "
+           f"skipped; {rep.seconds:.1f}s.", "",
+           "| mutant | what the mutant does | KIP line it breaks | killed by |",
+           "|---|---|---|---|"]
+    for m in rep.mutants:
+        killers = rep.killers(m)
+        if killers:
+            scen = sorted({r.scenario for r in killers})
+            cell = f"{len(killers)} run(s): " + ", ".join(scen)
+        else:
+            cell = "**SURVIVED**"
+        out.append(f"| `{m.name}` | {_cell(m.description)} | {_cell(m.breaks)} | {cell} |")
+    out += ["", "| run | build | profile | baseline (release/kip/safety) | mutants killed |",
+            "|---|---|---|---|---|"]
+    for r in rep.runs:
+        kills = (f"skipped ({r.skipped})" if r.skipped else
+                 ", ".join(f"`{k}`" for k in r.kills) or "none")
+        out.append(f"| {r.run_dir.name} | {r.build} | {r.profile} | {'/'.join(r.baseline)} "
+                   f"| {kills} |")
+    return "\n".join(out) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
