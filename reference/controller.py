@@ -226,9 +226,10 @@ def complete_reassignment(ctx: Ctx, a: Assignment, isr: frozenset[int], min_isr:
     replicas = tuple(r for r in a.replicas if r not in a.removing)
     if not new_isr or not replicas:
         return None
-    if not set(a.adding) <= new_isr and ctx.profile.reassignment_waits_for_target_isr:
+    waits = ctx.profile.reassignment_waits_for_target_isr  # False only in a mutant
+    if not set(a.adding) <= new_isr and waits:
         return None
-    rule = ctx.profile.reassignment_completion
+    rule = ctx.profile.reassignment_completion if waits else "adding"
     if rule == "all-target" and not set(replicas) <= new_isr:
         return None  # KAFKA-15665 (3.8.0-4.2): newTargetIsr.containsAll(newTargetReplicas)
     if (rule == "adding-unless-shrinking" and len(a.adding) < len(a.removing)
