@@ -113,7 +113,8 @@ MUTANTS: tuple[Mutant, ...] = (
        "size is larger or equal to min ISR\"",
        reassignment_needs_min_isr=False),
     _m("reassignment-skips-target-isr",
-       "a reassignment completes before the adding replicas joined the ISR",
+       "a reassignment completes before the adding replicas (where a release waits for "
+       "them: every target replica) joined the ISR",
        f"{SEEDS} 'Other behaviors' 4.1: \"when completing the reassignment, all the adding "
        "replicas should be in ISR\" (PartitionReassignmentReplicas.maybeCompleteReassignment)",
        reassignment_waits_for_target_isr=False),

@@ -165,6 +165,7 @@ def test_cli_reports_score_and_writes_json_and_markdown(
     (["{file}"], "is not a directory"),
     ([str(LRS), "--scenarios", "/no/such/dir"], "--scenarios /no/such/dir is not a directory"),
     ([str(LRS), "--mutant", "nope"], "unknown mutant 'nope'"),
+    ([str(LRS), "--suggest", "{file}"], "--suggest"),
     ([str(LRS), "--out", "{empty}"], "is a directory; give a file name"),
     ([str(LRS), "--json", "/no/such/dir/m.json"], "directory /no/such/dir does not exist"),
 ])
@@ -186,3 +187,36 @@ def test_cli_refuses_an_unreadable_run_before_judging_any(
     (bad / "run.json").write_text("{not json")
     code, _, err = _cli(capsys, str(LRS), str(bad))
     assert code == 2 and "unreadable run.json" in err and "[1/" not in err
+
+
+# --- which scenario would kill a survivor -------------------------------------------------------
+
+SCENARIOS = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
+
+
+def test_predicted_kill_finds_the_step_a_scenario_parts_the_models() -> None:
+    from harness.run.mutate import predicted_kill
+    from harness.run.scenario import load_scenario
+
+    lrs = load_scenario(SCENARIOS / "last-replica-standing.yaml")
+    where = predicted_kill(lrs, PROFILES["kafka-4.1"], get_mutant("elr-not-electable"))
+    assert where is not None and where.startswith("step ")
+    # the scenario never enables unclean election: ignoring a true setting changes nothing
+    assert predicted_kill(lrs, PROFILES["kafka-4.1"], get_mutant("unclean-config-never")) is None
+    assert predicted_kill(lrs, PROFILES["kafka-4.1"], Mutant("noop", "", "")) is None
+
+
+def test_cli_suggest_lists_a_scenario_for_a_survivor(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    scen = tmp_path / "scenarios"
+    scen.mkdir()
+    shutil.copy(SCENARIOS / "unclean-election-enabled.yaml", scen)
+    shutil.copy(SCENARIOS / "last-replica-standing.yaml", scen)
+    (scen / "broken.yaml").write_text("version: 1\nname: [\n")  # skipped, not fatal
+    code, out, _ = _cli(capsys, str(LRS), "--mutant", "unclean-config-never",
+                        "--suggest", str(scen), "--out", str(tmp_path / "m.md"))
+    assert code == 0 and "unclean-config-never: SURVIVED" in out
+    assert "unclean-config-never: would be killed by unclean-election-enabled (" in out
+    assert "last-replica-standing (" not in out.split("would be killed by")[1]
+    assert "| `unclean-config-never` | `unclean-election-enabled`" in \
+        (tmp_path / "m.md").read_text()

@@ -19,6 +19,10 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
                           "the copy each run kept")
     cmd.add_argument("--mutant", action="append", metavar="NAME",
                      help="only this mutant (repeatable; default: all)")
+    cmd.add_argument("--suggest", type=Path, metavar="DIR",
+                     help="for each surviving mutant, the scenario files in DIR the model "
+                          "predicts would kill it (no run: the model of each judged build's "
+                          "profile and kip966 against the mutant's)")
     cmd.add_argument("--json", type=Path, metavar="FILE", help="also write the result as JSON")
     cmd.add_argument("--out", type=Path, metavar="FILE.md",
                      help="also write the result as markdown tables")
@@ -57,11 +61,13 @@ def _writable(path: Path | None, flag: str) -> None:
 
 def _mutate(args: argparse.Namespace) -> int:
     from harness.infra.progress import say
-    from harness.run.mutate import markdown, mutate, summary
+    from harness.run.mutate import markdown, mutate, suggest, summary
     from reference.mutants import MUTANTS, get_mutant
 
     if args.scenarios is not None and not args.scenarios.is_dir():
         raise UsageError(f"mutate: --scenarios {args.scenarios} is not a directory")
+    if args.suggest is not None and not args.suggest.is_dir():
+        raise UsageError(f"mutate: --suggest {args.suggest} is not a directory")
     _writable(args.json, "--json")
     _writable(args.out, "--out")
     try:
@@ -72,8 +78,19 @@ def _mutate(args: argparse.Namespace) -> int:
     say(f"mutate: {len(dirs)} run(s) x {len(mutants)} mutant(s)")
     rep = mutate(dirs, mutants, args.scenarios, progress=say)
     print(summary(rep))
+    suggestions = None
+    if args.suggest is not None:
+        suggestions = suggest(rep, sorted(args.suggest.glob("*.yaml")))
+        for name, found in suggestions.items():
+            print(f"{name}: would be killed by "
+                  + ("; ".join(f"{sc} ({prof}: {where})" for sc, prof, where in found)
+                     if found else f"no scenario in {args.suggest} (the model predicts)"))
     if args.json:
-        args.json.write_text(json.dumps(rep.to_json(), indent=1))
+        data = rep.to_json()
+        if suggestions is not None:
+            data["suggestions"] = {k: [{"scenario": sc, "profile": p, "where": w}
+                                       for sc, p, w in v] for k, v in suggestions.items()}
+        args.json.write_text(json.dumps(data, indent=1))
     if args.out:
-        args.out.write_text(markdown(rep))
+        args.out.write_text(markdown(rep, suggestions))
     return 0

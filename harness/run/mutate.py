@@ -302,6 +302,59 @@ def mutate(run_dirs: Sequence[Path], mutants: Sequence[Mutant] = MUTANTS,
     return MutationReport(tuple(mutants), results, time.monotonic() - start)
 
 
+# --- which scenario would kill a survivor (model only, no run) -----------------------------
+
+def predicted_kill(scenario: Scenario, profile: Profile, mutant: Mutant) -> str | None:
+    """Where ``scenario`` would kill ``mutant`` if the broker behaved as ``profile``
+    predicts: the first step at which the two models share no allowed settled state or
+    expect different acks (both then follow a state they share, as a run would); None if
+    they never part."""
+    from harness.run.runner import Runner
+
+    elr = True if scenario.cluster.elr is None else bool(scenario.cluster.elr)
+    model = Runner.model_for(scenario, profile, elr)
+    mutated = Runner.model_for(scenario, mutant.apply(profile), elr)
+    for i, loaded in enumerate(scenario.steps, 1):
+        pa, pb = model.apply(loaded.step), mutated.apply(loaded.step)
+        if pa.unsupported or pb.unsupported:
+            return None
+        shared = [x for x in pa.allowed if x in pb.allowed]
+        if not shared:
+            return f"step {i} ({loaded.step.kind}): no settled state in common"
+        if pa.expected_acks != pb.expected_acks:
+            return (f"step {i} ({loaded.step.kind}): acks {pa.expected_acks} vs "
+                    f"{pb.expected_acks}")
+        model.resolve(shared[0])
+        mutated.resolve(shared[0])
+    return None
+
+
+def suggest(rep: MutationReport, scenario_files: Sequence[Path]
+            ) -> dict[str, list[tuple[str, str, str]]]:
+    """For each surviving mutant: (scenario, profiles, where) for every scenario file the
+    model predicts would kill it, under the profiles of the judged runs and ``kip966``
+    (``where``: under the first such profile). A file that does not load is skipped."""
+    from harness.infra.errors import HarnessError
+    from harness.run.scenario import load_scenario
+
+    profiles = sorted({r.profile for r in rep.judged} | {"kip966"})
+    scenarios = []
+    for f in scenario_files:
+        try:
+            scenarios.append(load_scenario(f))
+        except HarnessError:
+            continue
+    out: dict[str, list[tuple[str, str, str]]] = {}
+    for m in rep.survivors:
+        found = out.setdefault(m.name, [])
+        for sc in scenarios:
+            hits = [(name, where) for name in profiles
+                    if (where := predicted_kill(sc, get_profile(name), m)) is not None]
+            if hits:
+                found.append((sc.name, ", ".join(n for n, _ in hits), hits[0][1]))
+    return out
+
+
 # --- output ---------------------------------------------------------------------------------
 
 def summary(rep: MutationReport) -> str:
@@ -320,7 +373,8 @@ def summary(rep: MutationReport) -> str:
     return "\n".join(lines)
 
 
-def markdown(rep: MutationReport) -> str:
+def markdown(rep: MutationReport,
+             suggestions: dict[str, list[tuple[str, str, str]]] | None = None) -> str:
     builds = ", ".join(sorted({r.build for r in rep.judged})) or "none"
     out = [f"Mutation score: **{len(rep.killed)}/{len(rep.mutants)} = {rep.score:.0%}** "
            f"over {len(rep.judged)} judged run(s), builds {builds}; {len(rep.skipped)} run(s) "
@@ -342,6 +396,12 @@ def markdown(rep: MutationReport) -> str:
                  ", ".join(f"`{k}`" for k in r.kills) or "none")
         out.append(f"| {r.run_dir.name} | {r.build} | {r.profile} | {'/'.join(r.baseline)} "
                    f"| {kills} |")
+    if suggestions is not None:
+        out += ["", "| surviving mutant | scenario the model predicts kills it (profile, where) |",
+                "|---|---|"]
+        for name, found in suggestions.items():
+            cell = "; ".join(f"`{sc}` ({prof}, {where})" for sc, prof, where in found)
+            out.append(f"| `{name}` | {cell or 'none'} |")
     return "\n".join(out) + "\n"
 
 
