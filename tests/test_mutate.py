@@ -220,3 +220,14 @@ def test_cli_suggest_lists_a_scenario_for_a_survivor(
     assert "last-replica-standing (" not in out.split("would be killed by")[1]
     assert "| `unclean-config-never` | `unclean-election-enabled`" in \
         (tmp_path / "m.md").read_text()
+
+
+def test_a_run_the_judge_cannot_replay_is_skipped_as_error(tmp_path: Path) -> None:
+    broken = tmp_path / LRS.name
+    shutil.copytree(LRS, broken)
+    lines = (broken / "events.jsonl").read_text().splitlines()
+    (broken / "events.jsonl").write_text("\n".join(
+        line.replace('"step": {"', '"step": {"no_such_kind_', 1) for line in lines) + "\n")
+    rep = mutate([broken], [get_mutant("elr-not-electable")])
+    assert rep.runs[0].skipped is not None and rep.runs[0].skipped.startswith("ERROR")
+    assert len(rep.skipped) == 1 and not rep.judged

@@ -38,6 +38,7 @@ from harness.run.judges import (
     AXES,
     CONFORMS,
     DIVERGES,
+    ERROR,
     INCOMPLETE,
     NOT_JUDGED,
     AxisVerdict,
@@ -266,7 +267,13 @@ def mutate_run(run: LoadedRun, mutants: Sequence[Mutant]) -> RunResult:
     """Judge one run under the model and each mutant; which mutants it kills."""
     start = time.monotonic()
     out = RunResult(run.run_dir, run.scenario.name, run.build, run.profile.name)
-    base_axes = judge(run)
+    try:
+        base_axes = judge(run)
+    except Exception as exc:  # the run cannot be re-judged at all: nothing to compare
+        out.baseline = (ERROR,) * len(AXES)
+        out.skipped = f"{ERROR} (the judge crashed: {type(exc).__name__}: {exc})"
+        out.seconds = time.monotonic() - start
+        return out
     out.baseline = tuple(base_axes[a].verdict for a in AXES)
     if base_axes["release"].verdict in NOT_JUDGED:
         out.skipped = base_axes["release"].verdict
@@ -366,6 +373,7 @@ def summary(rep: MutationReport) -> str:
             lines.append(f"{m.name}: killed by {len(killers)} run(s): {', '.join(scen)}")
         else:
             lines.append(f"{m.name}: SURVIVED ({m.description})")
+    lines += [f"skipped {r.run_dir.name}: {r.skipped}" for r in rep.skipped]
     builds = ", ".join(sorted({r.build for r in rep.judged})) or "none"
     lines.append(f"mutation score {len(rep.killed)}/{len(rep.mutants)} = {rep.score:.0%} over "
                  f"{len(rep.judged)} judged run(s) (builds {builds}); {len(rep.skipped)} "
