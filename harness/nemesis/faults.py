@@ -91,12 +91,17 @@ class Faults:
             except BaseException as exc:  # noqa: BLE001 - kept for `started` to raise
                 outcome["error"] = exc
                 self._record("started", node=node, error=f"{type(exc).__name__}: {exc}")
+                return
+            # The local backend's children die with the thread that spawned them
+            # (PR_SET_PDEATHSIG, procs.spawn): this thread lives as long as its process.
+            while self.cluster.is_running(node):
+                time.sleep(0.5)
 
         thread = threading.Thread(target=start, name=f"restart-{node}", daemon=True)
         self._starting[node] = (thread, outcome)
         thread.start()
         deadline = time.monotonic() + _LAUNCH_S
-        while not self.cluster.is_running(node) and thread.is_alive():
+        while not self.cluster.is_running(node) and "error" not in outcome:
             if time.monotonic() >= deadline:
                 raise ClusterError(f"{node_name(node)}: no process {_LAUNCH_S}s after restart")
             time.sleep(0.05)
@@ -108,9 +113,9 @@ class Faults:
         if entry is None:
             return True
         thread, outcome = entry
-        if thread.is_alive():
+        if "error" not in outcome:
             return False
-        error = outcome.get("error")
+        error = outcome["error"]
         if error is not None:
             raise ClusterError(f"{node_name(node)} did not start: {error}")
         return True
