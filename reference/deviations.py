@@ -61,6 +61,11 @@ KNOWN_DEVIATIONS: tuple[Deviation, ...] = (
               "3.8-4.2: a reassignment completes only once EVERY target replica is in the ISR "
               "(KAFKA-15665, apache/kafka PR 15359), where the KIP's baseline waits for the "
               "adding ones: a dead replica the target keeps holds it back"),
+    Deviation("unclean-election-config-ignored", "unclean_election_config", "never",
+              "before 3.9.0 the KRaft controller ignores unclean.leader.election.enable: "
+              "ConfigurationControlManager.uncleanLeaderElectionEnabledForTopic returns false "
+              "('TODO: support configuring unclean leader election'); KAFKA-12670 (commit "
+              "7356328f530, apache/kafka PR 16866) arrived in 3.9.0"),
     Deviation("reassignment-waits-for-target-when-shrinking", "reassignment_completion",
               "adding-unless-shrinking",
               "4.3+: a reassignment waits for the adding replicas, and for every target "

@@ -310,7 +310,8 @@ def _explore(
 PROFILE_REQUIRES: dict[str, dict[str, Any]] = {
     "pre-3.7": {"max_version": "3.6.99"},
     "kafka-3.7": {"min_version": "3.7.0", "max_version": "3.7.99"},
-    "pre-elr": {"min_version": "3.8.0", "max_version": "3.99.99"},
+    "kafka-3.8": {"min_version": "3.8.0", "max_version": "3.8.99"},
+    "pre-elr": {"min_version": "3.9.0", "max_version": "3.99.99"},
     "kafka-4.0-elr": {"min_version": "4.0.0", "max_version": "4.0.99", "features": ["elr"]},
     "kafka-4.0-noelr": {"min_version": "4.0.0", "max_version": "4.0.99"},
     "kafka-4.1": {"min_version": "4.1.0", "max_version": "4.2.99"},
@@ -319,7 +320,7 @@ PROFILE_REQUIRES: dict[str, dict[str, Any]] = {
     "kip1303": {"features": ["kip1303"]},
 }
 #: Profiles of builds without the ELR feature: their scenarios say nothing about ELR.
-NO_ELR_FEATURE = ("pre-3.7", "kafka-3.7", "pre-elr")
+NO_ELR_FEATURE = ("pre-3.7", "kafka-3.7", "kafka-3.8", "pre-elr")
 
 
 def scenario_build(profile: str, elr_enabled: bool = True) -> tuple[dict[str, Any], bool | None]:

@@ -18,6 +18,9 @@ _SHIPPED = ("election-in-assignment-order", "no-unclean-recovery",
             "reassignment-ignores-min-isr")
 _NO_ELR = ("no-elr", "no-last-known-elr")
 _ELR_4X = ("last-known-elr-is-last-leader", "min-isr-change-always-clears-elr")
+#: 3.6-3.8: the KRaft controller never elects uncleanly, whatever the config says
+#: (KAFKA-12670 arrived in 3.9.0; docs/KNOWN-DEVIATIONS.md#unclean-election-config-ignored).
+_NO_UNCLEAN_CONFIG = ("unclean-election-config-ignored",)
 
 
 #: Where the rules and views a line predates arrived, read in apache/kafka's source at the
@@ -53,7 +56,7 @@ def release(name: str, deviation_ids: tuple[str, ...],
     return replace(apply_deviations(KIP966, devs), name=name, cites=cites)
 
 
-PRE_37 = release("pre-3.7", _SHIPPED + _NO_ELR + ("no-hwm-rule",),
+PRE_37 = release("pre-3.7", _SHIPPED + _NO_ELR + ("no-hwm-rule",) + _NO_UNCLEAN_CONFIG,
                  (_HWM_RULE_ARRIVED, _DTP_ARRIVED, _ELR_NOT_PRODUCTION,
                   _UNCLEAN_SHUTDOWN_DETECTION))
 #: A reassignment waits for every target replica in the ISR from 3.8.0 (KAFKA-15665) until
@@ -61,10 +64,13 @@ PRE_37 = release("pre-3.7", _SHIPPED + _NO_ELR + ("no-hwm-rule",),
 #: shrinks; 3.6 and 3.7 wait for the adding ones, as the KIP's baseline
 #: (docs/KNOWN-DEVIATIONS.md, PartitionReassignmentReplicas.maybeCompleteReassignment).
 _ALL_TARGET = ("reassignment-waits-for-every-target-replica",)
-KAFKA_37 = release("kafka-3.7", _SHIPPED + _NO_ELR,
+KAFKA_37 = release("kafka-3.7", _SHIPPED + _NO_ELR + _NO_UNCLEAN_CONFIG,
                    (_DTP_ARRIVED, _ELR_NOT_PRODUCTION, _UNCLEAN_SHUTDOWN_DETECTION))
+#: 3.8: as 3.9 (pre-elr), but unclean.leader.election.enable is still ignored (3.9.0).
+KAFKA_38 = release("kafka-3.8", _SHIPPED + _NO_ELR + _ALL_TARGET + _NO_UNCLEAN_CONFIG,
+                   (_ELR_NOT_PRODUCTION, _UNCLEAN_SHUTDOWN_DETECTION))
 PRE_ELR = release("pre-elr", _SHIPPED + _NO_ELR + _ALL_TARGET,
-                  (_DTP_ARRIVED, _ELR_NOT_PRODUCTION, _UNCLEAN_SHUTDOWN_DETECTION))
+                  (_ELR_NOT_PRODUCTION, _UNCLEAN_SHUTDOWN_DETECTION))
 KAFKA_40_ELR = release("kafka-4.0-elr", _SHIPPED + _ELR_4X + _ALL_TARGET)
 KAFKA_40_NOELR = release("kafka-4.0-noelr",
                          _SHIPPED + _NO_ELR + ("min-isr-change-always-clears-elr",)
@@ -76,7 +82,7 @@ KAFKA_43 = release("kafka-4.3", _SHIPPED + _ELR_4X + (
 
 PROFILES: dict[str, Profile] = {
     p.name: p
-    for p in (KIP966, KIP1303, PRE_37, KAFKA_37, PRE_ELR, KAFKA_40_ELR, KAFKA_40_NOELR,
+    for p in (KIP966, KIP1303, PRE_37, KAFKA_37, KAFKA_38, PRE_ELR, KAFKA_40_ELR, KAFKA_40_NOELR,
               KAFKA_41, KAFKA_43)
 }
 
@@ -91,14 +97,14 @@ def get_profile(name: str) -> Profile:
 
 
 def profile_for_build(version: tuple[int, int, int], elr_enabled: bool) -> str:
-    """The profile for a real build: 3.8-3.9 -> pre-elr, 3.7 -> kafka-3.7 (3.6 and older:
-    pre-3.7, before the HWM rule), 4.0 -> kafka-4.0-elr / kafka-4.0-noelr, 4.1-4.2 ->
+    """The profile for a real build: 3.9 -> pre-elr, 3.8 -> kafka-3.8, 3.7 -> kafka-3.7 (3.6
+    and older: pre-3.7, before the HWM rule), 4.0 -> kafka-4.0-elr / kafka-4.0-noelr, 4.1-4.2 ->
     kafka-4.1, >= 4.3 -> kafka-4.3 (pass elr_enabled to the Model)."""
     major, minor, _ = version
     if major < 3 or (major == 3 and minor < 7):
         return "pre-3.7"
     if major == 3:
-        return "kafka-3.7" if minor == 7 else "pre-elr"
+        return {7: "kafka-3.7", 8: "kafka-3.8"}.get(minor, "pre-elr")
     if major == 4 and minor == 0:
         return "kafka-4.0-elr" if elr_enabled else "kafka-4.0-noelr"
     if major == 4 and minor < 3:

@@ -104,7 +104,7 @@ def _fits_profile(sc: Any, profile: str) -> None:
     if profile in ("kip966", "kip1303"):  # unreleased: every build UNSUPPORTED
         assert {"unclean_recovery", "kip1303"} & set(req.features)
         return
-    if profile in ("pre-3.7", "kafka-3.7", "pre-elr"):
+    if profile in ("pre-3.7", "kafka-3.7", "kafka-3.8", "pre-elr"):
         assert not sc.cluster.elr  # no elr key, or elr: false
     elr = bool(sc.cluster.elr)
     for version in (req.min_version, req.max_version):
@@ -137,7 +137,7 @@ def test_explored_files_validate_and_fit_their_profile(tmp_path: Path) -> None:
             assert sc.profile == profile
             _fits_profile(sc, profile)
             if PROFILES[profile].elr is not None and profile not in (
-                    "pre-3.7", "kafka-3.7", "pre-elr"):
+                    "pre-3.7", "kafka-3.7", "kafka-3.8", "pre-elr"):
                 assert sc.cluster.elr is PROFILES[profile].elr
 
 

@@ -134,3 +134,14 @@ def test_metadata_view_of_a_partition() -> None:
     observer._send = lambda node, req: response(5, -1, error=5)  # type: ignore
     leaderless = observer._describe(1, "t", 0)
     assert leaderless["leader"] == -1 and leaderless["leader_epoch"] is None  # v5: no epoch
+
+
+def test_lines_before_39_ignore_the_unclean_election_config() -> None:
+    # KAFKA-12670 arrived in 3.9.0 (docs/KNOWN-DEVIATIONS.md#unclean-election-config-ignored).
+    from reference import PROFILES, profile_for_build
+    for version in ((3, 6, 2), (3, 7, 2), (3, 8, 1)):
+        assert PROFILES[profile_for_build(version, False)].unclean_election_config == "never"
+    for version in ((3, 9, 2), (4, 0, 2), (4, 3, 1)):
+        assert PROFILES[profile_for_build(version, False)].unclean_election_config == "config"
+    assert profile_for_build((3, 8, 1), False) == "kafka-3.8"
+    assert any("KAFKA-12670" in c for c in PROFILES["kafka-3.8"].cites)
