@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
-from kafka.protocol.admin import ElectionType, ListPartitionReassignmentsRequest
-from kafka.structs import TopicPartition
+import kafka.errors as kafka_errors
+from kafka.admin import ConfigResourceType, NewTopic
+from kafka.protocol.admin import (
+    AlterPartitionReassignmentsRequest,
+    ElectionType,
+    IncrementalAlterConfigsRequest,
+    ListPartitionReassignmentsRequest,
+)
 
 from harness.infra.errors import HarnessError
 
@@ -33,15 +38,32 @@ def create_topic(observer: Observer, name: str, replicas: list[int],
 
 
 def alter_config(observer: Observer, scope: str, name: str, config: Mapping[str, str]) -> None:
-    """scope 'topic' (name = topic) or 'cluster' (the default broker resource, name '')."""
+    """scope 'topic' (name = topic) or 'cluster' (the default broker resource, name '').
+    IncrementalAlterConfigs (SET) sent to a running broker, which forwards it to the
+    controller: kafka-python's own alter_configs refuses the cluster default resource ''."""
     rtype = ConfigResourceType.TOPIC if scope == "topic" else ConfigResourceType.BROKER
-    resource = ConfigResource(rtype, name if scope == "topic" else "",
-                              {k: str(v) for k, v in config.items()})
-    try:
-        result = observer.admin().alter_configs([resource], incremental=True)
-    except Exception as exc:
-        raise AdminError(f"altering {scope} config {dict(config)} failed: {exc}") from exc
-    _raise_on_errors(result, f"altering {scope} config {dict(config)}")
+    R = IncrementalAlterConfigsRequest.AlterConfigsResource
+    req = IncrementalAlterConfigsRequest(resources=[R(
+        resource_type=int(rtype), resource_name=name if scope == "topic" else "",
+        configs=[R.AlterableConfig(name=k, config_operation=0, value=str(v))
+                 for k, v in config.items()])], validate_only=False)
+    what = f"altering {scope} config {dict(config)}"
+    resp = _to_running_broker(observer, req, what)
+    for r in resp.responses:
+        if r.error_code:
+            raise AdminError(f"{what}: error {r.error_code} {r.error_message}")
+
+
+def _to_running_broker(observer: Observer, request: object, what: str) -> Any:
+    """Send to the first running broker that answers (kafka-python's 'controller' in KRaft
+    is a random broker, possibly a dead one: UnknownBrokerIdError)."""
+    last: Exception | None = None
+    for node in observer._running_brokers():
+        try:
+            return observer._send(node, request)
+        except Exception as exc:  # noqa: BLE001 - try the next broker
+            last = exc
+    raise AdminError(f"{what} failed: {last}")
 
 
 def elect_leaders(observer: Observer, election: str, topic: str, partition: int = 0) -> str | None:
@@ -61,15 +83,20 @@ def reassign(observer: Observer, topic: str, replicas: list[int] | None,
     NoReassignmentInProgressError, InvalidReplicaAssignmentError): a refusal the model
     predicts as "nothing changes", evidence rather than a harness fault. A request that
     fails as a whole raises AdminError."""
-    tp = TopicPartition(topic, partition)
     what = "cancelling the reassignment of" if replicas is None else "reassigning"
-    try:
-        result = observer.admin().alter_partition_reassignments(
-            {tp: None if replicas is None else list(replicas)}, timeout_ms=30000)
-    except Exception as exc:
-        raise AdminError(f"{what} {topic}-{partition} {replicas or ''} failed: {exc}") from exc
-    err = result.get(tp)
-    return None if err is None else getattr(err, "__name__", str(err))
+    T = AlterPartitionReassignmentsRequest.ReassignableTopic
+    req = AlterPartitionReassignmentsRequest(timeout_ms=30000, topics=[T(
+        name=topic, partitions=[T.ReassignablePartition(
+            partition_index=partition,
+            replicas=None if replicas is None else list(replicas))])])
+    resp = _to_running_broker(observer, req, f"{what} {topic}-{partition} {replicas or ''}")
+    if resp.error_code:
+        raise AdminError(f"{what} {topic}-{partition}: error {resp.error_code}")
+    for t in resp.responses:
+        for p in t.partitions:
+            if p.partition_index == partition and p.error_code:
+                return type(kafka_errors.for_code(p.error_code)()).__name__
+    return None
 
 
 def reassignment_state(observer: Observer, node: int, topic: str, partition: int,
