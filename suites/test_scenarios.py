@@ -18,7 +18,8 @@ from harness.run.runner import UNSUPPORTED, Runner
 from harness.run.scenario import load_scenario
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
-KEY = {"last-replica-standing", "hwm-frozen-under-min-isr"}
+KEY = {"last-replica-standing", "hwm-frozen-under-min-isr", "timing-leader-pause",
+       "reassign-dead-replicas"}
 
 pytestmark = pytest.mark.chaos
 
