@@ -137,3 +137,18 @@ def test_trace_events_do_not_break_the_data_checks_or_the_report_reader(tmp_path
     consume = {"run_id": "r", "seq": 1, "t_wall": 1.0, "kind": "consume", "topic": "t",
                "partition": 0, "record_id": "a", "offset": 0}
     assert [c.name for c in run_checks([old_style, consume])][0] == "acked_lost"
+
+
+def test_a_run_that_ended_in_error_is_error_on_every_axis(tmp_path: Path) -> None:
+    """A harness failure (a step that could not be executed) is not judged as the build's
+    behaviour: its observations stop short of the scenario."""
+    run = tmp_path / LRS_431.name
+    shutil.copytree(LRS_431, run)
+    lines = (run / "events.jsonl").read_text().splitlines(keepends=True)
+    (run / "events.jsonl").write_text("".join(
+        line.replace('"verdict": "CONFORMS"}', '"verdict": "ERROR"}')
+        if '"run_end"' in line else line for line in lines))
+    assert '"ERROR"' in (run / "events.jsonl").read_text()
+    r = audit(run)
+    assert {v.verdict for v in r.axes.values()} == {"ERROR"} and not r.as_expected
+    assert audit(LRS_431).axes["release"].verdict == "CONFORMS"  # the untouched copy

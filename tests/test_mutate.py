@@ -231,3 +231,14 @@ def test_a_run_the_judge_cannot_replay_is_skipped_as_error(tmp_path: Path) -> No
     rep = mutate([broken], [get_mutant("elr-not-electable")])
     assert rep.runs[0].skipped is not None and rep.runs[0].skipped.startswith("ERROR")
     assert len(rep.skipped) == 1 and not rep.judged
+
+
+def test_a_run_that_ended_in_error_is_skipped(tmp_path: Path) -> None:
+    err = tmp_path / LRS.name
+    shutil.copytree(LRS, err)
+    lines = (err / "events.jsonl").read_text().splitlines()
+    (err / "events.jsonl").write_text("\n".join(
+        line.replace('"verdict": "CONFORMS"}', '"verdict": "ERROR"}')
+        if '"run_end"' in line else line for line in lines) + "\n")
+    rep = mutate([err, LRS], [get_mutant("elr-not-electable")])
+    assert [r.skipped for r in rep.runs] == ["ERROR", None]

@@ -92,6 +92,12 @@ def audit(run_dir: Path, events: list[dict[str, Any]] | None = None,
         why = "the history was cut short (no run_end): the run crashed, was killed or is running"
         result.axes = {a: AxisVerdict(a, INCOMPLETE, why) for a in AXES}
         return result
+    if _recorded_end(events) == ERROR:
+        # The harness failed (a step could not be executed): the observations stop short
+        # of the scenario, and judging that prefix would blame the build for it.
+        why = _recorded_reason(events) or "the run ended in ERROR (harness failure)"
+        result.axes = {a: AxisVerdict(a, ERROR, why) for a in AXES}
+        return result
     _judge(result, scenario, meta, events)
     return result
 
@@ -177,6 +183,11 @@ def _reads(step_name: str) -> bool:
     """Whether the recorded step reads records (its consume events are its outcome)."""
     kind = step_kinds.KINDS.get(step_name)
     return kind is not None and kind.reads
+
+
+def _recorded_end(events: list[dict[str, Any]]) -> str | None:
+    return next((str(e.get("verdict")) for e in reversed(events) if e["kind"] == "run_end"),
+                None)
 
 
 def _recorded_reason(events: list[dict[str, Any]]) -> str:

@@ -84,6 +84,10 @@ class LoadedRun:
         return get_profile(str(self.meta.get("profile")))
 
     @property
+    def ended_in_error(self) -> bool:
+        return any(e["kind"] == "run_end" and e.get("verdict") == ERROR for e in self.events)
+
+    @property
     def complete(self) -> bool:
         return self.meta.get("ended_wall") is not None and any(
             e["kind"] == "run_end" for e in self.events)
@@ -117,6 +121,9 @@ def judge(run: LoadedRun, mutate: Mutate = _same) -> dict[str, AxisVerdict]:
     if not run.complete:
         why = "the history was cut short (no run_end)"
         return {a: AxisVerdict(a, INCOMPLETE, why) for a in AXES}
+    if run.ended_in_error:
+        return {a: AxisVerdict(a, ERROR, "the run ended in ERROR (harness failure)")
+                for a in AXES}
     sc, elr = run.scenario, run.elr
 
     def model_for(profile: Profile) -> Any:
