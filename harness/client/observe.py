@@ -25,7 +25,11 @@ from typing import TYPE_CHECKING, Any
 import kafka.errors as kafka_errors
 from kafka import KafkaAdminClient
 from kafka.admin import OffsetSpec
-from kafka.protocol.admin import DescribeClusterRequest, DescribeTopicPartitionsRequest
+from kafka.protocol.admin import (
+    DescribeClusterRequest,
+    DescribeQuorumRequest,
+    DescribeTopicPartitionsRequest,
+)
 from kafka.protocol.metadata import MetadataRequest
 from kafka.structs import TopicPartition
 
@@ -151,8 +155,7 @@ class Observer:
 
     def quorum(self) -> dict[str, Any]:
         """KRaft quorum of the metadata log: leader, epoch, high watermark, voters' lag."""
-        raw = self.admin().describe_metadata_quorum()
-        part = raw["topics"][0]["partitions"][0]
+        part = self._describe_quorum()
         state = {"leader": part["leader_id"], "leader_epoch": part["leader_epoch"],
                  "high_watermark": part["high_watermark"],
                  "voters": {v["replica_id"]: v["log_end_offset"] for v in part["current_voters"]},
@@ -160,6 +163,24 @@ class Observer:
         if self.record:
             self.cluster.history.record("quorum", state=state)
         return state
+
+    def _describe_quorum(self) -> dict[str, Any]:
+        """The metadata partition of DescribeQuorum. Sent here rather than through
+        KafkaAdminClient.describe_metadata_quorum, which (kafka-python 3.0.12) reads a
+        per-partition error_message that versions 0-1 (Kafka 3.7 and older) do not carry."""
+        topic = DescribeQuorumRequest.TopicData
+        request = DescribeQuorumRequest(topics=[topic(
+            topic_name="__cluster_metadata",
+            partitions=[topic.PartitionData(partition_index=0)])])
+        admin = self.admin()
+
+        async def call() -> Any:
+            return await admin._manager.send(request)
+
+        part = admin._manager.run(call).to_dict()["topics"][0]["partitions"][0]
+        if part.get("error_code"):
+            raise ObserveError(f"DescribeQuorum: error {part['error_code']}")
+        return dict(part)
 
     # -- partitions -----------------------------------------------------------------
     def partition_state(self, topic: str, partition: int = 0) -> tuple[dict[str, Any], int]:
