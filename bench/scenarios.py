@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.cluster import builds
-from harness.run.runner import CONFORMS, UNSUPPORTED, Runner
+from harness.run.judges import AXES
+from harness.run.runner import UNSUPPORTED, Runner
 from harness.run.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,13 +58,14 @@ class Tally:
         self.reasons: dict[str, list[str]] = defaultdict(list)
 
     def add(self, name: str, result: Any) -> None:
-        self.verdicts[name][result.verdict] += 1
+        self.verdicts[name][_axes(result)] += 1
         self.walls[name].append(result.wall_s)
-        if result.verdict not in (CONFORMS, UNSUPPORTED):
-            self.reasons[name].append(f"{result.run_dir.name}: {result.reason[:160]}")
+        if result.verdict != UNSUPPORTED and not result.as_expected:
+            self.reasons[name].append(f"{result.run_dir.name}: {_why(result)[:160]}")
 
     def table(self, header: str, passes: int, minutes: float) -> str:
-        lines = [header, "| scenario | runs | verdicts | median wall s | max wall s |",
+        lines = [header,
+                 "| scenario | runs | release / kip / safety | median wall s | max wall s |",
                  "|---|---|---|---|---|"]
         for name, verdicts in self.verdicts.items():
             counts = ", ".join(f"{v} {n}" for v, n in sorted(verdicts.items()))
@@ -72,9 +74,23 @@ class Tally:
                          f"{statistics.median(walls):.1f} | {max(walls):.1f} |")
             lines += [f"|  | | {r} | | |" for r in self.reasons[name]]
         bad = sum(len(r) for r in self.reasons.values())
-        lines.append(f"\n{passes} passes in {minutes:.1f} min; non-conforming runs of "
-                     f"runnable scenarios: {bad}")
+        lines.append(f"\n{passes} passes in {minutes:.1f} min; runs of runnable scenarios "
+                     f"with an axis neither clean nor as declared (or ERROR): {bad}")
         return "\n".join(lines)
+
+
+def _axes(result: Any) -> str:
+    """The run's three axes, '(declared)' when a non-clean one is as the scenario says."""
+    if not result.axes:
+        return str(result.verdict)
+    cells = "/".join(result.axes[a].verdict for a in AXES)
+    declared = any(a.expected is not None for a in result.axes.values())
+    return f"{cells} (declared)" if declared and result.as_expected else cells
+
+
+def _why(result: Any) -> str:
+    bad = [a for a in result.axes.values() if not a.as_expected]
+    return "; ".join(f"{a.axis}: {a.reason}" for a in bad) or str(result.reason)
 
 
 def _bench(scenarios: list[Any], build: builds.Build, args: argparse.Namespace,
