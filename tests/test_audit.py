@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli.app import main
-from harness.cli.audit import run_dirs
+from harness.cli.options import run_dirs
 from harness.infra.errors import UsageError
 from harness.run.audit import audit
 
@@ -61,9 +61,9 @@ def test_audit_catches_a_tampered_observation(tmp_path: Path) -> None:
 
 def test_bad_paths_are_named(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="does not exist"):
-        run_dirs([tmp_path / "nope"])
-    with pytest.raises(UsageError, match="holds no run"):
-        run_dirs([tmp_path])
+        run_dirs([tmp_path / "nope"], "audit")
+    with pytest.raises(UsageError, match="holds no scenario run"):
+        run_dirs([tmp_path], "audit")
 
 
 def test_cli_exit_code_says_whether_every_run_was_as_expected(tmp_path: Path, capsys) -> None:
@@ -152,3 +152,17 @@ def test_a_run_that_ended_in_error_is_error_on_every_axis(tmp_path: Path) -> Non
     r = audit(run)
     assert {v.verdict for v in r.axes.values()} == {"ERROR"} and not r.as_expected
     assert audit(LRS_431).axes["release"].verdict == "CONFORMS"  # the untouched copy
+
+
+def test_runs_of_pytest_tests_under_a_directory_are_left_out(tmp_path: Path) -> None:
+    shutil.copytree(LRS_431, tmp_path / LRS_431.name)
+    plugin_run = tmp_path / "test_smoke-20261123T000000-aaaaaa"
+    plugin_run.mkdir()
+    (plugin_run / "run.json").write_text(json.dumps(
+        {"scenario": {"name": "suites/test_smoke.py::test_x", "file": None}}))
+    assert run_dirs([tmp_path], "audit") == [tmp_path / LRS_431.name]
+    only_tests = tmp_path / "only"
+    only_tests.mkdir()
+    shutil.move(str(plugin_run), only_tests)
+    with pytest.raises(UsageError, match="holds no scenario run"):
+        run_dirs([only_tests], "audit")

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from harness.cli.options import run_dirs
 from harness.infra.errors import UsageError
 from harness.report.matrix import axes_matrix
 
@@ -24,29 +25,12 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     audit.set_defaults(func=_audit)
 
 
-def run_dirs(paths: list[Path]) -> list[Path]:
-    """Every run directory named or directly below a named directory; a path that does not
-    exist or holds no run is an error naming it."""
-    out: list[Path] = []
-    for path in paths:
-        if (path / "run.json").is_file():
-            out.append(path)
-            continue
-        if not path.is_dir():
-            raise UsageError(f"audit: {path} does not exist or is not a directory")
-        found = sorted(p for p in path.iterdir() if (p / "run.json").is_file())
-        if not found:
-            raise UsageError(f"audit: {path} holds no run directory (none with a run.json)")
-        out.extend(found)
-    return out
-
-
 def _audit(args: argparse.Namespace) -> int:
     from harness.run.audit import audit, summary_line
     from harness.run.judges import fields_note
     if args.scenarios is not None and not args.scenarios.is_dir():
         raise UsageError(f"audit: --scenarios {args.scenarios} is not a directory")
-    results = [audit(d, scenarios=args.scenarios) for d in run_dirs(args.paths)]
+    results = [audit(d, scenarios=args.scenarios) for d in run_dirs(args.paths, "audit")]
     for r in results:
         print(summary_line(r))
         fields = next((a.fields for a in r.axes.values() if a.fields is not None), None)

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from harness.cli.options import run_dirs
 from harness.infra.errors import UsageError
 
 
@@ -27,27 +28,6 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     cmd.add_argument("--out", type=Path, metavar="FILE.md",
                      help="also write the result as markdown tables")
     cmd.set_defaults(func=_mutate)
-
-
-def run_dirs(paths: list[Path]) -> list[Path]:
-    """Every run directory named or directly below a named directory; a path that does not
-    exist or holds no run is an error naming it."""
-    out: list[Path] = []
-    for path in paths:
-        if (path / "run.json").is_file():
-            out.append(path)
-            continue
-        if not path.exists():
-            raise UsageError(f"mutate: {path} does not exist")
-        if not path.is_dir():
-            raise UsageError(f"mutate: {path} is not a directory (give a run directory or a "
-                             "directory of run directories)")
-        found = sorted(p for p in path.iterdir() if (p / "run.json").is_file())
-        if not found:
-            raise UsageError(f"mutate: {path} is not a run directory and holds none (no "
-                             "run.json in it or in its subdirectories)")
-        out.extend(found)
-    return out
 
 
 def _writable(path: Path | None, flag: str) -> None:
@@ -74,7 +54,7 @@ def _mutate(args: argparse.Namespace) -> int:
         mutants = tuple(get_mutant(n) for n in args.mutant) if args.mutant else MUTANTS
     except ValueError as exc:
         raise UsageError(f"mutate: {exc}") from None
-    dirs = run_dirs(args.paths)
+    dirs = run_dirs(args.paths, "mutate")
     say(f"mutate: {len(dirs)} run(s) x {len(mutants)} mutant(s)")
     rep = mutate(dirs, mutants, args.scenarios, progress=say)
     print(summary(rep))
