@@ -162,3 +162,13 @@ def test_profiles_built_from_deltas_keep_their_semantics(name: str) -> None:
     p = PROFILES[name]
     assert (p.elr, p.hwm_rule, p.election_order, p.last_known_elr, p.min_isr_change_clears,
             p.unclean_recovery, p.kip1303, p.reassignment_needs_min_isr) == _RELEASE_FIELDS[name]
+
+
+def test_unsupported_is_as_expected_even_where_a_verdict_is_declared() -> None:
+    """A build that cannot run the scenario meets no declaration and breaks none; a
+    declared verdict that does not happen on a runnable build still fails."""
+    from harness.run.judges import AxisVerdict
+    declared = {"verdict": "UNSAFE", "reason": "r"}
+    assert AxisVerdict("safety", "UNSUPPORTED", expected=declared).as_expected
+    assert not AxisVerdict("safety", "SAFE", expected=declared).as_expected
+    assert AxisVerdict("safety", "UNSAFE", expected=declared).as_expected
