@@ -9,6 +9,7 @@ metadata record (trace). No cluster, no JVM.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from harness.infra.errors import UsageError
 from harness.infra.history import SchemaError, check_schema, read_events
 from harness.run import datachecks, trace_check
 from harness.run import steps as step_kinds
+from harness.run.datachecks import CheckResult
 from harness.run.judges import (
     AXES,
     CONFORMS,
@@ -34,6 +36,8 @@ from harness.run.judges import (
 )
 from harness.run.scenario import Scenario, load_scenario
 from harness.run.steps import StepOutcome
+from reference.profiles import Profile
+from reference.releases import get_profile
 
 REPO_SCENARIOS = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
 
@@ -127,28 +131,38 @@ def _elr_enabled(scenario: Scenario, features: list[str]) -> bool:
 
 def _judge(result: AuditResult, scenario: Scenario, meta: dict[str, Any],
            events: list[dict[str, Any]]) -> None:
-    from harness.run.runner import Runner, _predicts_hwm_drop, run_data_checks, worst
-
     elr = _elr_enabled(scenario, list(meta["build"].get("features") or []))
-    model = Runner.model_for(scenario, result.profile, elr)
-    kip = KipJudge(lambda prof: Runner.model_for(scenario, prof, elr), model.profile, elr,
-                   _outcome_mismatch)
-    release, reason = _replay(model, kip, scenario, recorded_steps(events),
-                              str(meta.get("verdict")), _recorded_reason(events))
-    raw = datachecks.run_checks(events)
-    checks = run_data_checks(raw, model, _predicts_hwm_drop(events))
-    if release not in NOT_JUDGED:
-        release = worst([release] + [DIVERGES if not c["ok"] else CONFORMS for c in checks])
-        reason = reason or next((f"check {c['name']}" for c in checks if not c["ok"]), "")
     logs = trace_check.read_logs(result.run_dir)
-    evidence = RunEvidence(scenario, version_tuple(result.build), events, raw,
-                           trace_check.memo(logs, scenario, events, elr),
-                           trace_check.SAFETY_RULES)
-    result.axes = judge_run(AxisVerdict("release", release, reason), model.profile, kip,
-                            evidence)
+    result.axes = judge_axes(scenario, get_profile(result.profile), result.build, meta, events,
+                             datachecks.run_checks(events),
+                             trace_check.memo(logs, scenario, events, elr), elr)
     result.trace = {"summary": trace_check.describe(result.axes["release"].details, logs),
                     "records": sum(len(r) for r in logs.by_controller.values()),
                     "controllers": sorted(logs.by_controller)}
+
+
+def judge_axes(scenario: Scenario, profile: Profile, build: str, meta: dict[str, Any],
+               events: list[dict[str, Any]], raw_checks: list[CheckResult],
+               trace_under: Callable[[Any], list[dict[str, Any]]], elr: bool,
+               mutate: Callable[[Profile], Profile] = lambda p: p) -> dict[str, AxisVerdict]:
+    """The three axes of a recorded run, every profile the judges use passed through
+    ``mutate`` (identity for the audit; a model mutant for ``kafka-chaos mutate``)."""
+    from harness.run.runner import Runner, _predicts_hwm_drop, run_data_checks, worst
+
+    def model_for(prof: Profile) -> Any:
+        return Runner.model_for(scenario, mutate(prof), elr)
+
+    model = model_for(profile)
+    kip = KipJudge(model_for, profile, elr, _outcome_mismatch)
+    release, reason = _replay(model, kip, scenario, recorded_steps(events),
+                              str(meta.get("verdict")), _recorded_reason(events))
+    checks = run_data_checks(raw_checks, model, _predicts_hwm_drop(events))
+    if release not in NOT_JUDGED:
+        release = worst([release] + [DIVERGES if not c["ok"] else CONFORMS for c in checks])
+        reason = reason or next((f"check {c['name']}" for c in checks if not c["ok"]), "")
+    evidence = RunEvidence(scenario, version_tuple(build), events, raw_checks,
+                           lambda p: trace_under(mutate(p)), trace_check.SAFETY_RULES)
+    return judge_run(AxisVerdict("release", release, reason), model.profile, kip, evidence)
 
 
 def recorded_steps(events: list[dict[str, Any]]) -> list[RecordedStep]:

@@ -22,29 +22,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.cluster.builds import version_tuple
 from harness.infra.errors import UsageError
 from harness.infra.history import SchemaError, check_schema, read_events
 from harness.run import datachecks, trace_check
 from harness.run.audit import (
     _elr_enabled,
-    _outcome_mismatch,
-    _recorded_reason,
-    _replay,
     _scenario,
-    recorded_steps,
+    judge_axes,
 )
 from harness.run.judges import (
     AXES,
     CONFORMS,
-    DIVERGES,
     ERROR,
     INCOMPLETE,
     NOT_JUDGED,
     AxisVerdict,
-    KipJudge,
-    RunEvidence,
-    judge_run,
 )
 from harness.run.scenario import Scenario
 from reference.mutants import MUTANTS, Mutant
@@ -116,30 +108,14 @@ def load_run(run_dir: Path, scenarios: Path | None = None) -> LoadedRun:
 def judge(run: LoadedRun, mutate: Mutate = _same) -> dict[str, AxisVerdict]:
     """The three axes of ``run`` with every profile the judges use passed through
     ``mutate`` (as run/audit._judge, which tests/test_mutate.py keeps it equal to)."""
-    from harness.run.runner import Runner, _predicts_hwm_drop, run_data_checks, worst
-
     if not run.complete:
         why = "the history was cut short (no run_end)"
         return {a: AxisVerdict(a, INCOMPLETE, why) for a in AXES}
     if run.ended_in_error:
         return {a: AxisVerdict(a, ERROR, "the run ended in ERROR (harness failure)")
                 for a in AXES}
-    sc, elr = run.scenario, run.elr
-
-    def model_for(profile: Profile) -> Any:
-        return Runner.model_for(sc, mutate(profile), elr)
-
-    model = model_for(run.profile)
-    kip = KipJudge(model_for, run.profile, elr, _outcome_mismatch)
-    release, reason = _replay(model, kip, sc, recorded_steps(run.events),
-                              str(run.meta.get("verdict")), _recorded_reason(run.events))
-    checks = run_data_checks(run.raw_checks, model, _predicts_hwm_drop(run.events))
-    if release not in NOT_JUDGED:
-        release = worst([release] + [DIVERGES if not c["ok"] else CONFORMS for c in checks])
-        reason = reason or next((f"check {c['name']}" for c in checks if not c["ok"]), "")
-    evidence = RunEvidence(sc, version_tuple(run.build), run.events, run.raw_checks,
-                           lambda p: run.trace_under(mutate(p)), trace_check.SAFETY_RULES)
-    return judge_run(AxisVerdict("release", release, reason), model.profile, kip, evidence)
+    return judge_axes(run.scenario, run.profile, run.build, run.meta, run.events,
+                      run.raw_checks, run.trace_under, run.elr, mutate)
 
 
 # --- what a judgement is, compared between the model and a mutant ------------------------
