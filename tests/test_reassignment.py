@@ -244,3 +244,26 @@ def test_observer_reads_adding_and_removing_and_refuses_disagreeing_views() -> N
         "adding": [], "removing": []}
     with pytest.raises(ObserveError, match="error 41"):
         admin.reassignment_state(_observer([], 41), 1, "t", 0, [1, 2, 3])
+
+
+def test_await_checks_replicas_in_order_and_the_reassignment_fields() -> None:
+    from harness.run.runner import _await_mismatch
+    seen = {"leader": 1, "leader_epoch": 4, "replicas": [1, 2, 3], "isr": [1, 2, 3],
+            "adding": [3], "removing": []}
+    assert _await_mismatch({"replicas": [1, 2, 3], "adding": [3], "removing": []}, seen) is None
+    assert _await_mismatch({"replicas": [2, 1, 3]}, seen) == \
+        "replicas: await expected [2, 1, 3], observed [1, 2, 3]"
+    assert _await_mismatch({"adding": []}, seen) == "adding: await expected [], observed [3]"
+    assert _await_mismatch({"leader_epoch": 5}, seen) == \
+        "leader_epoch: await expected 5, observed 4"
+    assert _await_mismatch({"removing": [2]}, {**seen, "removing": None}) is None  # not shown
+
+
+def test_the_reassignment_fields_are_listed_as_judged_where_observed() -> None:
+    from harness.run.judges import judged_fields
+    base = {"leader": 1, "leader_epoch": 0, "replicas": [1], "isr": [1], "elr": [],
+            "last_known_elr": [], "hwm": 0, "fenced": []}
+    with_reassignment = {"kind": "observation", "state": {**base, "adding": [], "removing": []}}
+    assert judged_fields([with_reassignment])["judged"][-2:] == ["adding", "removing"]
+    older = {"kind": "observation", "state": base}  # a history recorded before they were
+    assert judged_fields([older]) == {"judged": list(base), "unobservable": []}

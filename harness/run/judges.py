@@ -42,6 +42,8 @@ NOT_JUDGED = (UNSUPPORTED, ERROR, INCOMPLETE)
 #: The partition-state fields an observation holds (fixtures/histories/SCHEMA.md).
 STATE_FIELDS = ("leader", "leader_epoch", "replicas", "isr", "elr", "last_known_elr", "hwm",
                 "fenced")
+#: An ongoing reassignment's replicas (ListPartitionReassignments), compared like the rest.
+REASSIGNMENT_FIELDS = ("adding", "removing")
 
 
 @dataclass
@@ -73,19 +75,24 @@ class AxisVerdict:
 def judged_fields(events: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
     """Which state fields the run's observations showed (judged) and which none showed
     (unobservable: None in every observation, so no comparison used them). Both are empty
-    when nothing was observed."""
+    when nothing was observed. The reassignment fields (``adding``, ``removing``) count only
+    where observations carry them: histories recorded before they were observed leave them
+    out of both lists rather than call them unobservable."""
     shown: set[str] = set()
+    carried: set[str] = set()
     observed = False
     for e in events:
         if e.get("kind") != "observation":
             continue
         observed = True
         state = e.get("state") or {}
-        shown.update(f for f in STATE_FIELDS if state.get(f) is not None)
+        carried.update(f for f in REASSIGNMENT_FIELDS if f in state)
+        shown.update(f for f in STATE_FIELDS + REASSIGNMENT_FIELDS if state.get(f) is not None)
     if not observed:
         return {"judged": [], "unobservable": []}
-    return {"judged": [f for f in STATE_FIELDS if f in shown],
-            "unobservable": [f for f in STATE_FIELDS if f not in shown]}
+    fields = STATE_FIELDS + tuple(f for f in REASSIGNMENT_FIELDS if f in carried)
+    return {"judged": [f for f in fields if f in shown],
+            "unobservable": [f for f in fields if f not in shown]}
 
 
 def fields_note(fields: Mapping[str, list[str]] | None) -> str:

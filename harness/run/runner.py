@@ -451,19 +451,29 @@ def _not_started(session: Session, expected: Mapping[str, Any]) -> str | None:
     return f"ready: brokers {waiting} still starting" if waiting else None
 
 
+#: What an await compares, in the order it reports; ``replicas`` is an ordered assignment
+#: (its first replica is the preferred leader), every other list a set.
+_AWAIT_COMPARED = ("leader", "leader_epoch", "replicas", "isr", "elr", "last_known_elr",
+                   "hwm", "fenced", "adding", "removing")
+#: Fields some builds cannot show (None in their observations): never a divergence there.
+_MAY_BE_UNOBSERVABLE = ("elr", "last_known_elr", "adding", "removing")
+
+
 def _await_mismatch(expected: Mapping[str, Any], observed: Mapping[str, Any]) -> str | None:
     ready = sorted(set(expected.get("ready", ())) & set(observed.get("fenced") or ()))
     if ready:
         return f"ready: brokers {ready} fenced or not registered"
-    for key in ("leader", "isr", "elr", "last_known_elr", "hwm", "fenced"):
+    for key in _AWAIT_COMPARED:
         if key not in expected:
             continue
-        if key in ("elr", "last_known_elr") and observed.get(key) is None:
-            continue  # unobservable on this build (no ELR in its view): never a divergence
+        if key in _MAY_BE_UNOBSERVABLE and observed.get(key) is None:
+            continue
         want, got = expected[key], observed.get(key)
         if key == "leader" and want is None:
             want = -1  # `leader: null` in a scenario means leaderless
-        if isinstance(want, list):
+        if key == "replicas":
+            want, got = list(want), list(got or [])
+        elif isinstance(want, list):
             want, got = sorted(want), sorted(got or [])
         if want != got:
             return f"{key}: await expected {want}, observed {got}"

@@ -13,7 +13,7 @@ from harness.run.steps.kind import StepKind, StepOutcome
 from reference import steps as S
 
 AWAIT_KEYS = ("leader", "leader_epoch", "replicas", "isr", "elr", "last_known_elr", "hwm",
-              "fenced", "ready", "timeout_s")
+              "fenced", "adding", "removing", "ready", "timeout_s")
 
 
 def _parse_await(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Await:
@@ -46,9 +46,10 @@ def _expects(params: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 KINDS = (
-    StepKind("await", "await: {leader: N|null, isr: [...], elr: [...], hwm: H, ..., "
-             "ready: [...], timeout_s: T}: wait until the cluster shows these fields (ready: "
-             "these brokers' servers started since their last restart, registered and "
-             "unfenced)",
+    StepKind("await", "await: {leader: N|null, leader_epoch: E, replicas: [...], isr: [...], "
+             "elr: [...], hwm: H, adding: [...], removing: [...], ..., ready: [...], "
+             "timeout_s: T}: wait until the cluster shows these fields (replicas in order; "
+             "ready: these brokers' servers started since their last restart, registered "
+             "and unfenced)",
              _parse_await, _await, expects=_expects),
 )
