@@ -208,6 +208,14 @@ class Observer:
             return self._observed(topic, partition, state, controller), controller
         raise ObserveError(f"no current broker described {topic}-{partition} ({last})")
 
+    def freshest_view(self, topic: str, partition: int = 0) -> tuple[int, dict[str, Any]]:
+        """(broker, its view) of one partition: the freshest among the current brokers'
+        metadata views, before any HWM, fencing, reassignment or metadata-log read."""
+        views, last = self._views(self._current(), topic, partition)
+        if not views:
+            raise ObserveError(f"no current broker described {topic}-{partition} ({last})")
+        return _freshest(views)
+
     def _views(self, nodes: list[int], topic: str, partition: int
                ) -> tuple[list[tuple[int, dict[str, Any]]], Exception | None]:
         views, last = [], None

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka import KafkaAdminClient
 
-from harness.client.observe import ObserveError, Observer, _freshest
+from harness.client.observe import Observer
 from harness.infra.history import History
 from reference.invariants import observed_violations
 from reference.state import PartitionState
@@ -61,10 +61,7 @@ class SampleObserver(Observer):
         """The freshest current broker's view and the leader's HWM: only what the invariants
         read (no fencing, no reassignment, no metadata log: a sample must be cheap). ELR is
         None (unobservable) where the build shows it only in the metadata log."""
-        views, last = self._views(self._current(), topic, partition)
-        if not views:
-            raise ObserveError(f"no current broker described {topic}-{partition} ({last})")
-        node, state = _freshest(views)
+        node, state = self.freshest_view(topic, partition)
         if self.api == "Metadata":
             state["elr"] = state["last_known_elr"] = None
         state["hwm"] = self.hwm(topic, partition, state["leader"])
