@@ -168,12 +168,14 @@ def main() -> int:
     ap.add_argument("--scenarios", default="*.yaml", help="glob under fixtures/scenarios")
     ap.add_argument("--runs-dir", type=Path)
     ap.add_argument("--bringup-once", action="store_true")
+    ap.add_argument("--old", action="store_true", help="with --bringup-once: the old path")
     args = ap.parse_args()
     build = builds.resolve(args.version)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         if args.bringup_once:
-            bring_up(build, root, "once", restart=False)
+            with path(not args.old):
+                bring_up(build, root, "once", restart=False)
             return 0
         print(f"### Kafka {build.version}, {time.strftime('%Y-%m-%d %H:%M')} UTC, "
               f"{parallel.cores()} cores, {(parallel.available_memory() or 0) / 2**30:.0f} GiB "

@@ -60,6 +60,8 @@ def run_all(tasks: Sequence[Callable[[], T]], jobs: int) -> list[T]:
     if jobs <= 1 or len(tasks) <= 1:
         return [task() for task in tasks]
     procs.install_exit_hooks()  # the SIGTERM hook can only be set from the main thread
+    # A local node dies with the thread that spawned it (PR_SET_PDEATHSIG, procs.spawn):
+    # pool threads live until every task is done, and each task tears its cluster down.
     with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="cluster") as pool:
         futures = [pool.submit(task) for task in tasks]
         return [f.result() for f in futures]
