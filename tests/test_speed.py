@@ -230,3 +230,15 @@ def test_local_cluster_leases_its_block_until_teardown(tmp_path: Path,
     again = blocks.try_lease("127", a.block)
     assert again is not None
     again.release()
+
+
+def test_run_and_matrix_take_jobs() -> None:
+    import argparse
+
+    from harness.cli import run as runner_cli
+    top = argparse.ArgumentParser(prog="kafka-chaos")
+    sub = top.add_subparsers(dest="command", required=True)
+    runner_cli.add_subcommands(sub)
+    for command in ("run", "matrix"):
+        assert top.parse_args([command, "x.yaml"]).jobs == 1
+        assert top.parse_args([command, "--jobs", "2", "x.yaml"]).jobs == 2

@@ -71,6 +71,7 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
                      help="seconds a step may take to settle (default 30, at most 600)")
     run.add_argument("--repeat", type=repeat_count, default=1,
                      help="run each scenario N times and summarise the verdicts (flakiness)")
+    run.add_argument("--jobs", type=jobs_count, default=1, help=_JOBS_HELP)
     run.set_defaults(func=_run)
     matrix = sub.add_parser("matrix", help="scenarios x builds -> markdown verdict table")
     matrix.add_argument("scenarios", nargs="+", type=Path, metavar="SCENARIO")
@@ -115,7 +116,7 @@ def _run(args: argparse.Namespace) -> int:
     check_profile(args.profile)
     check_runs_dir(args.runs_dir)
     build = builds.resolve(args.kafka_version, args.kafka_dist)
-    jobs = getattr(args, "jobs", 1)
+    jobs = args.jobs
 
     def one(sc: Any, attempt: int) -> RunResult:
         runner = Runner(sc, build, args.backend, args.runs_dir, args.profile,
