@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +14,30 @@ from harness.infra import progress
 from harness.infra.errors import UsageError
 from harness.report.matrix import axes_matrix
 from harness.run.judges import fields_note
+from harness.run.parallel import run_all
 from harness.run.runner import CONFORMS, DIVERGES, ERROR, UNSUPPORTED, Runner, RunResult, StepResult
 
 EXIT_CODES = {CONFORMS: 0, UNSUPPORTED: 0, DIVERGES: 1, ERROR: 2}
 MAX_STEP_TIMEOUT_S = 600
 MAX_REPEAT = 1000
+
+
+def jobs_count(text: str) -> int:
+    """--jobs N (1..MAX_JOBS) or `auto` (one cluster per core, as memory allows)."""
+    from harness.run.parallel import MAX_JOBS, default_jobs
+    if text == "auto":
+        return default_jobs()
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a count or `auto`") from None
+    if not 1 <= value <= MAX_JOBS:
+        raise argparse.ArgumentTypeError(f"{text}: give a count of 1..{MAX_JOBS} or `auto`")
+    return value
+
+
+_JOBS_HELP = ("clusters run at once (default 1; `auto`: one per core as memory allows, "
+              "2.5 GiB each); each has its own loopback block, Toxiproxy and run dir")
 
 
 def seconds(text: str) -> float:
@@ -51,6 +71,7 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
                      help="seconds a step may take to settle (default 30, at most 600)")
     run.add_argument("--repeat", type=repeat_count, default=1,
                      help="run each scenario N times and summarise the verdicts (flakiness)")
+    run.add_argument("--jobs", type=jobs_count, default=1, help=_JOBS_HELP)
     run.set_defaults(func=_run)
     matrix = sub.add_parser("matrix", help="scenarios x builds -> markdown verdict table")
     matrix.add_argument("scenarios", nargs="+", type=Path, metavar="SCENARIO")
@@ -61,6 +82,7 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     matrix.add_argument("--backend", default="local")
     matrix.add_argument("--runs-dir", type=Path, default=Path("runs"))
     matrix.add_argument("--out", type=Path, help="write the markdown table here too")
+    matrix.add_argument("--jobs", type=jobs_count, default=1, help=_JOBS_HELP)
     matrix.set_defaults(func=_matrix)
 
 
@@ -94,16 +116,22 @@ def _run(args: argparse.Namespace) -> int:
     check_profile(args.profile)
     check_runs_dir(args.runs_dir)
     build = builds.resolve(args.kafka_version, args.kafka_dist)
-    results = []
-    for sc in scenarios:
-        for attempt in range(args.repeat):
-            runner = Runner(sc, build, args.backend, args.runs_dir, args.profile,
-                            args.step_timeout, on_step=_print_step)
-            progress.say(f"scenario {sc.name} on Kafka {build.version} (profile "
-                         f"{runner.profile}) run {attempt + 1}/{args.repeat}")
-            result = runner.run()
+    jobs = args.jobs
+
+    def one(sc: Any, attempt: int) -> RunResult:
+        runner = Runner(sc, build, args.backend, args.runs_dir, args.profile,
+                        args.step_timeout, on_step=_step_printer(sc.name, jobs))
+        progress.say(f"scenario {sc.name} on Kafka {build.version} (profile "
+                     f"{runner.profile}) run {attempt + 1}/{args.repeat}")
+        result = runner.run()
+        if jobs <= 1:
             print_table(result)
-            results.append(result)
+        return result
+    results = run_all([partial(one, sc, attempt) for sc in scenarios
+                       for attempt in range(args.repeat)], jobs)
+    if jobs > 1:  # tables after the runs, in order, not interleaved
+        for result in results:
+            print_table(result)
     if args.repeat > 1:
         print_repeat_summary(results)
     return max(exit_code(r) for r in results)
@@ -132,8 +160,13 @@ def print_repeat_summary(results: list[RunResult]) -> None:
               f"{walls[len(walls) // 2]:.1f}")
 
 
-def _print_step(step: StepResult) -> None:
-    progress.say(f"  -> {step.verdict}" + (f": {step.reason}" if step.reason else ""))
+def _print_step(step: StepResult, prefix: str = "") -> None:
+    progress.say(f"{prefix}  -> {step.verdict}" + (f": {step.reason}" if step.reason else ""))
+
+
+def _step_printer(name: str, jobs: int) -> Any:
+    """Step lines as they come; with runs in parallel, each says which run it is."""
+    return _print_step if jobs <= 1 else partial(_print_step, prefix=f"[{name}]")
 
 
 def print_table(result: RunResult, out: Any = sys.stdout) -> None:
@@ -189,13 +222,18 @@ def _matrix(args: argparse.Namespace) -> int:
     check_runs_dir(args.runs_dir)
     resolved = [builds.resolve(v) for v in versions]  # unknown versions fail before any run
     cells: dict[tuple[str, str], RunResult] = {}
-    for build in resolved:
-        for sc in scenarios:
-            result = Runner(sc, build, args.backend, args.runs_dir, on_step=_print_step).run()
-            cells[(build.version, sc.name)] = result
-            progress.say(f"{sc.name} on {build.version}: {result.verdict} "
-                         f"({result.wall_s:.0f} s; "
-                         f"{fields_note(result.axes['release'].fields if result.axes else None)})")
+
+    def one(build: builds.Build, sc: Any) -> RunResult:
+        result = Runner(sc, build, args.backend, args.runs_dir,
+                        on_step=_step_printer(f"{sc.name}@{build.version}", args.jobs)).run()
+        progress.say(f"{sc.name} on {build.version}: {result.verdict} "
+                     f"({result.wall_s:.0f} s; "
+                     f"{fields_note(result.axes['release'].fields if result.axes else None)})")
+        return result
+    pairs = [(build, sc) for build in resolved for sc in scenarios]
+    for (build, sc), result in zip(pairs, run_all([partial(one, b, sc) for b, sc in pairs],
+                                                  args.jobs), strict=True):
+        cells[(build.version, sc.name)] = result
     table = axes_matrix(list(cells.values()))
     print(table)
     if args.out:

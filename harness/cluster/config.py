@@ -17,26 +17,39 @@ TOXIPROXY_API_PORT = 8474
 JVM_OPTS = ("-Xms192m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
             "-XX:-UsePerfData", "-Xss512k", "-Djava.awt.headless=true")
 
-# Timeouts short enough that a fence or ISR shrink happens within seconds.
+# Timeouts short enough that a fence or ISR shrink happens within seconds. These are the
+# waits a scenario pays for (a fence costs broker.session.timeout.ms, an ISR shrink
+# replica.lag.time.max.ms); each is as short as it can be without firing on a healthy
+# cluster on 2 shared cores (issue 15 kept them: see bench/RESULTS-speed.md):
 TEST_FRIENDLY_BROKER = {
+    # 6 heartbeats per session: a JVM stalled by start-up of 4 JVMs on 2 cores or a
+    # SerialGC pause still makes one in time (a spurious fence changes a verdict).
     "broker.heartbeat.interval.ms": "500",
     "broker.session.timeout.ms": "3000",
+    # > 2 x (replica.fetch.wait.max.ms 500 + a fetch round trip): an idle in-sync
+    # follower is never dropped; timing-follower-latency's 2 s round trip stays inside.
     "replica.lag.time.max.ms": "3000",
+    # A fetch to a leader that went silent is given up after this; above the lag time,
+    # so the leader drops a silent follower by lag before the follower gives up.
     "replica.socket.timeout.ms": "5000",
     "replica.fetch.backoff.ms": "200",
+    # A broker's request to a lost controller fails after this and it retries; above a
+    # few heartbeats, below the session timeout of the next try.
     "controller.quorum.request.timeout.ms": "2000",
     "controller.socket.timeout.ms": "5000",
     "auto.create.topics.enable": "false",
     "auto.leader.rebalance.enable": "false",
     "group.initial.rebalance.delay.ms": "0",
     "num.partitions": "1",
+    # How often the controller looks for unclean elections to make (default 5 min).
     "unclean.leader.election.interval.ms": "1000",
     "log.flush.interval.messages": str(2**63 - 1),
 }
 TEST_FRIENDLY_CONTROLLER = {
     "auto.leader.rebalance.enable": "false",  # the controller rebalances; as the brokers say
-    "broker.session.timeout.ms": "3000",
+    "broker.session.timeout.ms": "3000",  # the controller fences: same values as above
     "broker.heartbeat.interval.ms": "500",
+    # With several controllers, a lost quorum leader is replaced after about this.
     "controller.quorum.election.timeout.ms": "1000",
     "controller.quorum.fetch.timeout.ms": "2000",
     "unclean.leader.election.interval.ms": "1000",

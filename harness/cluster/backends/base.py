@@ -54,6 +54,8 @@ class Cluster(abc.ABC):
         self.run_dir = run_dir.resolve()
         self.block = 0
         self._api: ToxiproxyApi | None = None
+        #: JVM flags a backend adds for its nodes (local: the AppCDS archive, cluster.cds).
+        self.extra_jvm_opts: list[str] = []
 
     # -- lifecycle ------------------------------------------------------------------
     def start(self) -> None:
@@ -142,7 +144,8 @@ class Cluster(abc.ABC):
     def jvm_args(self, node: int, java: str, classpath: str) -> list[str]:
         """The command line of a node's JVM (paths are host paths, also in containers)."""
         ndir = self.node_dir(node)
-        return [java, *kafkaconfig.JVM_OPTS, f"-Djdk.net.hosts.file={ndir / 'hosts'}",
+        return [java, *kafkaconfig.JVM_OPTS, *self.extra_jvm_opts,
+                f"-Djdk.net.hosts.file={ndir / 'hosts'}",
                 f"-Dlog4j.configuration=file:{ndir / 'log4j.properties'}",
                 f"-Dlog4j2.configurationFile={ndir / 'log4j2.properties'}",
                 "-Dorg.slf4j.simpleLogger.showDateTime=true",

@@ -70,6 +70,9 @@ class DockerCluster(Cluster):
 
     # -- lifecycle ------------------------------------------------------------------
     def _check_prerequisites(self) -> None:
+        # No AppCDS archive here (harness/cluster/cds.py): an archive maps only into the
+        # JDK that dumped it, and the image's JDK is not the host's; baking one into the
+        # image would need a training start of Kafka during the image build.
         dockerengine.ensure_engine()
 
     def _provision(self) -> None:

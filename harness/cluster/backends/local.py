@@ -9,17 +9,17 @@ dials 127.A.0.j directly: faults never touch that path.
 
 from __future__ import annotations
 
-import random
 import signal
 import socket
 import subprocess
 from pathlib import Path
 
+from harness.cluster import cds
 from harness.cluster import config as kafkaconfig
 from harness.cluster.backends.base import Cluster, Readiness
 from harness.cluster.builds import Build
 from harness.cluster.topology import ClusterShape, node_name
-from harness.infra import procs, tools
+from harness.infra import blocks, procs, tools
 from harness.infra.errors import ClusterError, PortClash
 from harness.infra.history import History
 from harness.infra.toxiproxy import ToxiproxyApi, ToxiproxyServer
@@ -35,10 +35,12 @@ class LocalCluster(Cluster):
         self._paused: set[int] = set()
         self._server: ToxiproxyServer | None = None
         self._java = ""
+        self._lease: blocks.BlockLease | None = None
 
     # -- lifecycle ------------------------------------------------------------------
     def _check_prerequisites(self) -> None:
         self._java = str(tools.require_java(self.build.java_major))
+        self.extra_jvm_opts = cds.archive_args(self.build, Path(self._java))
 
     def _provision(self) -> None:
         self._choose_block()
@@ -56,17 +58,24 @@ class LocalCluster(Cluster):
         if self._server is not None:
             self._server.stop()
             self._server = None
+        if self._lease is not None:
+            self._lease.release()
+            self._lease = None
         procs.unregister_cleanup(self)
 
     def _choose_block(self) -> None:
-        rng = random.Random()
-        for _ in range(20):
-            block = rng.randint(16, 250)
-            if all(_free(f"127.{block}.0.{n}", port) for n, port in self._listen_points()):
-                self.block = block
-                return
-        raise PortClash("no free loopback block 127.A.*.* found for the cluster in 20 tries; "
-                        "stop stray Kafka/Toxiproxy processes holding ports 8474/9092-9095")
+        """A free block, leased for the cluster's life (infra.blocks): clusters started at
+        once in other processes or threads never pick the same one."""
+        points = self._listen_points()
+        lease = blocks.lease_free_block(
+            "127", 16, 250,
+            lambda block: all(_free(f"127.{block}.0.{n}", port) for n, port in points))
+        if lease is None:
+            raise PortClash("no free loopback block 127.A.*.* found for the cluster in 40 "
+                            "tries; stop stray Kafka/Toxiproxy processes holding ports "
+                            "8474/9092-9095")
+        self._lease = lease
+        self.block = lease.block
 
     def _listen_points(self) -> list[tuple[int, int]]:
         out = [(254, kafkaconfig.TOXIPROXY_API_PORT)]

@@ -1,0 +1,200 @@
+"""Time to verdict (issue 15): the old path and the new side by side, in one run, as ratios.
+
+    flock /tmp/kafka-chaos-cluster.lock python bench/speed.py [--version 4.3.1]
+        [--bringup N] [--suite] [--jobs N] [--scenarios GLOB] [--runs-dir DIR]
+
+Old path = every change turned off: no class-data archive (KAFKA_CHAOS_CDS=0), the former
+poll intervals (readiness 0.2 s, settling 0.25 s), one cluster at a time. New path = the
+defaults with ``--jobs N`` clusters at once (default: parallel.default_jobs()).
+
+- bring-up: 3 brokers + 1 controller to every broker unfenced (Cluster.start), and one
+  broker's restart (clean stop, start until its server has started), old and new in turn;
+- each scenario end to end (Runner.run: bring-up, steps, checks, teardown) and the suite
+  of every scenario file, old (one at a time) then new (N at a time); the verdicts of the
+  two must agree (every axis as the scenario expects), else this says which differ.
+``--bringup-once`` brings one cluster up and exits (for timing whole processes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+# This tree's harness, not whichever is installed (an editable install may point elsewhere).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from harness.client import readiness  # noqa: E402
+from harness.cluster import builds, cds  # noqa: E402
+from harness.cluster.topology import ClusterShape  # noqa: E402
+from harness.infra.history import History  # noqa: E402
+from harness.run import parallel, runner  # noqa: E402
+from harness.run.runner import Runner  # noqa: E402
+from harness.run.scenario import load_scenario  # noqa: E402
+from harness.run.session import open_session  # noqa: E402
+
+SCENARIOS = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
+OLD_POLLS = {"readiness": 0.2, "converge": 0.25}
+
+
+@contextmanager
+def path(new: bool) -> Iterator[None]:
+    """Every change on (new) or off (old) for what runs inside."""
+    saved = (os.environ.get(cds.ENV), readiness.POLL_S, runner.CONVERGE_POLL_S)
+    if not new:
+        os.environ[cds.ENV] = "0"
+        readiness.POLL_S = OLD_POLLS["readiness"]
+        runner.CONVERGE_POLL_S = OLD_POLLS["converge"]
+    else:
+        os.environ.pop(cds.ENV, None)
+    try:
+        yield
+    finally:
+        if saved[0] is None:
+            os.environ.pop(cds.ENV, None)
+        else:
+            os.environ[cds.ENV] = saved[0]
+        readiness.POLL_S, runner.CONVERGE_POLL_S = saved[1], saved[2]
+
+
+def bring_up(build: builds.Build, root: Path, tag: str, restart: bool = True
+             ) -> tuple[float, float | None]:
+    run_dir = root / tag
+    history = History(run_dir)
+    with open_session(build, ClusterShape(), run_dir, history=history) as s:
+        up = float(history.meta["timings"]["bring_up_s"])
+        if not restart:
+            return up, None
+        s.cluster.stop_node(3)
+        t0 = time.monotonic()
+        s.cluster.start_node(3)
+        return up, time.monotonic() - t0
+
+
+def _med(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f}" if values else "-"
+
+
+def _ratio(old: float, new: float) -> str:
+    return f"{old / new:.2f}x" if new else "-"
+
+
+def bench_bringup(build: builds.Build, root: Path, repeats: int) -> None:
+    with path(True):  # the first use makes the archive: not part of the figures
+        cds.archive_args(build, Path(_java(build)))
+    figures: dict[bool, dict[str, list[float]]] = {m: {"up": [], "restart": []}
+                                                   for m in (False, True)}
+    for i in range(repeats):
+        for new in (False, True):  # in turn, so drift in load hits both alike
+            with path(new):
+                up, restart = bring_up(build, root, f"up-{'new' if new else 'old'}-{i}")
+            figures[new]["up"].append(up)
+            figures[new]["restart"].append(restart or 0.0)
+    print(f"\n#### Bring-up, {repeats} runs each (median; runs)\n")
+    print("| figure | old | new | old/new |\n|---|---|---|---|")
+    for key, label in (("up", "3 brokers + 1 controller up (s)"),
+                       ("restart", "one broker restart to started (s)")):
+        old, new = figures[False][key], figures[True][key]
+        print(f"| {label} | {_med(old)} ({', '.join(f'{v:.1f}' for v in old)}) | "
+              f"{_med(new)} ({', '.join(f'{v:.1f}' for v in new)}) | "
+              f"{_ratio(statistics.median(old), statistics.median(new))} |")
+
+
+def _java(build: builds.Build) -> str:
+    from harness.infra import tools
+    return str(tools.require_java(build.java_major))
+
+
+def run_suite(build: builds.Build, files: list[Path], runs_dir: Path, jobs: int
+              ) -> tuple[float, list[Any]]:
+    scenarios = [load_scenario(p) for p in files]
+    t0 = time.monotonic()
+    results = parallel.run_all(
+        [lambda sc=sc: Runner(sc, build, "local", runs_dir).run() for sc in scenarios], jobs)
+    return time.monotonic() - t0, results
+
+
+def _verdicts(result: Any) -> str:
+    axes = ",".join(f"{a.axis}={a.verdict}" for a in (result.axes or {}).values())
+    return f"{result.verdict} [{axes}] as_expected={result.as_expected}"
+
+
+def bench_suite(build: builds.Build, files: list[Path], runs_dir: Path, jobs: int,
+                paths: tuple[bool, ...]) -> bool:
+    walls: dict[bool, float] = {}
+    results: dict[bool, list[Any]] = {}
+    old_too = False in paths
+    for new in paths:
+        with path(new):
+            walls[new], results[new] = run_suite(
+                build, files, runs_dir / ("new" if new else "old"), jobs if new else 1)
+        print(f"suite {'new' if new else 'old'}: {walls[new]:.0f} s", file=sys.stderr)
+    print(f"\n#### The suite of one build: {len(files)} scenario files, old 1 at a time, "
+          f"new {jobs} at a time\n")
+    print("| scenario | old (s) | new (s) | old/new | verdict (new) | same verdict |")
+    print("|---|---|---|---|---|---|")
+    same_all = True
+    if True not in paths:  # the old path alone: its figures, for a table made later
+        for p, r in zip(files, results[False], strict=True):
+            print(f"| {p.stem} | {r.wall_s:.1f} | {_verdicts(r)} |")
+        print(f"| **whole suite** | {walls[False]:.0f} | |")
+        return all(r.as_expected for r in results[False])
+    for i, p in enumerate(files):
+        new_r = results[True][i]
+        old_r = results[False][i] if old_too else None
+        same = old_r is None or _verdicts(old_r) == _verdicts(new_r)
+        same_all &= same and bool(new_r.as_expected)
+        print(f"| {p.stem} | {f'{old_r.wall_s:.1f}' if old_r else '-'} | {new_r.wall_s:.1f} | "
+              f"{_ratio(old_r.wall_s, new_r.wall_s) if old_r else '-'} | {new_r.verdict}"
+              f"{'' if new_r.as_expected else ' NOT AS EXPECTED'} | "
+              f"{'yes' if same else 'NO: ' + _verdicts(old_r)} |")  # type: ignore[arg-type]
+    old_wall = walls.get(False)
+    print(f"| **whole suite** | {f'{old_wall:.0f}' if old_wall else '-'} | {walls[True]:.0f} "
+          f"| {_ratio(old_wall, walls[True]) if old_wall else '-'} | | |")
+    if not same_all:
+        print("\nVERDICTS DIFFER or are not as expected: see the rows above.")
+    return same_all
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--version", default=builds.DEFAULT_KAFKA_VERSION)
+    ap.add_argument("--bringup", type=int, default=3, help="bring-up runs of each path (0: none)")
+    ap.add_argument("--suite", action="store_true", help="also the suite, old then new")
+    ap.add_argument("--paths", default="old,new", help="the suite's paths, in this order")
+    ap.add_argument("--jobs", type=int, default=parallel.default_jobs())
+    ap.add_argument("--scenarios", default="*.yaml", help="glob under fixtures/scenarios")
+    ap.add_argument("--runs-dir", type=Path)
+    ap.add_argument("--bringup-once", action="store_true")
+    ap.add_argument("--old", action="store_true", help="with --bringup-once: the old path")
+    args = ap.parse_args()
+    build = builds.resolve(args.version)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        if args.bringup_once:
+            with path(not args.old):
+                bring_up(build, root, "once", restart=False)
+            return 0
+        print(f"### Kafka {build.version}, {time.strftime('%Y-%m-%d %H:%M')} UTC, "
+              f"{parallel.cores()} cores, {(parallel.available_memory() or 0) / 2**30:.0f} GiB "
+              f"available, Python {platform.python_version()}, jobs {args.jobs}")
+        if args.bringup:
+            bench_bringup(build, root, args.bringup)
+        ok = True
+        if args.suite:
+            files = sorted(SCENARIOS.glob(args.scenarios))
+            paths = tuple(p.strip() == "new" for p in args.paths.split(",") if p.strip())
+            ok = bench_suite(build, files, args.runs_dir or root / "runs", args.jobs, paths)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

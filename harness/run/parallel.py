@@ -1,0 +1,67 @@
+"""Several clusters at once (``--jobs N``).
+
+Each run brings up its own cluster: its own loopback block (leased, infra.blocks), its own
+Toxiproxy server on that block and its own run directory, so runs share nothing but the
+caches (which are filled under their entry locks). Runs go on threads: a run is mostly
+waiting on Kafka's timeouts, not on Python.
+
+Budget per cluster (3 brokers + 1 controller + Toxiproxy): CPU is what start-up and
+produce bursts need, about one core for a few seconds, then little; memory is bounded by
+the JVM options, 4 heaps of at most 512 MiB (config.JVM_OPTS) plus metaspace, code cache
+and thread stacks, so CLUSTER_MEMORY (2.5 GiB) per cluster. The default N is one cluster
+per core, fewer when the memory available does not hold that many.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+from harness.infra import procs
+
+T = TypeVar("T")
+CLUSTER_MEMORY = int(2.5 * 2**30)
+MAX_JOBS = 16
+
+
+def available_memory() -> int | None:
+    """MemAvailable from /proc/meminfo in bytes (None where there is none)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def default_jobs(ncores: int | None = None, memory: int | None = None) -> int:
+    """One cluster per core, no more than the available memory holds (at least 1)."""
+    ncores = cores() if ncores is None else ncores
+    memory = available_memory() if memory is None else memory
+    by_memory = ncores if memory is None else memory // CLUSTER_MEMORY
+    return max(1, min(ncores, by_memory, MAX_JOBS))
+
+
+def run_all(tasks: Sequence[Callable[[], T]], jobs: int) -> list[T]:
+    """Run the tasks, ``jobs`` at a time; results in the tasks' order. An exception in one
+    task is raised after every task has finished (their clusters are torn down by their
+    own runners)."""
+    if jobs <= 1 or len(tasks) <= 1:
+        return [task() for task in tasks]
+    procs.install_exit_hooks()  # the SIGTERM hook can only be set from the main thread
+    # A local node dies with the thread that spawned it (PR_SET_PDEATHSIG, procs.spawn):
+    # pool threads live until every task is done, and each task tears its cluster down.
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="cluster") as pool:
+        futures = [pool.submit(task) for task in tasks]
+        return [f.result() for f in futures]

@@ -1,0 +1,244 @@
+"""Fast tests of the time-to-verdict machinery (issue 15): the AppCDS archive's cache and
+fallbacks, loopback block allocation, the default number of parallel clusters."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from harness.cluster import builds, cds
+
+
+def _dist(tmp_path: Path) -> builds.Build:
+    libs = tmp_path / "dist" / "libs"
+    libs.mkdir(parents=True)
+    (libs / "kafka_2.13-4.3.1.jar").write_bytes(b"jar")
+    features = builds.Features(elr=True, elr_default_on=True, describe_topic_partitions=True,
+                               hwm_rule=True, unclean_recovery=False, kip1303=False,
+                               previous_broker_epoch=True)
+    return builds.Build("4.3.1", f"dist:{tmp_path / 'dist'}", libs, features)
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> builds.Build:
+    monkeypatch.setenv("KAFKA_CHAOS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(cds.ENV, raising=False)
+    monkeypatch.setattr(cds, "_verify_maps", lambda java, opts, cp, archive: None)
+    cds._checked.clear()
+    return _dist(tmp_path)
+
+
+class Trainer:
+    def __init__(self, content: bytes = b"archive", fail: bool = False) -> None:
+        self.calls = 0
+        self.content, self.fail = content, fail
+
+    def __call__(self, build: builds.Build, java: Path, opts: Sequence[str],
+                 archive: Path) -> None:
+        self.calls += 1
+        if self.fail:
+            raise RuntimeError("training node exited")
+        archive.write_bytes(self.content)
+
+
+JAVA = Path("/usr/bin/java")
+
+
+def test_archive_is_made_once_then_reused(env: builds.Build) -> None:
+    trainer = Trainer()
+    args = cds.archive_args(env, JAVA, trainer=trainer)
+    path = cds.archive_path(env, JAVA, cds.kafkaconfig.JVM_OPTS)
+    assert args == [f"-XX:SharedArchiveFile={path}", "-Xshare:auto"]
+    assert cds.archive_args(env, JAVA, trainer=trainer) == args
+    cds._checked.clear()  # another process: checks the sidecar, does not train again
+    assert cds.archive_args(env, JAVA, trainer=trainer) == args
+    assert trainer.calls == 1 and path.read_bytes() == b"archive"
+
+
+def test_turned_off_by_env(env: builds.Build, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(cds.ENV, "0")
+    trainer = Trainer()
+    assert cds.archive_args(env, JAVA, trainer=trainer) == [] and trainer.calls == 0
+
+
+def test_corrupt_archive_is_made_again(env: builds.Build) -> None:
+    trainer = Trainer()
+    args = cds.archive_args(env, JAVA, trainer=trainer)
+    path = cds.archive_path(env, JAVA, cds.kafkaconfig.JVM_OPTS)
+    path.write_bytes(b"archivX")  # same size, other bytes: a torn or corrupted file
+    cds._checked.clear()
+    assert cds.archive_args(env, JAVA, trainer=trainer) == args
+    assert trainer.calls == 2 and path.read_bytes() == b"archive"
+
+
+def test_failed_training_runs_without_and_is_not_retried(env: builds.Build) -> None:
+    trainer = Trainer(fail=True)
+    assert cds.archive_args(env, JAVA, trainer=trainer) == []
+    assert cds.archive_args(env, JAVA, trainer=trainer) == []
+    assert trainer.calls == 1
+    path = cds.archive_path(env, JAVA, cds.kafkaconfig.JVM_OPTS)
+    assert not path.exists() and "training node exited" in cds._marker(
+        path, ".failed").read_text()
+    assert not list(path.parent.glob("*.tmp-*"))
+
+
+def test_archive_the_jvm_cannot_map_is_not_used(env: builds.Build,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(java: Path, opts: Sequence[str], cp: str, archive: Path) -> None:
+        raise RuntimeError("An error has occurred while processing the shared archive file")
+    monkeypatch.setattr(cds, "_verify_maps", refuse)
+    assert cds.archive_args(env, JAVA, trainer=Trainer()) == []
+    assert not cds.archive_path(env, JAVA, cds.kafkaconfig.JVM_OPTS).exists()
+
+
+def test_any_error_falls_back_to_no_archive(env: builds.Build,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: object) -> None:
+        raise PermissionError("read-only cache")
+    monkeypatch.setattr(cds, "ensure_archive", broken)
+    assert cds.archive_args(env, JAVA, trainer=Trainer()) == []
+
+
+def test_key_follows_jars_jdk_and_options(env: builds.Build, tmp_path: Path) -> None:
+    opts = cds.kafkaconfig.JVM_OPTS
+    key = cds.archive_key(env, JAVA, opts)
+    assert cds.archive_key(env, JAVA, opts) == key
+    assert cds.archive_key(env, JAVA, (*opts, "-Xmx1g")) != key
+    other_jdk = tmp_path / "jdk" / "bin" / "java"
+    other_jdk.parent.mkdir(parents=True)
+    assert cds.archive_key(env, other_jdk, opts) != key
+    (env.libs / "kafka_2.13-4.3.1.jar").write_bytes(b"rebuilt jar")
+    assert cds.archive_key(env, JAVA, opts) != key
+
+
+def test_concurrent_first_use_trains_once(env: builds.Build) -> None:
+    inside = threading.Event()
+    release = threading.Event()
+    calls = []
+
+    def slow(build: builds.Build, java: Path, opts: Sequence[str], archive: Path) -> None:
+        calls.append(1)
+        inside.set()
+        release.wait(10)
+        archive.write_bytes(b"archive")
+    results: list[list[str]] = []
+    threads = [threading.Thread(target=lambda: results.append(
+        cds.archive_args(env, JAVA, trainer=slow))) for _ in range(3)]
+    for t in threads:
+        t.start()
+    assert inside.wait(10)
+    release.set()
+    for t in threads:
+        t.join(10)
+    assert len(calls) == 1 and len(results) == 3 and results[0] and all(
+        r == results[0] for r in results)
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="no java")
+def test_real_jvm_refuses_a_garbage_archive(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsa"
+    bad.write_bytes(b"\0" * 4096)
+    with pytest.raises(RuntimeError, match="cannot map"):
+        cds._verify_maps(Path(shutil.which("java") or "java"), cds.kafkaconfig.JVM_OPTS,
+                         str(tmp_path), bad)
+
+
+# -- parallel clusters ------------------------------------------------------------------------
+def test_default_jobs_follows_cores_and_memory() -> None:
+    from harness.run.parallel import CLUSTER_MEMORY, default_jobs
+    assert default_jobs(2, 24 * 2**30) == 2
+    assert default_jobs(8, 3 * CLUSTER_MEMORY + 1) == 3
+    assert default_jobs(4, CLUSTER_MEMORY // 2) == 1  # never 0
+    assert default_jobs(2, None) == 2  # no /proc/meminfo: by cores
+    assert default_jobs(64, 2**40) == 16
+    assert default_jobs() >= 1
+
+
+def test_jobs_flag() -> None:
+    import argparse
+
+    from harness.cli.run import jobs_count
+    assert jobs_count("3") == 3 and jobs_count("auto") >= 1
+    for bad in ("0", "17", "many"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            jobs_count(bad)
+
+
+def test_run_all_runs_at_once_and_keeps_order() -> None:
+    from harness.run.parallel import run_all
+    barrier = threading.Barrier(2, timeout=10)
+
+    def task(i: int) -> int:
+        barrier.wait()  # both must be running at once, or this times out
+        return i
+    assert run_all([lambda: task(1), lambda: task(2)], 2) == [1, 2]
+    assert run_all([lambda: 1, lambda: 2], 1) == [1, 2]
+
+
+def test_leased_block_is_not_given_twice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import random
+
+    from harness.infra import blocks
+    monkeypatch.setenv("KAFKA_CHAOS_LEASES", str(tmp_path))
+    first = blocks.lease_free_block("127", 16, 17, lambda b: True, rng=random.Random(1))
+    second = blocks.lease_free_block("127", 16, 17, lambda b: True, rng=random.Random(1))
+    assert first and second and first.block != second.block
+    assert blocks.lease_free_block("127", 16, 17, lambda b: True) is None  # all leased
+    first.release()
+    first.release()  # idempotent
+    third = blocks.lease_free_block("127", 16, 17, lambda b: True)
+    assert third and third.block == first.block
+    # a block whose ports are taken is not leased (and its lease is given back)
+    second.release()
+    third.release()
+    assert blocks.lease_free_block("127", 16, 17, lambda b: b == 17).block == 17  # type: ignore[union-attr]
+
+
+def test_lease_excludes_another_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import sys
+
+    from harness.infra import blocks
+    monkeypatch.setenv("KAFKA_CHAOS_LEASES", str(tmp_path))
+    lease = blocks.try_lease("127", 42)
+    assert lease is not None
+    code = "from harness.infra import blocks; print(blocks.try_lease('127', 42) is None)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**__import__("os").environ})
+    assert out.stdout.strip() == "True"
+    lease.release()
+
+
+def test_local_cluster_leases_its_block_until_teardown(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.cluster.backends import local
+    from harness.cluster.topology import ClusterShape
+    from harness.infra import blocks
+    monkeypatch.setenv("KAFKA_CHAOS_LEASES", str(tmp_path / "leases"))
+    monkeypatch.setattr(local, "_free", lambda host, port: True)
+    a = local.LocalCluster(None, ClusterShape(), tmp_path / "a", None, None)  # type: ignore[arg-type]
+    b = local.LocalCluster(None, ClusterShape(), tmp_path / "b", None, None)  # type: ignore[arg-type]
+    a._choose_block()
+    b._choose_block()
+    assert a.block != b.block and blocks.try_lease("127", a.block) is None
+    a.teardown()
+    b.teardown()
+    again = blocks.try_lease("127", a.block)
+    assert again is not None
+    again.release()
+
+
+def test_run_and_matrix_take_jobs() -> None:
+    import argparse
+
+    from harness.cli import run as runner_cli
+    top = argparse.ArgumentParser(prog="kafka-chaos")
+    sub = top.add_subparsers(dest="command", required=True)
+    runner_cli.add_subcommands(sub)
+    for command in ("run", "matrix"):
+        assert top.parse_args([command, "x.yaml"]).jobs == 1
+        assert top.parse_args([command, "--jobs", "2", "x.yaml"]).jobs == 2
