@@ -116,9 +116,12 @@ class Model:
         self.elr_on = self.profile.elr_on(elr_enabled)
         self.ctx = Ctx(self.profile, self.elr_on, rebalance=True)
         cfg = config_from(cluster, topic, self.profile)
-        self.branches: list[World] = [
-            initial_world(tuple(cluster.brokers), tuple(cluster.controllers),
-                          tuple(topic.replicas), cfg)]
+        start = initial_world(tuple(cluster.brokers), tuple(cluster.controllers),
+                              tuple(topic.replicas), cfg)
+        # A quorum of several controllers has elected one of them by the time the topic
+        # exists; which one is the observation's to say (Model.resolve).
+        self.branches: list[World] = [start] if len(cluster.controllers) == 1 else [
+            replace(start, quorum_leader=c) for c in cluster.controllers]
         self.steps_applied = 0
         self._record_acks: dict[str, str] = {}
         self._next_record = 0

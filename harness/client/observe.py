@@ -154,33 +154,67 @@ class Observer:
             return set()
 
     def quorum(self) -> dict[str, Any]:
-        """KRaft quorum of the metadata log: leader, epoch, high watermark, voters' lag."""
+        """KRaft quorum of the metadata log: leader (the active controller), epoch, high
+        watermark, voters' and observers' log end offsets and the voters' lag behind the
+        high watermark."""
         part = self._describe_quorum()
+        hw = part["high_watermark"]
+        voters = {v["replica_id"]: v["log_end_offset"] for v in part["current_voters"]}
         state = {"leader": part["leader_id"], "leader_epoch": part["leader_epoch"],
-                 "high_watermark": part["high_watermark"],
-                 "voters": {v["replica_id"]: v["log_end_offset"] for v in part["current_voters"]},
-                 "observers": {o["replica_id"]: o["log_end_offset"] for o in part["observers"]}}
+                 "high_watermark": hw, "voters": voters,
+                 "observers": {o["replica_id"]: o["log_end_offset"] for o in part["observers"]},
+                 "lag": {c: max(0, hw - leo) for c, leo in voters.items()
+                         if leo is not None and leo >= 0}}
         if self.record:
             self.cluster.history.record("quorum", state=state)
         return state
 
     def _describe_quorum(self) -> dict[str, Any]:
-        """The metadata partition of DescribeQuorum. Sent here rather than through
+        """The metadata partition of DescribeQuorum, asked of a current broker (it forwards
+        the request to the active controller it knows). Sent here rather than through
         KafkaAdminClient.describe_metadata_quorum, which (kafka-python 3.0.12) reads a
         per-partition error_message that versions 0-1 (Kafka 3.7 and older) do not carry."""
         topic = DescribeQuorumRequest.TopicData
         request = DescribeQuorumRequest(topics=[topic(
             topic_name="__cluster_metadata",
             partitions=[topic.PartitionData(partition_index=0)])])
+        last: Exception | None = None
+        nodes: list[int | None] = [*self._current()] or [None]
+        for node in nodes:
+            try:
+                resp = self._send_any(request) if node is None else self._send(node, request)
+            except Exception as exc:  # noqa: BLE001 - the next current broker may answer
+                last = exc
+                continue
+            part = resp.to_dict()["topics"][0]["partitions"][0]
+            if part.get("error_code"):
+                last = ObserveError(f"DescribeQuorum: error {part['error_code']}")
+                continue
+            return dict(part)
+        raise ObserveError(f"DescribeQuorum: no current broker answered ({last})")
+
+    def _send_any(self, request: Any) -> Any:
+        """``request`` to whichever broker the client picks (none is current)."""
         admin = self.admin()
 
         async def call() -> Any:
             return await admin._manager.send(request)
 
-        part = admin._manager.run(call).to_dict()["topics"][0]["partitions"][0]
-        if part.get("error_code"):
-            raise ObserveError(f"DescribeQuorum: error {part['error_code']}")
-        return dict(part)
+        return admin._manager.run(call)
+
+    def quorum_fields(self) -> dict[str, Any]:
+        """What a partition observation carries of the quorum when there are several
+        controllers: ``controller`` (the active one), ``quorum_epoch`` and the voters'
+        ``quorum_lag``; None where DescribeQuorum could not be answered."""
+        if len(self.cluster.shape.controller_ids) < 2:
+            return {}
+        try:
+            q = self.quorum()
+        except Exception:  # noqa: BLE001 - e.g. no broker reaches the active controller
+            return {"controller": None, "quorum_epoch": None, "quorum_lag": None}
+        leader = q["leader"]
+        return {"controller": leader if leader is not None and leader >= 0 else -1,
+                "quorum_epoch": q["leader_epoch"], "quorum_lag": q["lag"]}
 
     # -- partitions -----------------------------------------------------------------
     def partition_state(self, topic: str, partition: int = 0) -> tuple[dict[str, Any], int]:
@@ -201,6 +235,7 @@ class Observer:
                 raise ObserveError(
                     f"{topic}-{partition}: HWM/fencing not readable ({exc})") from exc
             state.update(admin.reassignment_state(self, node, topic, partition, state["replicas"]))
+            state.update(self.quorum_fields())
             return self._observed(topic, partition, state, node), node
         from_log = None if current else self._from_controller_log(topic, partition)
         if from_log is not None:

@@ -69,6 +69,7 @@ class SampleObserver(Observer):
             state["elr"] = state["last_known_elr"] = None
         state["hwm"] = self.hwm(topic, partition, state["leader"])
         state["fenced"] = None
+        state.update(self.quorum_fields())  # several controllers: active, epoch, lag
         return state, node
 
 
