@@ -59,10 +59,13 @@ class Consume:
 #: A controller named by its role when the step runs (FORMAT.md "Controller quorums"):
 #: ``active`` is the quorum leader at the step (the harness reads it from DescribeQuorum,
 #: the model from the branch), ``last_active`` the controller the latest step naming
-#: ``active`` resolved to (e.g. to restart the controller an earlier step killed).
+#: ``active`` resolved to (e.g. to restart the controller an earlier step killed),
+#: ``follower`` the lowest id of the other controllers.
 ACTIVE = "active"
 LAST_ACTIVE = "last_active"
-ROLES = (ACTIVE, LAST_ACTIVE)
+#: The lowest-id controller that is not the active one (a follower of the quorum).
+FOLLOWER = "follower"
+ROLES = (ACTIVE, LAST_ACTIVE, FOLLOWER)
 #: A node id, or a controller role (ROLES).
 NodeRef = int | str
 
@@ -75,6 +78,9 @@ def resolve_ref(w: World, ref: NodeRef) -> tuple[World, int | None]:
     if ref == ACTIVE:
         c = active_controller(w)
         return (w if c is None or w.last_active == c else evolve(w, last_active=c)), c
+    if ref == FOLLOWER:
+        c = active_controller(w)
+        return w, min((d for d in w.controllers if d != c), default=None)
     return w, w.last_active
 
 

@@ -60,8 +60,8 @@ def test_controller_step_forms_parse_and_serialise_back() -> None:
 @pytest.mark.parametrize("bad, why", [
     ("kill: {controller: 3}", "3 is not a controller"),
     ("kill: {controller: 103}", "103 is not a node"),
-    ("kill: {controller: leader}", "expected a node id, active or last_active"),
-    ("isolate: {node: boss}", "expected a node id, active or last_active"),
+    ("kill: {controller: leader}", "expected a node id, active, last_active or follower"),
+    ("isolate: {node: boss}", "expected a node id, active, last_active or follower"),
     ("restart: {controller: 100, wait: false}", "unknown key 'wait'"),
     ("kill: {controller: 100, broker: 1}", "unknown key 'broker'"),
 ])
@@ -226,3 +226,13 @@ def test_snapshot_records_are_not_compared_by_offset() -> None:
     a = log((1, "a"), (1, "b"))
     snap = [{**rec(0, 1, "snapshot-state"), "source": "snapshot"}] + log((1, "a"), (1, "b"))
     assert committed_prefix_agrees([a, a, snap]) is None
+
+
+def test_follower_is_the_lowest_non_active_controller() -> None:
+    m, _ = model()
+    m.apply(S.Produce(1))
+    observed(m, controller=100)
+    pred = m.apply(S.Isolate(S.FOLLOWER))  # 101: the quorum keeps its leader
+    assert {(s.controller, s.quorum_elected) for s in pred.allowed} == {(100, False)}
+    pred = m.apply(S.Isolate(S.FOLLOWER))  # still 101 (already isolated): nothing new
+    assert {s.controller for s in pred.allowed} == {100}

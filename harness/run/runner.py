@@ -350,15 +350,15 @@ class Runner:
                          ) -> tuple[Any, dict[str, int], int | None]:
         """With several controllers: the quorum epoch when the step starts (a step's
         ``quorum_elected`` is whether it changed) and the step with its controller roles
-        (``active``, ``last_active``) replaced by ids, ``active`` being DescribeQuorum's
-        leader now (polled, bounded, until there is one)."""
+        (``active``, ``last_active``, ``follower``) replaced by ids, ``active`` being
+        DescribeQuorum's leader now (polled, bounded, until there is one)."""
         if len(self.shape().controller_ids) < 2:
             return step, {}, None
         from harness.infra.wait import until
-        from reference.steps import ACTIVE, LAST_ACTIVE
+        from reference.steps import ACTIVE, FOLLOWER, ROLES
 
         roles = {f.name: getattr(step, f.name) for f in dataclasses.fields(step)
-                 if getattr(step, f.name) in (ACTIVE, LAST_ACTIVE)}
+                 if getattr(step, f.name) in ROLES}
 
         def ask() -> dict[str, Any] | None:
             try:
@@ -367,7 +367,7 @@ class Runner:
                 return None
             return q if q["leader"] is not None and q["leader"] >= 0 else None
 
-        if ACTIVE in roles.values():
+        if {ACTIVE, FOLLOWER} & set(roles.values()):
             q = until(ask, lambda x: x is not None, "an active controller (DescribeQuorum)",
                       self.step_timeout_s)
         else:
@@ -381,6 +381,10 @@ class Runner:
                 assert q is not None
                 resolved[name] = int(q["leader"])
                 self._last_active = resolved[name]
+            elif role == FOLLOWER:
+                assert q is not None
+                resolved[name] = min(c for c in self.shape().controller_ids
+                                     if c != q["leader"])
             elif self._last_active is None:
                 raise HarnessError(f"{name}: last_active names no controller: no earlier step "
                                    "named active")

@@ -15,11 +15,13 @@ from reference import steps as S
 
 def node_ref(c: Ctx, node: Node, where: str, cl: ClusterShape) -> S.NodeRef:
     """A broker or controller id, or a controller role: ``active`` (the quorum leader when
-    the step runs) or ``last_active`` (what the latest ``active`` resolved to)."""
+    the step runs), ``last_active`` (what the latest ``active`` resolved to) or
+    ``follower`` (the lowest-id controller that is not active)."""
     v = c.scalar(node, where)
     if isinstance(v, str):
         if v not in S.ROLES:
-            raise c.fail(node, where, f"expected a node id, active or last_active, got {v!r}")
+            raise c.fail(node, where, "expected a node id, active, last_active or follower, "
+                         f"got {v!r}")
         return v
     v = c.int_(node, where)
     check_node(c, node, where, v, cl)
