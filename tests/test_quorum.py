@@ -236,3 +236,12 @@ def test_follower_is_the_lowest_non_active_controller() -> None:
     assert {(s.controller, s.quorum_elected) for s in pred.allowed} == {(100, False)}
     pred = m.apply(S.Isolate(S.FOLLOWER))  # still 101 (already isolated): nothing new
     assert {s.controller for s in pred.allowed} == {100}
+
+
+def test_an_unanswered_describe_quorum_is_not_taken_for_a_settled_state() -> None:
+    from harness.run.runner import _quorum_unseen
+    m, _ = model()
+    pred = m.apply(S.Produce(1))
+    assert _quorum_unseen(pred, {"controller": None})
+    assert not _quorum_unseen(pred, {"controller": 101})
+    assert not _quorum_unseen(pred, {})  # one controller: the field is never there

@@ -413,6 +413,9 @@ class Runner:
                 last = self._observe(session)
                 why = self.model.explain(_state(last)) or _await_mismatch(expected, last) \
                     or _not_started(session, expected)
+                if why is None and _quorum_unseen(pred, last):
+                    why, blind = ("controller: DescribeQuorum not answered (the prediction "
+                                  "names an active controller)"), True
                 if why is None:
                     return last, None, False
             except ObserveError as exc:
@@ -505,6 +508,14 @@ def run_data_checks(raw_checks: list[Any], model: Any,
 def _state(observed: Mapping[str, Any]) -> Any:
     from reference import PartitionState
     return PartitionState.from_json(dict(observed))
+
+
+def _quorum_unseen(pred: Any, observed: Mapping[str, Any]) -> bool:
+    """Several controllers, a prediction with an active controller in every branch, and an
+    observation that could not read the quorum: not evidence either way, poll again."""
+    return ("controller" in observed and observed["controller"] is None
+            and bool(pred.allowed)
+            and all(a.controller is not None and a.controller >= 0 for a in pred.allowed))
 
 
 def _not_started(session: Session, expected: Mapping[str, Any]) -> str | None:
