@@ -165,6 +165,10 @@ class Observer:
                  "observers": {o["replica_id"]: o["log_end_offset"] for o in part["observers"]},
                  "lag": {c: max(0, hw - leo) for c, leo in voters.items()
                          if leo is not None and leo >= 0}}
+        # Brokers replicate the metadata log as observers: how far each one's view is
+        # behind the quorum's high watermark (what that broker believes lags by so much).
+        state["observer_lag"] = {b: max(0, hw - leo) for b, leo in state["observers"].items()
+                                 if leo is not None and leo >= 0}
         if self.record:
             self.cluster.history.record("quorum", state=state)
         return state
@@ -204,17 +208,21 @@ class Observer:
 
     def quorum_fields(self) -> dict[str, Any]:
         """What a partition observation carries of the quorum when there are several
-        controllers: ``controller`` (the active one), ``quorum_epoch`` and the voters'
-        ``quorum_lag``; None where DescribeQuorum could not be answered."""
+        controllers: ``controller`` (the active one), ``quorum_epoch``, the voters'
+        ``quorum_lag`` and each broker's ``broker_metadata_lag`` (its metadata log behind the
+        high watermark, DescribeQuorum's observers); None where DescribeQuorum could not be
+        answered."""
         if len(self.cluster.shape.controller_ids) < 2:
             return {}
         try:
             q = self.quorum()
         except Exception:  # noqa: BLE001 - e.g. no broker reaches the active controller
-            return {"controller": None, "quorum_epoch": None, "quorum_lag": None}
+            return {"controller": None, "quorum_epoch": None, "quorum_lag": None,
+                    "broker_metadata_lag": None}
         leader = q["leader"]
         return {"controller": leader if leader is not None and leader >= 0 else -1,
-                "quorum_epoch": q["leader_epoch"], "quorum_lag": q["lag"]}
+                "quorum_epoch": q["leader_epoch"], "quorum_lag": q["lag"],
+                "broker_metadata_lag": q["observer_lag"]}
 
     # -- partitions -----------------------------------------------------------------
     def partition_state(self, topic: str, partition: int = 0) -> tuple[dict[str, Any], int]:
