@@ -178,10 +178,7 @@ class Observer:
         the request to the active controller it knows). Sent here rather than through
         KafkaAdminClient.describe_metadata_quorum, which (kafka-python 3.0.12) reads a
         per-partition error_message that versions 0-1 (Kafka 3.7 and older) do not carry."""
-        topic = DescribeQuorumRequest.TopicData
-        request = DescribeQuorumRequest(topics=[topic(
-            topic_name="__cluster_metadata",
-            partitions=[topic.PartitionData(partition_index=0)])])
+        request = self._quorum_request()
         last: Exception | None = None
         nodes: list[int | None] = [*self._current()] or [None]
         for node in nodes:
@@ -196,6 +193,13 @@ class Observer:
                 continue
             return dict(part)
         raise ObserveError(f"DescribeQuorum: no current broker answered ({last})")
+
+    @staticmethod
+    def _quorum_request() -> Any:
+        topic = DescribeQuorumRequest.TopicData
+        return DescribeQuorumRequest(topics=[topic(
+            topic_name="__cluster_metadata",
+            partitions=[topic.PartitionData(partition_index=0)])])
 
     def _send_any(self, request: Any) -> Any:
         """``request`` to whichever broker the client picks (none is current)."""
