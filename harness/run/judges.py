@@ -81,11 +81,16 @@ def judged_fields(events: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
             continue
         observed = True
         state = e.get("state") or {}
-        shown.update(f for f in STATE_FIELDS if state.get(f) is not None)
+        shown.update(f for f in STATE_FIELDS + QUORUM_FIELDS if state.get(f) is not None)
     if not observed:
         return {"judged": [], "unobservable": []}
-    return {"judged": [f for f in STATE_FIELDS if f in shown],
+    return {"judged": [f for f in STATE_FIELDS + QUORUM_FIELDS if f in shown],
             "unobservable": [f for f in STATE_FIELDS if f not in shown]}
+
+
+#: Observed with several controllers only (the active controller, DescribeQuorum): judged
+#: when shown, never listed as unobservable (a one-controller run has no quorum to show).
+QUORUM_FIELDS = ("controller",)
 
 
 def fields_note(fields: Mapping[str, list[str]] | None) -> str:
