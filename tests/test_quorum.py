@@ -245,3 +245,22 @@ def test_an_unanswered_describe_quorum_is_not_taken_for_a_settled_state() -> Non
     assert _quorum_unseen(pred, {"controller": None})
     assert not _quorum_unseen(pred, {"controller": 101})
     assert not _quorum_unseen(pred, {})  # one controller: the field is never there
+
+
+def test_five_controllers_survive_two_losses_not_three() -> None:
+    sc = parse_scenario(HEAD.replace("controllers: 3", "controllers: 5")
+                        + "  - kill: {controller: active}\n")
+    m = Model("kafka-4.3", sc.cluster_spec(), sc.topic_spec(), elr_enabled=True)
+    m.apply(S.Produce(1))
+    observed(m, controller=103)
+    pred = m.apply(sc.steps[0].step)  # 103 killed: four left
+    assert {s.controller for s in pred.allowed} == {100, 101, 102, 104}
+    observed(m, controller=104)
+    pred = m.apply(S.KillController(S.ACTIVE))  # 104 too: three of five, still a majority
+    assert {s.controller for s in pred.allowed} == {100, 101, 102}
+    observed(m, controller=100)
+    pred = m.apply(S.KillController(S.ACTIVE))  # two of five: no quorum, nothing commits
+    assert {s.controller for s in pred.allowed} == {-1}
+    pred = m.apply(S.Kill(2))
+    assert {s.fenced for s in pred.allowed} == {frozenset({2})}  # down, not fenced by anyone
+    assert {s.isr for s in pred.allowed} == {frozenset({1, 2, 3})}
