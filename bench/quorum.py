@@ -14,17 +14,20 @@ import argparse
 import os
 import platform
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from harness.client.observe import ObserveError
-from harness.cluster import builds
-from harness.cluster.topology import ClusterShape
-from harness.infra.history import History
-from harness.infra.wait import until
-from harness.run.session import open_session
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this tree's harness
+
+from harness.client.observe import ObserveError  # noqa: E402
+from harness.cluster import builds  # noqa: E402
+from harness.cluster.topology import ClusterShape  # noqa: E402
+from harness.infra.history import History  # noqa: E402
+from harness.infra.wait import until  # noqa: E402
+from harness.run.session import open_session  # noqa: E402
 
 
 def one(build: builds.Build, shape: ClusterShape, backend: str, run_dir: Path

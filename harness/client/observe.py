@@ -246,7 +246,17 @@ class Observer:
             except Exception as exc:  # noqa: BLE001 - e.g. a restarted leader not yet known
                 raise ObserveError(
                     f"{topic}-{partition}: HWM/fencing not readable ({exc})") from exc
-            state.update(admin.reassignment_state(self, node, topic, partition, state["replicas"]))
+            try:
+                state.update(admin.reassignment_state(self, node, topic, partition,
+                                                      state["replicas"]))
+            except ObserveError:
+                # With several controllers a broker may forward to an active controller
+                # that is gone (cut off, killed on docker) for tens of seconds (seen on
+                # 4.3.1 after isolating the active controller): the reassignment is then
+                # not known for this poll, not a reason to lose the whole observation.
+                if len(self.cluster.shape.controller_ids) < 2:
+                    raise
+                state.update({"adding": None, "removing": None})
             state.update(self.quorum_fields())
             return self._observed(topic, partition, state, node), node
         from_log = None if current else self._from_controller_log(topic, partition)
