@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this tree's harness
+# This tree's harness, and not bench/ first (bench/docker.py would shadow the Docker SDK).
+sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 from harness.client.observe import ObserveError  # noqa: E402
 from harness.cluster import builds  # noqa: E402
