@@ -47,17 +47,24 @@ def link(w: World, src: int, dst: int) -> bool:
     return (src, dst) not in w.cuts
 
 
+def reaches_majority(w: World, c: int) -> bool:
+    """Controller ``c`` and a majority of the voters (itself included) reach each other
+    both ways: it can be elected (a majority of votes) and, as leader, commit (a majority
+    fetches from it; KRaft's CheckQuorum resigns a leader without one, KAFKA-15489)."""
+    cs = w.controllers
+    group = [d for d in cs if d == c or (link(w, c, d) and link(w, d, c))]
+    return len(group) * 2 > len(cs)
+
+
 def active_controller(w: World) -> int | None:
-    """The KRaft quorum leader: the lowest id of a majority of controllers that reach
-    each other both ways (None: no quorum)."""
+    """The KRaft quorum leader, the active controller: with one controller that one; else
+    the elected leader while it reaches a majority (None: none elected, or it lost its
+    majority and resigned). Elections happen in protocol._quorum."""
     cs = w.controllers
     if len(cs) == 1:
         return cs[0]
-    for c in cs:
-        group = [d for d in cs if d == c or (link(w, c, d) and link(w, d, c))]
-        if len(group) * 2 > len(cs):
-            return min(group)
-    return None
+    c = w.quorum_leader
+    return c if c is not None and reaches_majority(w, c) else None
 
 
 def session_ok(w: World, b: Broker) -> bool:

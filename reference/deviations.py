@@ -53,6 +53,10 @@ KNOWN_DEVIATIONS: tuple[Deviation, ...] = (
     Deviation("min-isr-change-always-clears-elr", "min_isr_change_clears", "always",
               "any min.insync.replicas change writes a ClearElrRecord (the KIP clears only "
               "when the new min ISR <= current ISR)"),
+    Deviation("no-pre-vote", "pre_vote", False,
+              "before 4.0 KRaft has no Pre-Vote (KIP-996, ProspectiveState first in "
+              "kafka-raft 4.0): a controller cut off from the leader raises the quorum epoch "
+              "as a candidate and may force an election when it rejoins"),
     Deviation("no-unclean-recovery", "unclean_recovery", False,
               "KIP-966 part 2 (unclean recovery, longest-log elections) is in no release "
               "through 4.3"),

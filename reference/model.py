@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from . import steps as S
-from .controller import Ctx
+from .controller import Ctx, active_controller
 from .invariants import check
 from .profiles import Profile
 from .protocol import Outcome, apply_step, initial_world
@@ -77,7 +77,13 @@ def project(w: World, elr_on: bool) -> PartitionState:
         fenced=frozenset(b.id for b in w.brokers if b.fenced or not b.alive),
         adding=frozenset(p.adding),
         removing=frozenset(p.removing),
+        controller=None if len(w.controllers) == 1 else _or_none(active_controller(w)),
+        quorum_elected=None if len(w.controllers) == 1 else w.quorum_elections > 0,
     )
+
+
+def _or_none(c: int | None) -> int:
+    return NO_LEADER if c is None else c
 
 
 def durable(w: World) -> frozenset[str]:
@@ -110,9 +116,12 @@ class Model:
         self.elr_on = self.profile.elr_on(elr_enabled)
         self.ctx = Ctx(self.profile, self.elr_on, rebalance=True)
         cfg = config_from(cluster, topic, self.profile)
-        self.branches: list[World] = [
-            initial_world(tuple(cluster.brokers), tuple(cluster.controllers),
-                          tuple(topic.replicas), cfg)]
+        start = initial_world(tuple(cluster.brokers), tuple(cluster.controllers),
+                              tuple(topic.replicas), cfg)
+        # A quorum of several controllers has elected one of them by the time the topic
+        # exists; which one is the observation's to say (Model.resolve).
+        self.branches: list[World] = [start] if len(cluster.controllers) == 1 else [
+            replace(start, quorum_leader=c) for c in cluster.controllers]
         self.steps_applied = 0
         self._record_acks: dict[str, str] = {}
         self._next_record = 0
@@ -136,6 +145,9 @@ class Model:
             step = replace(step, record_ids=self._record_ids(step))
             for r in step.record_ids:
                 self._record_acks[r] = step.acks
+        # Quorum elections are counted per step (PartitionState.quorum_elected).
+        self.branches = [w if w.quorum_elections == 0 else replace(w, quorum_elections=0)
+                         for w in self.branches]
         before = {id(w): w.partition_hwm() for w in self.branches}
         outcomes: list[tuple[World, Outcome]] = []
         for w in self.branches:

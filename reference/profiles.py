@@ -75,6 +75,11 @@ class Profile:
     #: "For ack=all requests, the server should respond when the message is persisted in
     #: all the ISR members' local log and the size of the ISR member is larger than min ISR."
     acks_all_needs_min_isr: bool = True
+    #: KIP-996 Pre-Vote (Raft thesis 9.6): a voter cut off from the leader asks for
+    #: pre-votes without raising the quorum epoch, so it cannot disturb the quorum when it
+    #: rejoins. KIP-966 says nothing of the metadata quorum; the model's base is Raft with
+    #: Pre-Vote, as Kafka's KRaft since 4.0 (deviation no-pre-vote before).
+    pre_vote: bool = True
 
     def elr_on(self, elr_enabled: bool) -> bool:
         return elr_enabled if self.elr is None else self.elr

@@ -21,6 +21,9 @@ _ELR_4X = ("last-known-elr-is-last-leader", "min-isr-change-always-clears-elr")
 #: 3.6-3.8: the KRaft controller never elects uncleanly, whatever the config says
 #: (KAFKA-12670 arrived in 3.9.0; docs/KNOWN-DEVIATIONS.md#unclean-election-config-ignored).
 _NO_UNCLEAN_CONFIG = ("unclean-election-config-ignored",)
+#: 3.x: no Pre-Vote in the metadata quorum (KIP-996 arrived in 4.0.0: kafka-raft-4.0.x has
+#: org/apache/kafka/raft/ProspectiveState, 3.9.x does not; docs/KNOWN-DEVIATIONS.md#no-pre-vote).
+_NO_PRE_VOTE = ("no-pre-vote",)
 
 
 #: Where the rules and views a line predates arrived, read in apache/kafka's source at the
@@ -56,7 +59,8 @@ def release(name: str, deviation_ids: tuple[str, ...],
     return replace(apply_deviations(KIP966, devs), name=name, cites=cites)
 
 
-PRE_37 = release("pre-3.7", _SHIPPED + _NO_ELR + ("no-hwm-rule",) + _NO_UNCLEAN_CONFIG,
+PRE_37 = release("pre-3.7", _SHIPPED + _NO_ELR + ("no-hwm-rule",) + _NO_UNCLEAN_CONFIG
+                 + _NO_PRE_VOTE,
                  (_HWM_RULE_ARRIVED, _DTP_ARRIVED, _ELR_NOT_PRODUCTION,
                   _UNCLEAN_SHUTDOWN_DETECTION))
 #: A reassignment waits for every target replica in the ISR from 3.8.0 (KAFKA-15665) until
@@ -64,12 +68,13 @@ PRE_37 = release("pre-3.7", _SHIPPED + _NO_ELR + ("no-hwm-rule",) + _NO_UNCLEAN_
 #: shrinks; 3.6 and 3.7 wait for the adding ones, as the KIP's baseline
 #: (docs/KNOWN-DEVIATIONS.md, PartitionReassignmentReplicas.maybeCompleteReassignment).
 _ALL_TARGET = ("reassignment-waits-for-every-target-replica",)
-KAFKA_37 = release("kafka-3.7", _SHIPPED + _NO_ELR + _NO_UNCLEAN_CONFIG,
+KAFKA_37 = release("kafka-3.7", _SHIPPED + _NO_ELR + _NO_UNCLEAN_CONFIG + _NO_PRE_VOTE,
                    (_DTP_ARRIVED, _ELR_NOT_PRODUCTION, _UNCLEAN_SHUTDOWN_DETECTION))
 #: 3.8: as 3.9 (pre-elr), but unclean.leader.election.enable is still ignored (3.9.0).
-KAFKA_38 = release("kafka-3.8", _SHIPPED + _NO_ELR + _ALL_TARGET + _NO_UNCLEAN_CONFIG,
+KAFKA_38 = release("kafka-3.8", _SHIPPED + _NO_ELR + _ALL_TARGET + _NO_UNCLEAN_CONFIG
+                   + _NO_PRE_VOTE,
                    (_ELR_NOT_PRODUCTION, _UNCLEAN_SHUTDOWN_DETECTION))
-PRE_ELR = release("pre-elr", _SHIPPED + _NO_ELR + _ALL_TARGET,
+PRE_ELR = release("pre-elr", _SHIPPED + _NO_ELR + _ALL_TARGET + _NO_PRE_VOTE,
                   (_ELR_NOT_PRODUCTION, _UNCLEAN_SHUTDOWN_DETECTION))
 KAFKA_40_ELR = release("kafka-4.0-elr", _SHIPPED + _ELR_4X + _ALL_TARGET)
 KAFKA_40_NOELR = release("kafka-4.0-noelr",

@@ -199,6 +199,16 @@ class World:
     next_broker_epoch: int = 2
     #: Records produced so far (appended or not).
     produced: int = 0
+    #: The KRaft quorum's leader, the active controller (None: not elected yet, or no
+    #: majority). With one controller it is that controller (controller.active_controller).
+    quorum_leader: int | None = None
+    #: Quorum elections during the step being applied (Model.apply resets it).
+    quorum_elections: int = 0
+    #: Controllers that, cut off from the leader on a build without pre-vote (KIP-996),
+    #: became candidates and raised the quorum epoch (QuorumState.transitionToCandidate).
+    campaigning: frozenset[int] = frozenset()
+    #: The controller the latest step naming ``active`` resolved to (``last_active``).
+    last_active: int | None = None
 
     def broker(self, broker_id: int) -> Broker:
         bs = self.brokers
@@ -257,9 +267,14 @@ class PartitionState:
     #: empty when none is in progress; None: not known / don't care).
     adding: frozenset[int] | None = None
     removing: frozenset[int] | None = None
+    #: The active controller, the metadata quorum's leader (DescribeQuorum leaderId;
+    #: NO_LEADER: no quorum; None: not known / don't care).
+    controller: int | None = None
+    #: Whether the quorum held an election during the step (the quorum epoch changed).
+    quorum_elected: bool | None = None
 
     FIELDS = ("leader", "leader_epoch", "replicas", "isr", "elr", "last_known_elr", "hwm",
-              "fenced", "adding", "removing")
+              "fenced", "adding", "removing", "controller", "quorum_elected")
 
     def to_json(self) -> dict[str, Any]:
         """The partition-state object of fixtures/histories/SCHEMA.md."""
@@ -278,6 +293,10 @@ class PartitionState:
             out["adding"] = _ids(self.adding)
         if self.removing is not None:
             out["removing"] = _ids(self.removing)
+        if self.controller is not None:
+            out["controller"] = self.controller
+        if self.quorum_elected is not None:
+            out["quorum_elected"] = self.quorum_elected
         return out
 
     @classmethod
@@ -302,6 +321,9 @@ class PartitionState:
             fenced=ids("fenced"),
             adding=ids("adding"),
             removing=ids("removing"),
+            controller=None if data.get("controller") is None else int(data["controller"]),
+            quorum_elected=None if data.get("quorum_elected") is None
+            else bool(data["quorum_elected"]),
         )
 
     def differing_field(self, other: PartitionState) -> str | None:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from .controller import Assignment, Ctx, partition_change, reassignment_of
+from .controller import Assignment, Ctx, active_controller, partition_change, reassignment_of
 from .elr import after_min_isr_change
 from .protocol import (
     Outcome,
@@ -56,16 +56,45 @@ class Consume:
         return [Outcome(w)]
 
 
+#: A controller named by its role when the step runs (FORMAT.md "Controller quorums"):
+#: ``active`` is the quorum leader at the step (the harness reads it from DescribeQuorum,
+#: the model from the branch), ``last_active`` the controller the latest step naming
+#: ``active`` resolved to (e.g. to restart the controller an earlier step killed),
+#: ``follower`` the lowest id of the other controllers.
+ACTIVE = "active"
+LAST_ACTIVE = "last_active"
+#: The lowest-id controller that is not the active one (a follower of the quorum).
+FOLLOWER = "follower"
+ROLES = (ACTIVE, LAST_ACTIVE, FOLLOWER)
+#: A node id, or a controller role (ROLES).
+NodeRef = int | str
+
+
+def resolve_ref(w: World, ref: NodeRef) -> tuple[World, int | None]:
+    """The node ``ref`` names in branch ``w`` (None: no such controller: no active one, or
+    no earlier ``active``), with ``last_active`` set when ``ref`` is ``active``."""
+    if isinstance(ref, int):
+        return w, ref
+    if ref == ACTIVE:
+        c = active_controller(w)
+        return (w if c is None or w.last_active == c else evolve(w, last_active=c)), c
+    if ref == FOLLOWER:
+        c = active_controller(w)
+        return w, min((d for d in w.controllers if d != c), default=None)
+    return w, w.last_active
+
+
 @dataclass(frozen=True, slots=True)
 class Isolate:
     kind: ClassVar[str] = "isolate"
-    node: int
+    node: NodeRef
 
     def params(self) -> dict[str, Any]:
         return {"node": self.node}
 
     def transition(self, w: World, ctx: Ctx) -> World:
-        return isolate(w, self.node)
+        w, n = resolve_ref(w, self.node)
+        return w if n is None else isolate(w, n)
 
 
 def isolate(w: World, n: int) -> World:
@@ -96,16 +125,20 @@ class Partition:
 @dataclass(frozen=True, slots=True)
 class Cut:
     kind: ClassVar[str] = "cut"
-    src: int
-    dst: int
+    src: NodeRef
+    dst: NodeRef
     direction: str = "both"  # "both" | "oneway"
 
     def params(self) -> dict[str, Any]:
         return {"src": self.src, "dst": self.dst, "direction": self.direction}
 
     def transition(self, w: World, ctx: Ctx) -> World:
-        back = [(self.dst, self.src)] if self.direction == "both" else []
-        return cut_links(w, [(self.src, self.dst)] + back)
+        w, src = resolve_ref(w, self.src)
+        w, dst = resolve_ref(w, self.dst)
+        if src is None or dst is None or src == dst:
+            return w
+        back = [(dst, src)] if self.direction == "both" else []
+        return cut_links(w, [(src, dst)] + back)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +228,47 @@ class Restart(OnBroker):
             return w
         return w.with_broker(evolve(br, alive=True, pending_registration=True, fenced=True,
                                     known_leader_epoch=-1))
+
+
+@dataclass(frozen=True, slots=True)
+class OnController:
+    """A step on one controller's process (``kill``/``stop``/``restart`` with
+    ``controller:``). To the model a controller that is down is one nobody reaches: its
+    links are cut as by ``isolate`` (a stopped leader resigns, a killed one is replaced
+    once the others' fetch timeout passes: the same settled quorum), and ``restart``
+    restores every link of it, as ``resume`` does."""
+
+    controller: NodeRef
+
+    def params(self) -> dict[str, Any]:
+        return {"controller": self.controller}
+
+
+@dataclass(frozen=True, slots=True)
+class KillController(OnController):
+    kind: ClassVar[str] = "kill"
+
+    def transition(self, w: World, ctx: Ctx) -> World:
+        w, c = resolve_ref(w, self.controller)
+        return w if c is None else isolate(w, c)
+
+
+@dataclass(frozen=True, slots=True)
+class StopController(OnController):
+    kind: ClassVar[str] = "stop"
+
+    def transition(self, w: World, ctx: Ctx) -> World:
+        w, c = resolve_ref(w, self.controller)
+        return w if c is None else isolate(w, c)
+
+
+@dataclass(frozen=True, slots=True)
+class RestartController(OnController):
+    kind: ClassVar[str] = "restart"
+
+    def transition(self, w: World, ctx: Ctx) -> World:
+        w, c = resolve_ref(w, self.controller)
+        return w if c is None else rejoin(w, c)
 
 
 @dataclass(frozen=True, slots=True)

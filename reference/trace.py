@@ -502,3 +502,92 @@ def common_prefix_agrees(logs: Sequence[Sequence[Record]]) -> Violation | None:
                                 f"log {long_} {what}"),
                         before=None, after=None)
     return None
+
+
+def _log_entries(log: Sequence[Record]) -> dict[int, Record]:
+    """A controller's log records by offset (snapshot records, numbered within their
+    snapshot, are left out: they are not log offsets)."""
+    return {int(r.get("offset", i)): r for i, r in enumerate(log)
+            if r.get("source") != "snapshot"}
+
+
+def _epoch(rec: Record) -> int:
+    v = rec.get("leader_epoch")
+    return -1 if v is None else int(v)
+
+
+def committed_prefix_agrees(logs: Sequence[Sequence[Record]], voters: int | None = None
+                            ) -> Violation | None:
+    """The controllers' metadata logs agree on their committed prefix (Raft Log Matching
+    and State Machine Safety; TLA+ MetadataLogMatchingProperty), allowing what a run may
+    leave behind legitimately: a controller that fell behind (killed, cut off) and a deposed
+    leader's uncommitted suffix, which it would truncate once it rejoined.
+
+    1. Log Matching: two logs that hold records at the same offset written in the same
+       leader epoch hold the same record there and at every earlier offset both hold.
+    2. The committed prefix is the longest prefix a majority of the ``voters`` (default:
+       one log per voter) hold record for record. A log that disagrees with it at some
+       offset must be stale: it never followed a leader as new as the newest epoch in that
+       prefix (a leader of that epoch or later holds the whole committed prefix, Raft's
+       Leader Completeness, so its followers truncate what differs)."""
+    maps = [_log_entries(log) for log in logs]
+    n = voters if voters is not None else len(maps)
+    for a in range(len(maps)):
+        for b in range(a + 1, len(maps)):
+            common = sorted(set(maps[a]) & set(maps[b]))
+            same_epoch = [o for o in common if _epoch(maps[a][o]) == _epoch(maps[b][o])]
+            if not same_epoch:
+                continue
+            top = same_epoch[-1]
+            for off in common:
+                if off > top:
+                    break
+                if _payload(maps[a][off]) != _payload(maps[b][off]):
+                    return _mismatch(maps[a][off], off, a, b, maps[b][off],
+                                     f"logs {a} and {b} hold records of leader epoch "
+                                     f"{_epoch(maps[a][top])} at offset {top} but differ "
+                                     "before it (Log Matching)")
+    # 2. the majority-held prefix
+    prefix: list[Record] = []
+    off = min((min(m) for m in maps if m), default=0)
+    while True:
+        held: list[tuple[tuple[object, object, object], list[int]]] = []
+        for i, m in enumerate(maps):
+            if off in m:
+                p = _payload(m[off])
+                group = next((g for q, g in held if q == p), None)
+                if group is None:
+                    held.append((p, [i]))
+                else:
+                    group.append(i)
+        best = max((g for _, g in held), key=len, default=[])
+        if len(best) * 2 <= n:
+            break
+        prefix.append(maps[best[0]][off])
+        off += 1
+    if not prefix:
+        return None
+    newest = max(_epoch(r) for r in prefix)
+    for i, m in enumerate(maps):
+        mine = max((_epoch(r) for r in m.values()), default=-1)
+        for rec in prefix:
+            o = int(rec.get("offset", 0))
+            theirs = m.get(o)
+            if theirs is None or _payload(theirs) == _payload(rec):
+                continue
+            if mine < newest:
+                break  # stale: behind the committed prefix's newest leader
+            return _mismatch(theirs, o, i, None, rec,
+                             f"log {i} followed leader epoch {mine} >= {newest}, the newest "
+                             f"in the committed prefix, yet holds {_payload(theirs)!r} at "
+                             f"committed offset {o}, where a majority holds "
+                             f"{_payload(rec)!r}")
+    return None
+
+
+def _mismatch(mine: Record, off: int, a: int, b: int | None, theirs: Record,
+              detail: str) -> Violation:
+    return Violation(rule="MetadataLogMatching",
+                     citation=trace_rules.RULES["MetadataLogMatching"].citation,
+                     offset=off, record=mine, partition=None, broker=None, detail=detail,
+                     before=None, after=None)

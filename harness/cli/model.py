@@ -86,7 +86,7 @@ def predict_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
             print(f"    leader={fmt_value(a.leader)} epoch={a.leader_epoch} "
                   f"ISR={fmt_value(a.isr)} ELR={fmt_value(a.elr)} "
                   f"LastKnownELR={fmt_value(a.last_known_elr)} HWM={fmt_value(a.hwm)} "
-                  f"fenced={fmt_value(a.fenced)}", file=out)
+                  f"fenced={fmt_value(a.fenced)}" + _quorum_text(a), file=out)
         if pred.expected_acks:
             print(f"  acks: {pred.expected_acks}", file=out)
         print(f"  HWM may move: {'yes' if pred.hwm_may_move else 'no'}; acked records that "
@@ -166,3 +166,12 @@ def _write_counterexample(args: argparse.Namespace, profile: str, cx: Any) -> Pa
 def to_scenario_step(step: Any) -> str:
     from reference.steps import step_to_dict
     return yaml.safe_dump(step_to_dict(step), default_flow_style=True).strip()
+
+
+def _quorum_text(a: Any) -> str:
+    """The active controller and whether the quorum elected during the step (several
+    controllers only)."""
+    if a.controller is None:
+        return ""
+    return (f" controller={a.controller}"
+            f"{' (elected)' if a.quorum_elected else ''}")

@@ -154,33 +154,79 @@ class Observer:
             return set()
 
     def quorum(self) -> dict[str, Any]:
-        """KRaft quorum of the metadata log: leader, epoch, high watermark, voters' lag."""
+        """KRaft quorum of the metadata log: leader (the active controller), epoch, high
+        watermark, voters' and observers' log end offsets and the voters' lag behind the
+        high watermark."""
         part = self._describe_quorum()
+        hw = part["high_watermark"]
+        voters = {v["replica_id"]: v["log_end_offset"] for v in part["current_voters"]}
         state = {"leader": part["leader_id"], "leader_epoch": part["leader_epoch"],
-                 "high_watermark": part["high_watermark"],
-                 "voters": {v["replica_id"]: v["log_end_offset"] for v in part["current_voters"]},
-                 "observers": {o["replica_id"]: o["log_end_offset"] for o in part["observers"]}}
+                 "high_watermark": hw, "voters": voters,
+                 "observers": {o["replica_id"]: o["log_end_offset"] for o in part["observers"]},
+                 "lag": {c: max(0, hw - leo) for c, leo in voters.items()
+                         if leo is not None and leo >= 0}}
+        # Brokers replicate the metadata log as observers: how far each one's view is
+        # behind the quorum's high watermark (what that broker believes lags by so much).
+        state["observer_lag"] = {b: max(0, hw - leo) for b, leo in state["observers"].items()
+                                 if leo is not None and leo >= 0}
         if self.record:
             self.cluster.history.record("quorum", state=state)
         return state
 
     def _describe_quorum(self) -> dict[str, Any]:
-        """The metadata partition of DescribeQuorum. Sent here rather than through
+        """The metadata partition of DescribeQuorum, asked of a current broker (it forwards
+        the request to the active controller it knows). Sent here rather than through
         KafkaAdminClient.describe_metadata_quorum, which (kafka-python 3.0.12) reads a
         per-partition error_message that versions 0-1 (Kafka 3.7 and older) do not carry."""
+        request = self._quorum_request()
+        last: Exception | None = None
+        nodes: list[int | None] = [*self._current()] or [None]
+        for node in nodes:
+            try:
+                resp = self._send_any(request) if node is None else self._send(node, request)
+            except Exception as exc:  # noqa: BLE001 - the next current broker may answer
+                last = exc
+                continue
+            part = resp.to_dict()["topics"][0]["partitions"][0]
+            if part.get("error_code"):
+                last = ObserveError(f"DescribeQuorum: error {part['error_code']}")
+                continue
+            return dict(part)
+        raise ObserveError(f"DescribeQuorum: no current broker answered ({last})")
+
+    @staticmethod
+    def _quorum_request() -> Any:
         topic = DescribeQuorumRequest.TopicData
-        request = DescribeQuorumRequest(topics=[topic(
+        return DescribeQuorumRequest(topics=[topic(
             topic_name="__cluster_metadata",
             partitions=[topic.PartitionData(partition_index=0)])])
+
+    def _send_any(self, request: Any) -> Any:
+        """``request`` to whichever broker the client picks (none is current)."""
         admin = self.admin()
 
         async def call() -> Any:
             return await admin._manager.send(request)
 
-        part = admin._manager.run(call).to_dict()["topics"][0]["partitions"][0]
-        if part.get("error_code"):
-            raise ObserveError(f"DescribeQuorum: error {part['error_code']}")
-        return dict(part)
+        return admin._manager.run(call)
+
+    def quorum_fields(self) -> dict[str, Any]:
+        """What a partition observation carries of the quorum when there are several
+        controllers: ``controller`` (the active one), ``quorum_epoch``, the voters'
+        ``quorum_lag`` and each broker's ``broker_metadata_lag`` (its metadata log behind the
+        high watermark, DescribeQuorum's observers); None where DescribeQuorum could not be
+        answered."""
+        if len(self.cluster.shape.controller_ids) < 2:
+            return {}
+        try:
+            q = self.quorum()
+        except Exception:  # noqa: BLE001 - e.g. no broker reaches the active controller
+            return {"controller": None, "quorum_epoch": None, "quorum_lag": None,
+                    "broker_metadata_lag": None}
+        leader = q["leader"]
+        return {"controller": leader if leader is not None and leader >= 0 else -1,
+                "quorum_epoch": q["leader_epoch"], "quorum_lag": q["lag"],
+                "broker_metadata_lag": q["observer_lag"]}
 
     # -- partitions -----------------------------------------------------------------
     def partition_state(self, topic: str, partition: int = 0) -> tuple[dict[str, Any], int]:
@@ -200,7 +246,18 @@ class Observer:
             except Exception as exc:  # noqa: BLE001 - e.g. a restarted leader not yet known
                 raise ObserveError(
                     f"{topic}-{partition}: HWM/fencing not readable ({exc})") from exc
-            state.update(admin.reassignment_state(self, node, topic, partition, state["replicas"]))
+            try:
+                state.update(admin.reassignment_state(self, node, topic, partition,
+                                                      state["replicas"]))
+            except ObserveError:
+                # With several controllers a broker may forward to an active controller
+                # that is gone (cut off, killed on docker) for tens of seconds (seen on
+                # 4.3.1 after isolating the active controller): the reassignment is then
+                # not known for this poll, not a reason to lose the whole observation.
+                if len(self.cluster.shape.controller_ids) < 2:
+                    raise
+                state.update({"adding": None, "removing": None})
+            state.update(self.quorum_fields())
             return self._observed(topic, partition, state, node), node
         from_log = None if current else self._from_controller_log(topic, partition)
         if from_log is not None:

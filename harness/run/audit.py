@@ -9,6 +9,7 @@ metadata record (trace). No cluster, no JVM.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -221,6 +222,9 @@ def _replay(model: Any, kip: KipJudge, scenario: Scenario, steps: list[RecordedS
         kind = step_kinds.KINDS[rec.kind]
         step: Any = kind.with_records(scenario.steps[rec.index].step,
                                       tuple(rec.params.get("record_ids", ())))
+        if rec.params.get("resolved"):  # controller roles, as the run resolved them
+            step = dataclasses.replace(step, **{k: int(v) for k, v in
+                                                dict(rec.params["resolved"]).items()})
         pred = model.apply(step)
         if rec.verdict in (UNSUPPORTED, ERROR) or pred.unsupported:
             return rec.verdict or UNSUPPORTED, f"step {rec.index + 1}: {rec.verdict} (recorded)"

@@ -87,12 +87,18 @@ def judged_fields(events: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
         observed = True
         state = e.get("state") or {}
         carried.update(f for f in REASSIGNMENT_FIELDS if f in state)
-        shown.update(f for f in STATE_FIELDS + REASSIGNMENT_FIELDS if state.get(f) is not None)
+        shown.update(f for f in STATE_FIELDS + REASSIGNMENT_FIELDS + QUORUM_FIELDS
+                     if state.get(f) is not None)
     if not observed:
         return {"judged": [], "unobservable": []}
     fields = STATE_FIELDS + tuple(f for f in REASSIGNMENT_FIELDS if f in carried)
-    return {"judged": [f for f in fields if f in shown],
+    return {"judged": [f for f in fields + QUORUM_FIELDS if f in shown],
             "unobservable": [f for f in fields if f not in shown]}
+
+
+#: Observed with several controllers only (the active controller, DescribeQuorum): judged
+#: when shown, never listed as unobservable (a one-controller run has no quorum to show).
+QUORUM_FIELDS = ("controller",)
 
 
 def fields_note(fields: Mapping[str, list[str]] | None) -> str:

@@ -10,6 +10,7 @@ the run: after it the model no longer knows the cluster's state.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import time
 from collections.abc import Callable, Mapping
@@ -153,6 +154,10 @@ class Runner:
         self._events: list[dict[str, Any]] = []
         self._raw_checks: list[Any] | None = None
         self._data_dirs: dict[int, Path] = {}
+        #: The quorum epoch when the current step started; the controller the latest
+        #: ``active`` resolved to (several controllers only).
+        self._epoch_before: int | None = None
+        self._last_active: int | None = None
         self.model = self._new_model(self.profile)
         self.kip = KipJudge(self._new_model, self.model.profile, elr_enabled(scenario, build),
                             lambda pred, outcome: _ack_mismatch(pred, outcome)
@@ -307,6 +312,9 @@ class Runner:
             ids = session.workload.next_ids(records)
             step = step_kind.with_records(step, tuple(ids))
             params = {**params, "record_ids": ids}
+        step, resolved, self._epoch_before = self._quorum_at_start(session, step)
+        if resolved:
+            params = {**params, "resolved": resolved}
         history.record("step", index=index, phase="start", step={kind: params}, line=line)
         pred = self.model.apply(step)
         self._record_prediction(history, index, pred)
@@ -344,6 +352,61 @@ class Runner:
         return self._finish_step(history, result, StepResult(
             index, kind, line, _summary(pred), _fmt(observed), verdict, reason or ""))
 
+    def _quorum_at_start(self, session: Session, step: Any
+                         ) -> tuple[Any, dict[str, int], int | None]:
+        """With several controllers: the quorum epoch when the step starts (a step's
+        ``quorum_elected`` is whether it changed) and the step with its controller roles
+        (``active``, ``last_active``, ``follower``) replaced by ids, ``active`` being
+        DescribeQuorum's leader now (polled, bounded, until there is one)."""
+        if len(self.shape().controller_ids) < 2:
+            return step, {}, None
+        from harness.infra.wait import until
+        from reference.steps import ACTIVE, FOLLOWER, ROLES
+
+        roles = {f.name: getattr(step, f.name) for f in dataclasses.fields(step)
+                 if getattr(step, f.name) in ROLES}
+
+        def ask() -> dict[str, Any] | None:
+            try:
+                q = session.observer.quorum()
+            except ObserveError:
+                return None
+            return q if q["leader"] is not None and q["leader"] >= 0 else None
+
+        if {ACTIVE, FOLLOWER} & set(roles.values()):
+            q = until(ask, lambda x: x is not None, "an active controller (DescribeQuorum)",
+                      self.step_timeout_s)
+        else:
+            q = ask()
+        epoch = None if q is None else q["leader_epoch"]
+        if not roles:
+            return step, {}, epoch
+        resolved: dict[str, int] = {}
+        for name, role in roles.items():
+            if role == ACTIVE:
+                assert q is not None
+                resolved[name] = int(q["leader"])
+                self._last_active = resolved[name]
+            elif role == FOLLOWER:
+                assert q is not None
+                resolved[name] = min(c for c in self.shape().controller_ids
+                                     if c != q["leader"])
+            elif self._last_active is None:
+                raise HarnessError(f"{name}: last_active names no controller: no earlier step "
+                                   "named active")
+            else:
+                resolved[name] = self._last_active
+        return dataclasses.replace(step, **resolved), resolved, epoch
+
+    def _observe(self, session: Session) -> dict[str, Any]:
+        """The partition's state, with whether the quorum held an election during the step
+        (its epoch moved since the step started)."""
+        state = session.observer.partition_state(self.scenario.topic.name)[0]
+        epoch = state.get("quorum_epoch")
+        if self._epoch_before is not None and epoch is not None:
+            state["quorum_elected"] = epoch != self._epoch_before
+        return state
+
     def _converge(self, session: Session, pred: Any, expected: Mapping[str, Any],
                   timeout_s: float) -> tuple[dict[str, Any] | None, str | None, bool]:
         """Poll until the observation is allowed. On timeout: the last observation, the
@@ -353,9 +416,12 @@ class Runner:
         while True:
             blind = False
             try:
-                last = session.observer.partition_state(self.scenario.topic.name)[0]
+                last = self._observe(session)
                 why = self.model.explain(_state(last)) or _await_mismatch(expected, last) \
                     or _not_started(session, expected)
+                if why is None and _quorum_unseen(pred, last):
+                    why, blind = ("controller: DescribeQuorum not answered (the prediction "
+                                  "names an active controller)"), True
                 if why is None:
                     return last, None, False
             except ObserveError as exc:
@@ -448,6 +514,14 @@ def run_data_checks(raw_checks: list[Any], model: Any,
 def _state(observed: Mapping[str, Any]) -> Any:
     from reference import PartitionState
     return PartitionState.from_json(dict(observed))
+
+
+def _quorum_unseen(pred: Any, observed: Mapping[str, Any]) -> bool:
+    """Several controllers, a prediction with an active controller in every branch, and an
+    observation that could not read the quorum: not evidence either way, poll again."""
+    return ("controller" in observed and observed["controller"] is None
+            and bool(pred.allowed)
+            and all(a.controller is not None and a.controller >= 0 for a in pred.allowed))
 
 
 def _not_started(session: Session, expected: Mapping[str, Any]) -> str | None:

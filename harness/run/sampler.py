@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka import KafkaAdminClient
 
-from harness.client.observe import Observer
+from harness.client.observe import ObserveError, Observer
 from harness.infra.history import History
 from reference.invariants import observed_violations
 from reference.state import PartitionState
@@ -39,6 +39,7 @@ class SampleObserver(Observer):
 
     def __init__(self, cluster: Cluster, current_brokers: Callable[[], list[int]]) -> None:
         super().__init__(cluster, record=False, current_brokers=current_brokers)
+        self._quorum_quiet_until = 0.0
 
     def admin(self) -> KafkaAdminClient:
         if self._admin is None:
@@ -57,6 +58,30 @@ class SampleObserver(Observer):
             return None
         return super().hwm(topic, partition, leader)
 
+    def quorum_fields(self) -> dict[str, Any]:
+        """As the observer's, but a sample must stay cheap: after an unanswered
+        DescribeQuorum (a broker still forwarding to a dead or cut-off controller) the
+        next samples leave the quorum out (None) for a second."""
+        if len(self.cluster.shape.controller_ids) < 2:
+            return {}
+        if time.monotonic() < self._quorum_quiet_until:
+            return {"controller": None, "quorum_epoch": None, "quorum_lag": None,
+                    "broker_metadata_lag": None}
+        out = super().quorum_fields()
+        if out.get("controller") is None:
+            self._quorum_quiet_until = time.monotonic() + 1.0
+        return out
+
+    def _describe_quorum(self) -> dict[str, Any]:
+        current = self._current()
+        if not current:
+            raise ObserveError("no current broker")
+        resp = self._send(current[0], self._quorum_request())
+        part = resp.to_dict()["topics"][0]["partitions"][0]
+        if part.get("error_code"):
+            raise ObserveError(f"DescribeQuorum: error {part['error_code']}")
+        return dict(part)
+
     def partition_state(self, topic: str, partition: int = 0) -> tuple[dict[str, Any], int]:
         """The freshest current broker's view and the leader's HWM: only what the invariants
         read (no fencing, no reassignment, no metadata log: a sample must be cheap). ELR is
@@ -66,6 +91,7 @@ class SampleObserver(Observer):
             state["elr"] = state["last_known_elr"] = None
         state["hwm"] = self.hwm(topic, partition, state["leader"])
         state["fenced"] = None
+        state.update(self.quorum_fields())  # several controllers: active, epoch, lag
         return state, node
 
 

@@ -33,11 +33,24 @@ class Session:
         return self.cluster.history
 
 
-def current_brokers(cluster: Cluster, faults: Faults) -> list[int]:
-    """Brokers whose metadata view is current: running and connected to every controller."""
+def quorum_side(cluster: Cluster, faults: Faults) -> list[int]:
+    """Controllers that, as far as the fault table knows, are running and reach a majority
+    of the voters both ways: where the active controller is (every controller with one)."""
     shape = cluster.shape
+    cs = shape.controller_ids
+    up = [c for c in cs if cluster.is_running(c) and c not in faults.network.paused]
+    return [c for c in up
+            if 2 * sum(1 for d in up if d == c or faults.network.connected(c, d)) > len(cs)]
+
+
+def current_brokers(cluster: Cluster, faults: Faults) -> list[int]:
+    """Brokers whose metadata view is current: running and connected to every controller on
+    the quorum's majority side (with one controller: to it, whatever its state)."""
+    shape = cluster.shape
+    side = shape.controller_ids if len(shape.controller_ids) == 1 else \
+        quorum_side(cluster, faults)
     return [b for b in shape.broker_ids if cluster.is_running(b)
-            and all(faults.network.connected(b, c) for c in shape.controller_ids)]
+            and all(faults.network.connected(b, c) for c in side)]
 
 
 @contextmanager

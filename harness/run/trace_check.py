@@ -21,7 +21,7 @@ from reference.trace import (
     CommittedState,
     TraceContext,
     Violation,
-    common_prefix_agrees,
+    committed_prefix_agrees,
     validate,
 )
 
@@ -101,14 +101,15 @@ def memo(logs: TraceLogs, scenario: Any, events: list[dict[str, Any]],
 
 def judge(logs: TraceLogs, ctx: TraceContext) -> list[dict[str, Any]]:
     """Violations of the longest controller log under ``ctx.profile``, plus disagreement
-    between controllers' logs, as JSON-able findings."""
+    between the controllers' logs on their committed prefix (every controller's log is
+    archived and read), as JSON-able findings."""
     longest = logs.longest
     if longest is None:
         return []
     node, records = longest
     found = [finding(node, v) for v in validate(records, ctx).violations]
     if len(logs.by_controller) > 1:
-        bad = common_prefix_agrees(list(logs.by_controller.values()))
+        bad = committed_prefix_agrees(list(logs.by_controller.values()))
         if bad is not None:
             found.append(finding(None, bad))
     return found

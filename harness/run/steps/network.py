@@ -7,18 +7,38 @@ from typing import Any
 from yaml.nodes import Node
 
 from harness.cluster.topology import ClusterShape
+from harness.infra.errors import HarnessError
 from harness.run.nodes import Ctx, Items, check_node
 from harness.run.steps.kind import StepKind, StepOutcome
 from reference import steps as S
 
 
-def parse_node(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> int:
-    """The step's one key, ``node``: a broker or a controller of the cluster."""
-    c.unknown(it, ("node",), w)
-    node = c.required(it, "node", n, w)
-    v = c.int_(node, f"{w}.node")
-    check_node(c, node, f"{w}.node", v, cl)
+def node_ref(c: Ctx, node: Node, where: str, cl: ClusterShape) -> S.NodeRef:
+    """A broker or controller id, or a controller role: ``active`` (the quorum leader when
+    the step runs), ``last_active`` (what the latest ``active`` resolved to) or
+    ``follower`` (the lowest-id controller that is not active)."""
+    v = c.scalar(node, where)
+    if isinstance(v, str):
+        if v not in S.ROLES:
+            raise c.fail(node, where, "expected a node id, active, last_active or follower, "
+                         f"got {v!r}")
+        return v
+    v = c.int_(node, where)
+    check_node(c, node, where, v, cl)
     return v
+
+
+def concrete(ref: S.NodeRef) -> int:
+    """The node id the runner resolved a role to (steps run with ids only)."""
+    if not isinstance(ref, int):
+        raise HarnessError(f"{ref!r} was not resolved to a controller before the step ran")
+    return ref
+
+
+def parse_node(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.NodeRef:
+    """The step's one key, ``node``: a broker or a controller of the cluster, or a role."""
+    c.unknown(it, ("node",), w)
+    return node_ref(c, c.required(it, "node", n, w), f"{w}.node", cl)
 
 
 def _parse_partition(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Partition:
@@ -45,12 +65,7 @@ def _parse_partition(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.
 
 def _parse_cut(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Cut:
     c.unknown(it, ("src", "dst", "direction"), w)
-    vals = []
-    for key in ("src", "dst"):
-        node = c.required(it, key, n, w)
-        v = c.int_(node, f"{w}.{key}")
-        check_node(c, node, f"{w}.{key}", v, cl)
-        vals.append(v)
+    vals = [node_ref(c, c.required(it, key, n, w), f"{w}.{key}", cl) for key in ("src", "dst")]
     if vals[0] == vals[1]:
         raise c.fail(it["dst"][1], f"{w}.dst", "src and dst are the same node")
     direction = "both"
@@ -68,7 +83,7 @@ def _parse_heal(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Heal:
 
 
 def _isolate(s: Any, topic: str, step: S.Isolate, out: StepOutcome) -> None:
-    s.faults.isolate(step.node)
+    s.faults.isolate(concrete(step.node))
 
 
 def _partition(s: Any, topic: str, step: S.Partition, out: StepOutcome) -> None:
@@ -76,7 +91,7 @@ def _partition(s: Any, topic: str, step: S.Partition, out: StepOutcome) -> None:
 
 
 def _cut(s: Any, topic: str, step: S.Cut, out: StepOutcome) -> None:
-    s.faults.cut(step.src, step.dst, step.direction)
+    s.faults.cut(concrete(step.src), concrete(step.dst), step.direction)
 
 
 def _heal(s: Any, topic: str, step: S.Heal, out: StepOutcome) -> None:
@@ -84,11 +99,13 @@ def _heal(s: Any, topic: str, step: S.Heal, out: StepOutcome) -> None:
 
 
 KINDS = (
-    StepKind("isolate", "isolate: {node: N}: cut every link to and from node N",
+    StepKind("isolate", "isolate: {node: N|active|last_active}: cut every link to and from "
+             "node N",
              lambda c, it, n, w, cl: S.Isolate(parse_node(c, it, n, w, cl)), _isolate),
     StepKind("partition", "partition: {groups: [[...], [...]]}: cut every link between groups",
              _parse_partition, _partition),
-    StepKind("cut", "cut: {src: A, dst: B, direction: both|oneway}: cut one link",
+    StepKind("cut", "cut: {src: A, dst: B, direction: both|oneway}: cut one link (A, B: "
+             "ids, active or last_active)",
              _parse_cut, _cut),
     StepKind("heal", "heal: {}: restore every link", _parse_heal, _heal),
 )

@@ -9,15 +9,15 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from harness.run.steps.kind import StepKind, StepOutcome
-from harness.run.steps.network import parse_node
+from harness.run.steps.network import concrete, parse_node
 from reference.controller import Ctx
 from reference.state import World
-from reference.steps import isolate, rejoin
+from reference.steps import NodeRef, isolate, rejoin, resolve_ref
 
 
 @dataclass(frozen=True, slots=True)
 class _OnNode:
-    node: int
+    node: NodeRef
 
     def params(self) -> dict[str, Any]:
         return {"node": self.node}
@@ -28,7 +28,8 @@ class Pause(_OnNode):
     kind: ClassVar[str] = "pause"
 
     def transition(self, w: World, ctx: Ctx) -> World:
-        return isolate(w, self.node)
+        w, n = resolve_ref(w, self.node)
+        return w if n is None else isolate(w, n)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,20 +37,22 @@ class Resume(_OnNode):
     kind: ClassVar[str] = "resume"
 
     def transition(self, w: World, ctx: Ctx) -> World:
-        return rejoin(w, self.node)
+        w, n = resolve_ref(w, self.node)
+        return w if n is None else rejoin(w, n)
 
 
 def _pause(s: Any, topic: str, step: Pause, out: StepOutcome) -> None:
-    s.faults.pause(step.node)
+    s.faults.pause(concrete(step.node))
 
 
 def _resume(s: Any, topic: str, step: Resume, out: StepOutcome) -> None:
-    s.faults.resume(step.node)
+    s.faults.resume(concrete(step.node))
 
 
 KINDS = (
-    StepKind("pause", "pause: {node: N}: SIGSTOP the node; silent on every link, log kept",
+    StepKind("pause", "pause: {node: N|active|last_active}: SIGSTOP the node; silent on "
+             "every link, log kept",
              lambda c, it, n, w, cl: Pause(parse_node(c, it, n, w, cl)), _pause),
-    StepKind("resume", "resume: {node: N}: SIGCONT a paused node; its links are back",
+    StepKind("resume", "resume: {node: N|last_active}: SIGCONT a paused node; its links are back",
              lambda c, it, n, w, cl: Resume(parse_node(c, it, n, w, cl)), _resume),
 )

@@ -1,5 +1,6 @@
-"""Process steps on a broker: kill (SIGKILL), stop (clean shutdown), restart, and
-lose_unflushed (after a kill, the replica cut back as a power loss leaves it)."""
+"""Process steps on a broker or a controller: kill (SIGKILL), stop (clean shutdown),
+restart, and lose_unflushed (after a kill, the replica cut back as a power loss leaves it).
+A controller is named ``controller: N``, ``active`` or ``last_active``."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from yaml.nodes import Node
 from harness.cluster.topology import ClusterShape
 from harness.run.nodes import MAX_OFFSET, Ctx, Items, check_broker
 from harness.run.steps.kind import StepKind, StepOutcome
+from harness.run.steps.network import concrete, node_ref
 from reference import steps as S
 
 
@@ -23,6 +25,29 @@ def parse_broker(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape,
     return b
 
 
+def parse_controller(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.NodeRef:
+    """The step's ``controller`` key: a controller id of the cluster or a role."""
+    c.unknown(it, ("controller",), w)
+    node = it["controller"][1]
+    ref = node_ref(c, node, f"{w}.controller", cl)
+    if isinstance(ref, int) and ref not in cl.controller_ids:
+        raise c.fail(node, f"{w}.controller", f"{ref} is not a controller (controllers are "
+                     f"{cl.controller_ids[0]}..{cl.controller_ids[-1]})")
+    return ref
+
+
+def _parse_kill(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Step:
+    if "controller" in it:
+        return S.KillController(parse_controller(c, it, n, w, cl))
+    return S.Kill(parse_broker(c, it, n, w, cl))
+
+
+def _parse_stop(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Step:
+    if "controller" in it:
+        return S.StopController(parse_controller(c, it, n, w, cl))
+    return S.Stop(parse_broker(c, it, n, w, cl))
+
+
 def _parse_lose(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.LoseUnflushed:
     b = parse_broker(c, it, n, w, cl, ("offset",))
     off = c.int_(c.required(it, "offset", n, w), f"{w}.offset", 0, MAX_OFFSET)
@@ -30,11 +55,13 @@ def _parse_lose(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.LoseU
 
 
 def _goes_down(down: set[int], step: Any) -> None:
-    down.add(step.broker)
+    if isinstance(step, S.OnBroker):
+        down.add(step.broker)
 
 
 def _comes_back(down: set[int], step: Any) -> None:
-    down.discard(step.broker)
+    if isinstance(step, S.OnBroker):
+        down.discard(step.broker)
 
 
 def _after_its_kill(down: set[int], step: Any) -> str | None:
@@ -44,22 +71,28 @@ def _after_its_kill(down: set[int], step: Any) -> str | None:
             "(before its restart)")
 
 
-def _kill(s: Any, topic: str, step: S.Kill, out: StepOutcome) -> None:
-    s.faults.kill(step.broker)
+def _node(step: Any) -> int:
+    return concrete(step.controller) if isinstance(step, S.OnController) else int(step.broker)
 
 
-def _stop(s: Any, topic: str, step: S.Stop, out: StepOutcome) -> None:
-    s.faults.stop(step.broker)
+def _kill(s: Any, topic: str, step: Any, out: StepOutcome) -> None:
+    s.faults.kill(_node(step))
 
 
-def _parse_restart(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Restart:
+def _stop(s: Any, topic: str, step: Any, out: StepOutcome) -> None:
+    s.faults.stop(_node(step))
+
+
+def _parse_restart(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Step:
+    if "controller" in it:
+        return S.RestartController(parse_controller(c, it, n, w, cl))
     b = parse_broker(c, it, n, w, cl, ("wait",))
     wait = c.bool_(it["wait"][1], f"{w}.wait") if "wait" in it else True
     return S.Restart(b, wait)
 
 
-def _restart(s: Any, topic: str, step: S.Restart, out: StepOutcome) -> None:
-    s.faults.restart(step.broker, wait=step.wait)
+def _restart(s: Any, topic: str, step: Any, out: StepOutcome) -> None:
+    s.faults.restart(_node(step), wait=getattr(step, "wait", True))
 
 
 def _lose(s: Any, topic: str, step: S.LoseUnflushed, out: StepOutcome) -> None:
@@ -67,18 +100,19 @@ def _lose(s: Any, topic: str, step: S.LoseUnflushed, out: StepOutcome) -> None:
 
 
 KINDS = (
-    StepKind("kill", "kill: {broker: N}: SIGKILL the broker (no clean-shutdown file)",
-             lambda c, it, n, w, cl: S.Kill(parse_broker(c, it, n, w, cl)), _kill,
+    StepKind("kill", "kill: {broker: N} | {controller: N|active|last_active}: SIGKILL the "
+             "node (no clean-shutdown file)", _parse_kill, _kill,
              follows=lambda down, step: _goes_down(down, step)),
     StepKind("lose_unflushed", "lose_unflushed: {broker: N, offset: O}: after its kill, the "
              "broker's replica keeps only offsets < O", _parse_lose, _lose,
              follows=_after_its_kill),
-    StepKind("stop", "stop: {broker: N}: clean shutdown (SIGTERM)",
-             lambda c, it, n, w, cl: S.Stop(parse_broker(c, it, n, w, cl)), _stop,
+    StepKind("stop", "stop: {broker: N} | {controller: N|active|last_active}: clean "
+             "shutdown (SIGTERM)", _parse_stop, _stop,
              follows=lambda down, step: _goes_down(down, step)),
-    StepKind("restart", "restart: {broker: N, wait: true|false}: start a killed or stopped "
-             "broker again; wait: false goes on once its process runs (not settled: the "
-             "next step or an await {ready: [N]} checks it)", _parse_restart, _restart,
+    StepKind("restart", "restart: {broker: N, wait: true|false} | {controller: "
+             "N|last_active}: start a killed or stopped node again; wait: false goes on once "
+             "its process runs (not settled: the next step or an await {ready: [N]} checks "
+             "it)", _parse_restart, _restart,
              follows=lambda down, step: _comes_back(down, step),
              settles=lambda step: bool(getattr(step, "wait", True))),
 )
