@@ -36,6 +36,9 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     cmd.add_argument("--no-shrink", action="store_true", help="report failures unshrunk")
     cmd.add_argument("--shrink-attempts", default="30", help="runs per shrink (default 30)")
     cmd.add_argument("--shrink-budget", default="20m", help="time per shrink (default 20m)")
+    cmd.add_argument("--guided", action="store_true",
+                     help="model-guided: run only schedules the build's model predicts lose "
+                          "acks=all records (the rest are skipped, not run)")
     cmd.add_argument("--print", dest="print_only", action="store_true",
                      help="print the first schedules as scenario files and start nothing")
     cmd.set_defaults(func=_fuzz)
@@ -76,7 +79,7 @@ def parse_args(args: argparse.Namespace) -> tuple[CampaignConfig, float]:
         gen=fuzzgen.GenConfig(length=_int(args.steps, "--steps", 1, 100), weights=weights),
         confirm=_int(args.confirm, "--confirm", 0, 20), shrink=not args.no_shrink,
         shrink_attempts=_int(args.shrink_attempts, "--shrink-attempts", 1, 1000),
-        shrink_budget_s=shrink_budget), step_timeout
+        shrink_budget_s=shrink_budget, guided=args.guided), step_timeout
 
 
 def _fuzz(args: argparse.Namespace) -> int:

@@ -135,6 +135,8 @@ class Outcome:
     seconds: float = 0.0
 
 
+MAX_GUIDED_SKIPS = 5000
+
 #: (scenario name, scenario seed, steps) -> the run's outcome.
 RunFn = Callable[[str, int, Steps], Outcome]
 
@@ -187,6 +189,9 @@ class CampaignConfig:
     shrink: bool = True
     shrink_attempts: int = 30
     shrink_budget_s: float = 1200.0
+    #: Run only the schedules the build's model predicts lose acks=all records
+    #: (model-guided; the others are counted as skipped, never run).
+    guided: bool = False
 
 
 @dataclass
@@ -199,9 +204,11 @@ class CampaignResult:
     run_seconds: float = 0.0
     shrink_seconds: float = 0.0
     stopped: str = ""
+    skipped: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"runs": self.runs, "as_expected": self.as_expected, "errors": self.errors,
+        return {"runs": self.runs, "skipped_by_model": self.skipped,
+                "as_expected": self.as_expected, "errors": self.errors,
                 "failures": [f.to_json() for f in self.failures],
                 "seconds": round(self.seconds, 1), "run_seconds": round(self.run_seconds, 1),
                 "shrink_seconds": round(self.shrink_seconds, 1),
@@ -227,13 +234,23 @@ class Campaign:
         return self.cfg.budget_s - (self.clock() - self._t0)
 
     def schedules(self) -> Iterator[tuple[int, Steps]]:
-        index = 0
-        while self.cfg.runs is None or index < self.cfg.runs:
+        index = ran = 0
+        while self.cfg.runs is None or ran < self.cfg.runs:
             if self.time_left() <= 0:
                 self.result.stopped = "budget spent"
                 return
-            yield index, schedule(self.new_model, self.cfg.seed, index, self.cfg.gen)
+            steps = schedule(self.new_model, self.cfg.seed, index, self.cfg.gen)
+            if self.cfg.guided and not fuzzgen.predicts_acked_loss(self.new_model, steps):
+                self.result.skipped += 1
+                index += 1
+                if self.result.skipped % MAX_GUIDED_SKIPS == 0 and ran == 0:
+                    self.result.stopped = (f"--guided: none of the first {index} schedules "
+                                           "loses data in the build's model")
+                    return
+                continue
+            yield index, steps
             index += 1
+            ran += 1
         self.result.stopped = f"{self.cfg.runs} runs done"
 
     def _run(self, name: str, seed: int, steps: Steps) -> Outcome:
