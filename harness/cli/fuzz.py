@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from harness.cli.options import add_build_options
 from harness.infra.errors import UsageError
@@ -91,8 +91,9 @@ def _fuzz(args: argparse.Namespace) -> int:
     build = builds.resolve(args.kafka_version, args.kafka_dist)
     new_model = fuzz.model_factory(build)
     if args.print_only:
-        for index in range(cfg.runs or 1):
-            steps = fuzz.schedule(new_model, cfg.seed, index, cfg.gen)
+        import itertools
+        gen = fuzz.Campaign(cfg, new_model, _no_run, args.runs_dir).schedules()
+        for index, steps in itertools.islice(gen, cfg.runs or 1):
             print(f"# run {index}\n" + fuzz.scenario_yaml(
                 f"fuzz-s{cfg.seed}-{index}", fuzz.schedule_seed(cfg.seed, index), steps))
         return 0
@@ -126,3 +127,7 @@ def _check_runs_dir(runs_dir: Path) -> None:
     except OSError as e:
         raise UsageError(f"fuzz: --runs-dir {runs_dir}: cannot create it "
                          f"({e.strerror or e})") from None
+
+
+def _no_run(name: str, seed: int, steps: tuple[Any, ...]) -> NoReturn:
+    raise AssertionError("--print runs nothing")
