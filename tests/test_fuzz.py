@@ -312,3 +312,19 @@ def test_bad_flags_fail_before_any_build_or_cluster(monkeypatch: pytest.MonkeyPa
         argv = [*argv, "--seed", "1"]
     assert app.main(["fuzz", "--kafka-version", "4.3.1", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_shrinker_runs_preferred_candidates_first() -> None:
+    def attempt(s: tuple[Any, ...]) -> Any:
+        return TARGET if loses(s) else None
+    plain = shrink(LONG, TARGET, attempt, fuzz.repairer(MODELS["3.9.1"]), max_attempts=200)
+    hinted = shrink(LONG, TARGET, attempt, fuzz.repairer(MODELS["3.9.1"]), max_attempts=200,
+                    prefer=loses)
+    assert hinted.steps == plain.steps
+    assert len(hinted.attempts) < len(plain.attempts)
+    kept = [a.kept for a in hinted.attempts]
+    assert kept == sorted(kept, reverse=True)  # every kept run before the first refused one
+    # The hint for a loss the release model predicts; none when the release diverges.
+    assert fuzz.prefer_for(TARGET, MODELS["3.9.1"]) is not None
+    assert fuzz.prefer_for((("release", "DIVERGES", ("isr",)),) + TARGET,
+                           MODELS["3.9.1"]) is None

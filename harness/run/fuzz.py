@@ -122,6 +122,18 @@ def signature_text(sig: Signature) -> str:
     return "; ".join(f"{axis} {verdict} [{', '.join(names)}]" for axis, verdict, names in sig)
 
 
+def prefer_for(sig: Signature, new_model: Callable[[], Any]
+               ) -> Callable[[Steps], bool] | None:
+    """The shrinker's ordering hint for a signature: an acks=all loss the release model
+    predicted (release as expected, safety UNSAFE acked-record-durable) is kept by the
+    candidates the model still says lose data, so those run first. Other failures (the
+    model disagrees with the broker) get no hint."""
+    axes = {axis: names for axis, _, names in sig}
+    if "release" in axes or "acked-record-durable" not in axes.get("safety", ()):
+        return None
+    return lambda steps: fuzzgen.predicts_acked_loss(new_model, steps)
+
+
 # --- the campaign ----------------------------------------------------------------------
 
 @dataclass
@@ -325,7 +337,8 @@ class Campaign:
             self.say(f"fuzz: shrink {fail.name} attempt {counter[0]} ({a.note}, "
                      f"{len(a.steps)} steps): {'kept' if a.kept else 'not kept'}")
         res = shrink(fail.steps, fail.signature, attempt, repairer(self.new_model),
-                     self.cfg.shrink_attempts, self.cfg.shrink_budget_s, self.clock, said)
+                     self.cfg.shrink_attempts, self.cfg.shrink_budget_s, self.clock, said,
+                     prefer_for(fail.signature, self.new_model))
         self.result.shrink_seconds += self.clock() - t0
         fail.shrink, fail.minimal_steps = res, res.steps
         text = scenario_yaml(f"{fail.name}-min", fail.scenario_seed, res.steps,

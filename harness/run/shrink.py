@@ -104,8 +104,11 @@ def shrink(steps: Sequence[Any], target: Signature,
            repair: Callable[[Steps], Steps | None],
            max_attempts: int = 30, budget_s: float = math.inf,
            clock: Callable[[], float] = time.monotonic,
-           on_attempt: Callable[[Attempt], None] = lambda a: None) -> ShrinkResult:
-    """Reduce ``steps`` keeping ``target`` (see the module's doc)."""
+           on_attempt: Callable[[Attempt], None] = lambda a: None,
+           prefer: Callable[[Steps], bool] | None = None) -> ShrinkResult:
+    """Reduce ``steps`` keeping ``target`` (see the module's doc). ``prefer``: candidates
+    it holds for are tried first (the model's guess that one keeps the failure; it only
+    orders the runs, the run decides)."""
     t0 = clock()
     best: Steps = tuple(steps)
     result = ShrinkResult(best, best, target)
@@ -113,11 +116,17 @@ def shrink(steps: Sequence[Any], target: Signature,
     improved = True
     while improved:
         improved = False
+        todo: list[tuple[Steps, str]] = []
         for cand, what in candidates(best):
             fixed = repair(cand)
             if fixed is None or not fixed or fixed in tried or len(fixed) > len(best) \
-                    or (len(fixed) == len(best) and _weight(fixed) >= _weight(best)):
+                    or (len(fixed) == len(best) and _weight(fixed) >= _weight(best)) \
+                    or any(fixed == t for t, _ in todo):
                 continue
+            todo.append((fixed, what))
+        if prefer is not None:
+            todo.sort(key=lambda c: not prefer(c[0]))  # stable: preferred ones first
+        for fixed, what in todo:
             if len(result.attempts) >= max_attempts:
                 result.stopped = f"attempts exhausted ({max_attempts})"
                 break
