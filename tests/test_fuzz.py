@@ -328,3 +328,16 @@ def test_shrinker_runs_preferred_candidates_first() -> None:
     assert fuzz.prefer_for(TARGET, MODELS["3.9.1"]) is not None
     assert fuzz.prefer_for((("release", "DIVERGES", ("isr",)),) + TARGET,
                            MODELS["3.9.1"]) is None
+
+
+def test_model_any_electable_broker_may_unfence_first() -> None:
+    """Found by the 4.3.1 campaign (fuzz-s431-19): ELR [1, 2], both unfenced by one heal;
+    the controller elects whichever heartbeat comes first (2 on the cluster, twice); the
+    model unfenced brokers in id order and allowed only 1."""
+    model = MODELS["4.3.1"]()
+    for step in (S.Produce(3, "all"), S.Stop(3), S.Isolate(1), S.Isolate(2)):
+        pred = model.apply(step)
+    assert {s.leader for s in pred.allowed} == {-1}
+    assert pred.allowed[0].elr == frozenset({1, 2})
+    pred = model.apply(S.Heal())
+    assert {s.leader for s in pred.allowed} == {1, 2}
