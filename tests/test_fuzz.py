@@ -268,7 +268,11 @@ def test_failures_are_deduplicated_by_signature(tmp_path: Path) -> None:
     assert load_scenario(f.minimal).steps  # the minimal file is a scenario `run` takes
     shrinks = [c for c in fake.calls if "shrink" in c]
     assert 0 < len(shrinks) <= 5 and all(c.startswith("fuzz-s1-1-") for c in shrinks)
-    assert any("runs done 6/6, failures found 1" in line for line in lines)
+    assert any(line.startswith("fuzz: runs done 6/6 (+") and "failures found 1" in line
+               for line in lines)
+    # The minimal schedule is re-run (--confirm times) and its rate recorded.
+    assert [c for c in fake.calls if "-min" in c] == ["fuzz-s1-1-min1"]
+    assert (f.minimal_hits, f.minimal_tries) == (1, 1) and f.to_json()["minimal_rate"] == "1/1"
     assert (tmp_path / "fuzz-summary.json").is_file()
 
 

@@ -114,7 +114,9 @@ def _fuzz(args: argparse.Namespace) -> int:
         print(f"FAILURE {fuzz.signature_text(f.signature)}: {f.status} "
               f"({f.hits}/{f.tries} runs of {f.name}), {len(f.runs)} occurrence(s); "
               f"minimal: {f.minimal or '-'}"
-              + (f" ({len(f.minimal_steps)} steps)" if f.minimal_steps is not None else ""))
+              + (f" ({len(f.minimal_steps)} steps)" if f.minimal_steps is not None else "")
+              + (f", signature in {f.minimal_hits}/{f.minimal_tries} re-runs of it"
+                 if f.minimal_tries else ""))
     print(f"summary: {out_dir / 'fuzz-summary.json'}")
     return 1 if result.failures else 2 if result.errors else 0
 

@@ -167,6 +167,9 @@ class Failure:
     minimal: Path | None = None
     shrink: ShrinkResult | None = None
     minimal_steps: Steps | None = None
+    #: Re-runs of the minimal schedule after shrinking, and how many gave the signature.
+    minimal_tries: int = 0
+    minimal_hits: int = 0
 
     @property
     def flaky(self) -> bool:
@@ -187,6 +190,7 @@ class Failure:
                 "status": self.status, "rate": f"{self.hits}/{self.tries}",
                 "minimal": str(self.minimal or ""),
                 "minimal_steps": None if self.minimal_steps is None else len(self.minimal_steps),
+                "minimal_rate": f"{self.minimal_hits}/{self.minimal_tries}",
                 "shrink": None if self.shrink is None else self.shrink.to_json()}
 
 
@@ -217,9 +221,12 @@ class CampaignResult:
     shrink_seconds: float = 0.0
     stopped: str = ""
     skipped: int = 0
+    #: Generated schedules run (``runs`` also counts re-runs and shrink runs).
+    generated: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"runs": self.runs, "skipped_by_model": self.skipped,
+        return {"runs": self.runs, "generated": self.generated,
+                "skipped_by_model": self.skipped,
                 "as_expected": self.as_expected, "errors": self.errors,
                 "failures": [f.to_json() for f in self.failures],
                 "seconds": round(self.seconds, 1), "run_seconds": round(self.run_seconds, 1),
@@ -284,6 +291,7 @@ class Campaign:
             name = f"fuzz-s{self.cfg.seed}-{index}"
             seed = schedule_seed(self.cfg.seed, index)
             out = self._run(name, seed, steps)
+            self.result.generated += 1
             what = ("ERROR: " + (out.error or "")) if out.error else \
                 "as expected" if out.signature is None else signature_text(out.signature)
             self.say(f"fuzz: {name} ({len(steps)} steps, {out.seconds:.0f} s): {what}")
@@ -298,8 +306,10 @@ class Campaign:
         left = self.time_left()
         left_text = "" if math.isinf(left) else f", time left {_duration(max(left, 0))}"
         total = f"/{self.cfg.runs}" if self.cfg.runs is not None else ""
-        self.say(f"fuzz: runs done {self.result.runs}{total}, failures found "
-                 f"{len(self.result.failures)} (signatures), errors "
+        extra = self.result.runs - self.result.generated
+        self.say(f"fuzz: runs done {self.result.generated}{total}"
+                 + (f" (+{extra} re-runs/shrink runs)" if extra else "")
+                 + f", failures found {len(self.result.failures)} (signatures), errors "
                  f"{len(self.result.errors)}{left_text}")
 
     def _failure(self, name: str, seed: int, steps: Steps, out: Outcome) -> None:
@@ -350,6 +360,13 @@ class Campaign:
         fail.minimal = where / "minimal.yaml"
         fail.minimal.write_text(text)
         (where / "shrink.json").write_text(json.dumps(res.to_json(), indent=1))
+        for i in range(self.cfg.confirm if res.steps != fail.steps else 0):
+            again = self._run(f"{fail.name}-min{i + 1}", fail.scenario_seed, res.steps)
+            fail.minimal_tries += 1
+            fail.minimal_hits += int(again.signature == fail.signature and again.error is None)
+        if fail.minimal_tries:
+            self.say(f"fuzz: {fail.name}: minimal schedule re-run: signature in "
+                     f"{fail.minimal_hits}/{fail.minimal_tries} runs")
         self.say(f"fuzz: {fail.name} shrunk {len(fail.steps)} -> {len(res.steps)} steps in "
                  f"{res.seconds:.0f} s ({len(res.attempts)} runs; {res.stopped}): "
                  f"{fail.minimal}")
