@@ -197,7 +197,7 @@ def test_shrinker_reduces_to_the_steps_the_failure_needs() -> None:
         return TARGET if loses(steps) else None
     res = shrink(LONG, TARGET, attempt, fuzz.repairer(MODELS["3.9.1"]), max_attempts=200)
     assert res.stopped == "no smaller schedule keeps the signature"
-    assert res.steps == (S.Produce(1, "all"), S.Kill(1), S.LoseUnflushed(1, 0))
+    assert res.steps == (S.Produce(1, "all"), S.Kill(1), S.LoseUnflushed(1, 0), S.Consume())
     assert len(res.attempts) == len(runs) and all(a.kept == loses(a.steps)
                                                      for a in res.attempts)
     assert fuzzgen.validate(MODELS["3.9.1"], res.steps, fuzzgen.GenConfig(max_count=10_000)) \
@@ -206,8 +206,8 @@ def test_shrinker_reduces_to_the_steps_the_failure_needs() -> None:
 
 def test_shrinker_is_bounded_in_attempts_and_time() -> None:
     res = shrink(LONG, TARGET, lambda s: TARGET if loses(s) else None,
-                 fuzz.repairer(MODELS["3.9.1"]), max_attempts=3)
-    assert len(res.attempts) == 3 and res.stopped.startswith("attempts exhausted")
+                 fuzz.repairer(MODELS["3.9.1"]), max_attempts=10)
+    assert len(res.attempts) == 10 and res.stopped.startswith("attempts exhausted")
     assert loses(res.steps) and len(res.steps) < len(LONG)
     ticks = itertools.count()
     res = shrink(LONG, TARGET, lambda s: TARGET if loses(s) else None,
@@ -345,3 +345,10 @@ def test_model_any_electable_broker_may_unfence_first() -> None:
     assert pred.allowed[0].elr == frozenset({1, 2})
     pred = model.apply(S.Heal())
     assert {s.leader for s in pred.allowed} == {1, 2}
+
+
+def test_shrinker_keeps_a_final_consume() -> None:
+    from harness.run.shrink import candidates
+    cands = candidates(LONG)
+    assert cands and all(c[-1] == S.Consume() for c, _ in cands)
+    assert any(c[-1] != S.Consume() for c, _ in candidates(LONG[:-1]))  # else drops any

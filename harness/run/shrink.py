@@ -12,6 +12,8 @@ order, smaller schedules:
 2. merge two adjacent produces of the same acks into one;
 3. lower counts: a produce's count to 1, else to half; a lose_unflushed offset to 0.
 
+A final ``consume`` is never dropped (see ``candidates``).
+
 A candidate is kept when its run gives the same signature; the search then starts over
 from it. It stops at a schedule no candidate improves (1-minimal for these moves), or
 when the attempts or the time run out (the best schedule so far is the result).
@@ -65,7 +67,13 @@ def _jsonable(x: Any) -> Any:
 
 
 def candidates(steps: Steps) -> list[tuple[Steps, str]]:
-    """Smaller schedules to try, most reducing first, each with what it changed."""
+    """Smaller schedules to try, most reducing first, each with what it changed. A final
+    ``consume`` stays (the recovery tail's read): it is where the end state is read and
+    sampled, and a schedule that ends on the fault leaves the sampler no time to see it
+    (a 3.9.1 minimal schedule ending with its restart reproduced the loss without the
+    sampled HWM drop)."""
+    if steps and isinstance(steps[-1], S.Consume):
+        return [(c + steps[-1:], what) for c, what in candidates(steps[:-1])]
     n = len(steps)
     out: list[tuple[Steps, str]] = []
     size = n // 2
