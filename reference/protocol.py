@@ -110,10 +110,24 @@ def _broker_actions(w: World, ctx: Ctx) -> list[World] | None:
     for b, ok in zip(w.brokers, sess, strict=True):
         if not ok and not b.fenced and not b.pending_registration:
             return _fence(w, ctx, b)
-    for b, ok in zip(w.brokers, sess, strict=True):
-        if ok and b.fenced and not b.pending_registration:
-            return [w.with_broker(evolve(b, fenced=False))]
-    return None
+    ready = [b for b, ok in zip(w.brokers, sess, strict=True)
+             if ok and b.fenced and not b.pending_registration]
+    if not ready:
+        return None
+    p = w.partition
+    electable = [b for b in ready if b.id in p.isr or b.id in p.elr]
+    if p.leader is None and len(electable) > 1:
+        # Which heartbeat reaches the controller first is timing; the controller elects
+        # a leaderless partition's leader at that broker's unfencing
+        # (ReplicationControlManager.handleBrokerUnfenced -> generateLeaderAndIsrUpdates
+        # over partitionsWithNoLeader): any electable broker may be first. Found by
+        # `kafka-chaos fuzz` on 4.3.1 (ELR [1, 2] both unfenced by one heal: 2 elected).
+        out: list[World] = []
+        for b in electable:
+            first = w.with_broker(evolve(b, fenced=False))
+            out.extend(_elect(first, ctx) or [first])
+        return out
+    return [w.with_broker(evolve(ready[0], fenced=False))]
 
 
 def _register(w: World, ctx: Ctx, b: Broker) -> list[World]:

@@ -1,0 +1,135 @@
+"""`kafka-chaos fuzz`: generated schedules on a real cluster, failures shrunk (issue 13)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from harness.cli.options import add_build_options
+from harness.infra.errors import UsageError
+
+if TYPE_CHECKING:
+    from harness.run.fuzz import CampaignConfig
+
+MAX_RUNS = 100_000
+
+
+def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    cmd = sub.add_parser("fuzz", help="random schedules valid in the model's state, run and "
+                                      "judged on every axis; failures shrunk to a scenario")
+    add_build_options(cmd)
+    cmd.add_argument("--runs", help="generated runs (no new run starts after them)")
+    cmd.add_argument("--budget", help="campaign time: no new generated run starts after it "
+                                      "(30m, 90s, 1h30m)")
+    cmd.add_argument("--seed", required=True, help="campaign seed (0..2^63-1): the same seed "
+                                                   "gives the same schedules")
+    cmd.add_argument("--weights", default="", help="step kind weights over the defaults, "
+                                                   "e.g. produce=6,kill=3,lose_unflushed=4 "
+                                                   "(0 turns a kind off)")
+    cmd.add_argument("--steps", default="10", help="generated steps per schedule before the "
+                                                   "recovery tail (1..100, default 10)")
+    cmd.add_argument("--step-timeout", default="30", help="seconds a step may take to settle")
+    cmd.add_argument("--confirm", default="1", help="re-runs of a new failure's schedule "
+                                                    "(flaky or not; default 1)")
+    cmd.add_argument("--no-shrink", action="store_true", help="report failures unshrunk")
+    cmd.add_argument("--shrink-attempts", default="30", help="runs per shrink (default 30)")
+    cmd.add_argument("--shrink-budget", default="20m", help="time per shrink (default 20m)")
+    cmd.add_argument("--guided", action="store_true",
+                     help="model-guided: run only schedules the build's model predicts lose "
+                          "acks=all records (the rest are skipped, not run)")
+    cmd.add_argument("--print", dest="print_only", action="store_true",
+                     help="print the first schedules as scenario files and start nothing")
+    cmd.set_defaults(func=_fuzz)
+
+
+def _int(text: str, flag: str, lo: int, hi: int) -> int:
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        raise UsageError(f"fuzz: {flag} {text!r} is not a whole number") from None
+    if not lo <= value <= hi:
+        raise UsageError(f"fuzz: {flag} {value}: give {lo}..{hi}")
+    return value
+
+
+def parse_args(args: argparse.Namespace) -> tuple[CampaignConfig, float]:
+    """Every flag checked before a build is resolved or a cluster starts."""
+    from harness.run import fuzz
+    from reference import fuzzgen
+    if (args.runs is None) == (args.budget is None):
+        raise UsageError("fuzz: give exactly one of --runs N or --budget DURATION")
+    runs = _int(args.runs, "--runs", 1, MAX_RUNS) if args.runs is not None else None
+    try:
+        budget = fuzz.parse_duration(args.budget) if args.budget is not None else None
+        shrink_budget = fuzz.parse_duration(args.shrink_budget)
+        weights = fuzz.parse_weights(args.weights)
+    except ValueError as exc:
+        raise UsageError(f"fuzz: {exc}") from None
+    seed = _int(args.seed, "--seed", 0, 2**63 - 1)
+    try:
+        step_timeout = float(args.step_timeout)
+    except ValueError:
+        raise UsageError(f"fuzz: --step-timeout {args.step_timeout!r} is not a number") from None
+    if not 0 < step_timeout <= 600:
+        raise UsageError("fuzz: --step-timeout: give seconds > 0 and <= 600")
+    return fuzz.CampaignConfig(
+        seed=seed, runs=runs, budget_s=budget,
+        gen=fuzzgen.GenConfig(length=_int(args.steps, "--steps", 1, 100), weights=weights),
+        confirm=_int(args.confirm, "--confirm", 0, 20), shrink=not args.no_shrink,
+        shrink_attempts=_int(args.shrink_attempts, "--shrink-attempts", 1, 1000),
+        shrink_budget_s=shrink_budget, guided=args.guided), step_timeout
+
+
+def _fuzz(args: argparse.Namespace) -> int:
+    from harness.cluster import builds
+    from harness.infra import progress
+    from harness.run import fuzz
+    cfg, step_timeout = parse_args(args)
+    _check_runs_dir(args.runs_dir)
+    build = builds.resolve(args.kafka_version, args.kafka_dist)
+    new_model = fuzz.model_factory(build)
+    if args.print_only:
+        import itertools
+        gen = fuzz.Campaign(cfg, new_model, _no_run, args.runs_dir).schedules()
+        for index, steps in itertools.islice(gen, cfg.runs or 1):
+            print(f"# run {index}\n" + fuzz.scenario_yaml(
+                f"fuzz-s{cfg.seed}-{index}", fuzz.schedule_seed(cfg.seed, index), steps))
+        return 0
+    out_dir = args.runs_dir / f"fuzz-{build.version}-s{cfg.seed}"
+    schedules = out_dir / "schedules"
+    schedules.mkdir(parents=True, exist_ok=True)
+    progress.say(f"fuzz: Kafka {build.version}, seed {cfg.seed}, "
+                 + (f"{cfg.runs} runs" if cfg.runs else f"budget {cfg.budget_s:.0f} s")
+                 + f", {cfg.gen.length} steps + tail, weights "
+                 + ",".join(f"{k}={v}" for k, v in cfg.gen.weights.items()))
+    run = fuzz.real_runner(build, args.backend, args.runs_dir, schedules, step_timeout,
+                           on_step=lambda st: progress.say(
+                               f"  -> {st.verdict}" + (f": {st.reason}" if st.reason else "")))
+    result = fuzz.Campaign(cfg, new_model, run, out_dir, say=progress.say).run()
+    summary = result.to_json()
+    print(json.dumps({k: v for k, v in summary.items() if k != "failures"}, indent=1))
+    for f in result.failures:
+        print(f"FAILURE {fuzz.signature_text(f.signature)}: {f.status} "
+              f"({f.hits}/{f.tries} runs of {f.name}), {len(f.runs)} occurrence(s); "
+              f"minimal: {f.minimal or '-'}"
+              + (f" ({len(f.minimal_steps)} steps)" if f.minimal_steps is not None else "")
+              + (f", signature in {f.minimal_hits}/{f.minimal_tries} re-runs of it"
+                 if f.minimal_tries else ""))
+    print(f"summary: {out_dir / 'fuzz-summary.json'}")
+    return 1 if result.failures else 2 if result.errors else 0
+
+
+def _check_runs_dir(runs_dir: Path) -> None:
+    if runs_dir.exists() and not runs_dir.is_dir():
+        raise UsageError(f"fuzz: --runs-dir {runs_dir} is a file; give a directory")
+    try:
+        runs_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"fuzz: --runs-dir {runs_dir}: cannot create it "
+                         f"({e.strerror or e})") from None
+
+
+def _no_run(name: str, seed: int, steps: tuple[Any, ...]) -> NoReturn:
+    raise AssertionError("--print runs nothing")

@@ -1,0 +1,453 @@
+"""`kafka-chaos fuzz`: generated schedules run through the normal Runner (issue 13).
+
+A generated schedule (reference/fuzzgen.py) becomes a scenario file (YAML) on the
+fixed base cluster below, loaded by the same loader as `kafka-chaos run`, so it IS a
+scenario: the run is a normal history judged on every axis, and the file can be handed
+to `kafka-chaos run`. A run whose axes are not all as expected (no declaration: clean)
+is a failure with a signature (``signature``); the campaign de-duplicates failures by
+signature, re-runs a new one to tell a reproducible failure from a flaky one, and
+shrinks a reproducible one (harness/run/shrink.py) to a minimal scenario written beside
+the failing run's history (``minimal.yaml``).
+
+The campaign logic takes the function that runs a schedule as a parameter (``RunFn``);
+the command gives it the real one (``real_runner``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.run.shrink import ShrinkResult, Signature, Steps, shrink
+from reference import fuzzgen
+from reference import steps as S
+
+#: The cluster every generated schedule runs on: 3 brokers, 1 controller, one partition
+#: on all three with min ISR 2 (the KIP's examples), unclean election off.
+BASE: dict[str, Any] = {
+    "version": 1,
+    "cluster": {"brokers": 3, "controllers": 1},
+    "topic": {"name": "t", "replicas": [1, 2, 3], "min_insync_replicas": 2,
+              "config": {"unclean.leader.election.enable": "false"}},
+}
+
+
+def scenario_yaml(name: str, seed: int, steps: Steps, description: str = "") -> str:
+    """The scenario file of a schedule (FORMAT.md), as `kafka-chaos run` reads it."""
+    doc: dict[str, Any] = {"version": 1, "name": name}
+    if description:
+        doc["description"] = description
+    doc["seed"] = seed
+    doc.update({k: v for k, v in BASE.items() if k != "version"})
+    doc["steps"] = [S.step_to_dict(s) for s in steps]
+    text = yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=100)
+    return str(text)
+
+
+def base_scenario(name: str = "fuzz-base") -> Any:
+    """The base cluster as a loaded Scenario (one consume step), to build the model."""
+    from harness.run.scenario import parse_scenario
+    return parse_scenario(scenario_yaml(name, 0, (S.Consume(),)), f"<{name}>")
+
+
+def schedule_seed(seed: int, index: int) -> int:
+    """The scenario seed of run ``index`` of a campaign (record ids derive from it)."""
+    return (seed * 1_000_003 + index) % (2**63)
+
+
+def schedule(new_model: Callable[[], Any], seed: int, index: int,
+             cfg: fuzzgen.GenConfig) -> Steps:
+    """Run ``index``'s schedule: the same for the same (seed, index, config)."""
+    return fuzzgen.generate(new_model, f"{seed}:{index}", cfg)
+
+
+def repairer(new_model: Callable[[], Any]) -> Callable[[Steps], Steps | None]:
+    """Drop the steps a shrink candidate made invalid, until the generator's rules hold
+    (no count bound: merged produces may exceed the generator's counts)."""
+    cfg = fuzzgen.GenConfig(max_count=10_000)
+
+    def repair(steps: Steps) -> Steps | None:
+        cur = tuple(steps)
+        while cur:
+            bad = fuzzgen.validate(new_model, cur, cfg)
+            if bad is None:
+                return cur
+            cur = cur[:bad[0]] + cur[bad[0] + 1:]
+        return None
+    return repair
+
+
+# --- signatures ------------------------------------------------------------------------
+
+_STEP_PREFIX = re.compile(r"^step \d+:\s*")
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_. -]{0,40}$")
+
+
+def _reason_name(reason: str) -> str:
+    text = _STEP_PREFIX.sub("", reason or "").strip()
+    if text.startswith("trace:"):
+        rule = text[len("trace:"):].strip().split(" at offset", 1)[0].strip()
+        return f"trace:{rule}"
+    head = text.split(":", 1)[0].strip()
+    return head if _NAME.match(head) else "other"
+
+
+def axis_names(axis: Any) -> tuple[str, ...]:
+    """The rule or check names an axis verdict broke."""
+    rules = {str(d["rule"]) for d in (axis.details or []) if isinstance(d, Mapping)
+             and "rule" in d and (axis.axis == "safety" or axis.axis == "release")}
+    if axis.axis == "release" and rules:
+        return tuple(sorted(f"trace:{r}" for r in rules))
+    if axis.axis == "safety":
+        return tuple(sorted(rules)) or ("other",)
+    return (_reason_name(axis.reason),)
+
+
+def signature(axes: Mapping[str, Any]) -> Signature | None:
+    """(axis, verdict, rule/check names) of every axis not as expected; None when all are."""
+    sig = tuple(sorted((a.axis, a.verdict, axis_names(a))
+                       for a in axes.values() if not a.as_expected))
+    return sig or None
+
+
+def signature_text(sig: Signature) -> str:
+    return "; ".join(f"{axis} {verdict} [{', '.join(names)}]" for axis, verdict, names in sig)
+
+
+def prefer_for(sig: Signature, new_model: Callable[[], Any]
+               ) -> Callable[[Steps], bool] | None:
+    """The shrinker's ordering hint for a signature: an acks=all loss the release model
+    predicted (release as expected, safety UNSAFE acked-record-durable) is kept by the
+    candidates the model still says lose data, so those run first. Other failures (the
+    model disagrees with the broker) get no hint."""
+    axes = {axis: names for axis, _, names in sig}
+    if "release" in axes or "acked-record-durable" not in axes.get("safety", ()):
+        return None
+    return lambda steps: fuzzgen.predicts_acked_loss(new_model, steps)
+
+
+# --- the campaign ----------------------------------------------------------------------
+
+@dataclass
+class Outcome:
+    """One run of a schedule: its signature (None: every axis as expected), whether the
+    harness failed (ERROR: not a finding), and its history."""
+
+    signature: Signature | None
+    error: str | None = None
+    run_dir: Path | None = None
+    seconds: float = 0.0
+
+
+MAX_GUIDED_SKIPS = 5000
+
+#: (scenario name, scenario seed, steps) -> the run's outcome.
+RunFn = Callable[[str, int, Steps], Outcome]
+
+
+@dataclass
+class Failure:
+    signature: Signature
+    name: str
+    scenario_seed: int
+    steps: Steps
+    first_run: Path | None
+    runs: list[str] = field(default_factory=list)
+    #: Runs of the failing schedule itself and how many gave the signature.
+    tries: int = 0
+    hits: int = 0
+    minimal: Path | None = None
+    shrink: ShrinkResult | None = None
+    minimal_steps: Steps | None = None
+    #: Re-runs of the minimal schedule after shrinking, and how many gave the signature.
+    minimal_tries: int = 0
+    minimal_hits: int = 0
+
+    @property
+    def flaky(self) -> bool:
+        return self.tries > 1 and self.hits < self.tries
+
+    @property
+    def status(self) -> str:
+        if self.tries <= 1:
+            return "unconfirmed"
+        if self.hits == self.tries:
+            return "reproducible"
+        return "flaky" if self.hits <= 1 else "intermittent"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"signature": signature_text(self.signature), "schedule": self.name,
+                "steps": len(self.steps), "first_run": str(self.first_run or ""),
+                "occurrences": len(self.runs), "runs": self.runs,
+                "status": self.status, "rate": f"{self.hits}/{self.tries}",
+                "minimal": str(self.minimal or ""),
+                "minimal_steps": None if self.minimal_steps is None else len(self.minimal_steps),
+                "minimal_rate": f"{self.minimal_hits}/{self.minimal_tries}",
+                "shrink": None if self.shrink is None else self.shrink.to_json()}
+
+
+@dataclass
+class CampaignConfig:
+    seed: int
+    runs: int | None = None
+    budget_s: float | None = None
+    gen: fuzzgen.GenConfig = field(default_factory=fuzzgen.GenConfig)
+    #: Re-runs of a new failure's schedule before shrinking (flaky classification).
+    confirm: int = 1
+    shrink: bool = True
+    shrink_attempts: int = 30
+    shrink_budget_s: float = 1200.0
+    #: Run only the schedules the build's model predicts lose acks=all records
+    #: (model-guided; the others are counted as skipped, never run).
+    guided: bool = False
+
+
+@dataclass
+class CampaignResult:
+    runs: int = 0
+    as_expected: int = 0
+    errors: list[dict[str, str]] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+    seconds: float = 0.0
+    run_seconds: float = 0.0
+    shrink_seconds: float = 0.0
+    stopped: str = ""
+    skipped: int = 0
+    #: Generated schedules run (``runs`` also counts re-runs and shrink runs).
+    generated: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"runs": self.runs, "generated": self.generated,
+                "skipped_by_model": self.skipped,
+                "as_expected": self.as_expected, "errors": self.errors,
+                "failures": [f.to_json() for f in self.failures],
+                "seconds": round(self.seconds, 1), "run_seconds": round(self.run_seconds, 1),
+                "shrink_seconds": round(self.shrink_seconds, 1),
+                "runs_per_hour": round(3600 * self.runs / self.run_seconds, 1)
+                if self.run_seconds else None, "stopped": self.stopped}
+
+
+class Campaign:
+    """Generated runs until ``runs`` or ``budget_s``; failures de-duplicated by signature,
+    confirmed (flaky or not) and shrunk."""
+
+    def __init__(self, cfg: CampaignConfig, new_model: Callable[[], Any], run: RunFn,
+                 out_dir: Path, say: Callable[[str], None] = lambda s: None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.cfg, self.new_model, self.run_fn = cfg, new_model, run
+        self.out_dir, self.say, self.clock = out_dir, say, clock
+        self.result = CampaignResult()
+        self._t0 = clock()
+
+    def time_left(self) -> float:
+        if self.cfg.budget_s is None:
+            return math.inf
+        return self.cfg.budget_s - (self.clock() - self._t0)
+
+    def schedules(self) -> Iterator[tuple[int, Steps]]:
+        index = ran = 0
+        while self.cfg.runs is None or ran < self.cfg.runs:
+            if self.time_left() <= 0:
+                self.result.stopped = "budget spent"
+                return
+            steps = schedule(self.new_model, self.cfg.seed, index, self.cfg.gen)
+            if self.cfg.guided and not fuzzgen.predicts_acked_loss(self.new_model, steps):
+                self.result.skipped += 1
+                index += 1
+                if self.result.skipped % MAX_GUIDED_SKIPS == 0 and ran == 0:
+                    self.result.stopped = (f"--guided: none of the first {index} schedules "
+                                           "loses data in the build's model")
+                    return
+                continue
+            yield index, steps
+            index += 1
+            ran += 1
+        self.result.stopped = f"{self.cfg.runs} runs done"
+
+    def _run(self, name: str, seed: int, steps: Steps) -> Outcome:
+        t0 = self.clock()
+        out = self.run_fn(name, seed, steps)
+        out.seconds = self.clock() - t0
+        self.result.runs += 1
+        self.result.run_seconds += out.seconds
+        if out.error is not None:
+            self.result.errors.append({"schedule": name, "run": str(out.run_dir or ""),
+                                       "error": out.error})
+        elif out.signature is None:
+            self.result.as_expected += 1
+        return out
+
+    def run(self) -> CampaignResult:
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        for index, steps in self.schedules():
+            name = f"fuzz-s{self.cfg.seed}-{index}"
+            seed = schedule_seed(self.cfg.seed, index)
+            out = self._run(name, seed, steps)
+            self.result.generated += 1
+            what = ("ERROR: " + (out.error or "")) if out.error else \
+                "as expected" if out.signature is None else signature_text(out.signature)
+            self.say(f"fuzz: {name} ({len(steps)} steps, {out.seconds:.0f} s): {what}")
+            if out.error is None and out.signature is not None:
+                self._failure(name, seed, steps, out)
+            self._progress()
+        self.result.seconds = self.clock() - self._t0
+        self._write()
+        return self.result
+
+    def _progress(self) -> None:
+        left = self.time_left()
+        left_text = "" if math.isinf(left) else f", time left {_duration(max(left, 0))}"
+        total = f"/{self.cfg.runs}" if self.cfg.runs is not None else ""
+        extra = self.result.runs - self.result.generated
+        self.say(f"fuzz: runs done {self.result.generated}{total}"
+                 + (f" (+{extra} re-runs/shrink runs)" if extra else "")
+                 + f", failures found {len(self.result.failures)} (signatures), errors "
+                 f"{len(self.result.errors)}{left_text}")
+
+    def _failure(self, name: str, seed: int, steps: Steps, out: Outcome) -> None:
+        assert out.signature is not None
+        known = next((f for f in self.result.failures if f.signature == out.signature), None)
+        if known is not None:
+            known.runs.append(str(out.run_dir or name))
+            self.say(f"fuzz: known failure ({signature_text(out.signature)}), "
+                     f"{len(known.runs)} occurrences")
+            return
+        fail = Failure(out.signature, name, seed, steps, out.run_dir, [str(out.run_dir or name)],
+                       tries=1, hits=1)
+        self.result.failures.append(fail)
+        self.say(f"fuzz: NEW failure {signature_text(out.signature)} in {name}; re-running "
+                 f"it {self.cfg.confirm} time(s)")
+        for _ in range(self.cfg.confirm):
+            again = self._run(f"{name}-again", seed, steps)
+            fail.tries += 1
+            fail.hits += int(again.signature == out.signature and again.error is None)
+        self.say(f"fuzz: {name}: signature in {fail.hits}/{fail.tries} runs ({fail.status})")
+        if (fail.tries > 1 and fail.hits <= 1) or not self.cfg.shrink:
+            return
+        self._shrink(fail)
+
+    def _shrink(self, fail: Failure) -> None:
+        t0 = self.clock()
+        counter = [0]
+
+        def attempt(cand: Steps) -> Signature | None:
+            counter[0] += 1
+            out = self._run(f"{fail.name}-shrink{counter[0]}", fail.scenario_seed, cand)
+            return None if out.error is not None else out.signature
+
+        def said(a: Any) -> None:
+            self.say(f"fuzz: shrink {fail.name} attempt {counter[0]} ({a.note}, "
+                     f"{len(a.steps)} steps): {'kept' if a.kept else 'not kept'}")
+        res = shrink(fail.steps, fail.signature, attempt, repairer(self.new_model),
+                     self.cfg.shrink_attempts, self.cfg.shrink_budget_s, self.clock, said,
+                     prefer_for(fail.signature, self.new_model))
+        self.result.shrink_seconds += self.clock() - t0
+        fail.shrink, fail.minimal_steps = res, res.steps
+        text = scenario_yaml(f"{fail.name}-min", fail.scenario_seed, res.steps,
+                             f"shrunk by kafka-chaos fuzz from {fail.name} ({len(fail.steps)} "
+                             f"-> {len(res.steps)} steps); failure: "
+                             f"{signature_text(fail.signature)}")
+        where = fail.first_run if fail.first_run is not None and fail.first_run.is_dir() \
+            else self.out_dir
+        fail.minimal = where / "minimal.yaml"
+        fail.minimal.write_text(text)
+        (where / "shrink.json").write_text(json.dumps(res.to_json(), indent=1))
+        for i in range(self.cfg.confirm if res.steps != fail.steps else 0):
+            again = self._run(f"{fail.name}-min{i + 1}", fail.scenario_seed, res.steps)
+            fail.minimal_tries += 1
+            fail.minimal_hits += int(again.signature == fail.signature and again.error is None)
+        if fail.minimal_tries:
+            self.say(f"fuzz: {fail.name}: minimal schedule re-run: signature in "
+                     f"{fail.minimal_hits}/{fail.minimal_tries} runs")
+        self.say(f"fuzz: {fail.name} shrunk {len(fail.steps)} -> {len(res.steps)} steps in "
+                 f"{res.seconds:.0f} s ({len(res.attempts)} runs; {res.stopped}): "
+                 f"{fail.minimal}")
+
+    def _write(self) -> None:
+        (self.out_dir / "fuzz-summary.json").write_text(
+            json.dumps(self.result.to_json(), indent=1))
+
+
+def _duration(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    return f"{m}m{s:02d}s"
+
+
+def parse_duration(text: str) -> float:
+    """'30m', '90s', '1h', '1h30m' or a number of seconds -> seconds (> 0)."""
+    t = text.strip().lower()
+    m = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", t)
+    if t and re.fullmatch(r"\d+(\.\d+)?", t):
+        value = float(t)
+    elif t and m and any(m.groups()):
+        h, mi, s = (int(x or 0) for x in m.groups())
+        value = float(h * 3600 + mi * 60 + s)
+    else:
+        raise ValueError(f"{text!r} is not a duration (e.g. 30m, 90s, 1h30m)")
+    if not 0 < value <= 7 * 24 * 3600:
+        raise ValueError(f"{text!r}: give a duration > 0 and at most a week")
+    return value
+
+
+def parse_weights(text: str) -> dict[str, int]:
+    """'produce=5,kill=2' over the defaults; unknown kinds and bad numbers are errors."""
+    weights = dict(fuzzgen.DEFAULT_WEIGHTS)
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep:
+            raise ValueError(f"{part!r}: give KIND=WEIGHT")
+        if key not in fuzzgen.KINDS:
+            raise ValueError(f"unknown step kind {key!r} (one of {', '.join(fuzzgen.KINDS)})")
+        try:
+            n = int(value)
+        except ValueError:
+            raise ValueError(f"{part!r}: the weight must be a whole number") from None
+        if not 0 <= n <= 1000:
+            raise ValueError(f"{part!r}: give a weight of 0..1000")
+        weights[key] = n
+    if not any(weights.get(k, 0) for k in ("produce",)):
+        raise ValueError("the produce weight must be > 0 (a schedule without records "
+                         "checks no data)")
+    return weights
+
+
+# --- the real run ----------------------------------------------------------------------
+
+def real_runner(build: Any, backend: str, runs_dir: Path, schedules_dir: Path,
+                step_timeout_s: float, on_step: Callable[[Any], None] = lambda s: None) -> RunFn:
+    """Each schedule written as a scenario file, loaded by `run`'s loader, run by the
+    Runner on a fresh cluster and judged on every axis."""
+    from harness.run.runner import ERROR, Runner
+    from harness.run.scenario import load_scenario
+
+    def run(name: str, seed: int, steps: Steps) -> Outcome:
+        path = schedules_dir / f"{name}.yaml"
+        path.write_text(scenario_yaml(name, seed, steps, "generated by kafka-chaos fuzz"))
+        sc = load_scenario(path)
+        result = Runner(sc, build, backend, runs_dir, step_timeout_s=step_timeout_s,
+                        on_step=on_step).run()
+        if result.verdict == ERROR:
+            return Outcome(None, result.reason or "ERROR", result.run_dir)
+        return Outcome(signature(result.axes), None, result.run_dir)
+    return run
+
+
+def model_factory(build: Any) -> Callable[[], Any]:
+    """The runner's model of the base scenario on this build (profile and ELR as a run
+    of it would have them)."""
+    from harness.run.runner import Runner, choose_profile, elr_enabled
+    base = base_scenario()
+    profile = choose_profile(base, build, None)
+    elr = elr_enabled(base, build)
+    return lambda: Runner.model_for(base, profile, elr)

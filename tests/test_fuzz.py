@@ -1,0 +1,354 @@
+"""kafka-chaos fuzz (issue 13): generator validity against the model, seed
+reproducibility, YAML round trip through the loader, the shrinker, signature dedupe and
+flaky classification. No cluster: the shrinker and the campaign get a fake "run and
+judge" function here (and only here)."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.run import fuzz
+from harness.run.judges import AxisVerdict
+from harness.run.runner import Runner
+from harness.run.scenario import load_scenario, parse_scenario
+from harness.run.shrink import shrink
+from reference import fuzzgen, profile_for_build
+from reference import steps as S
+
+BASE = fuzz.base_scenario()
+
+
+def new_model(version: tuple[int, int, int] = (4, 3, 1), elr: bool = True) -> Any:
+    prof = profile_for_build(version, elr)
+    return lambda: Runner.model_for(BASE, prof, elr)
+
+
+MODELS = {"4.3.1": new_model(), "3.9.1": new_model((3, 9, 1), False)}
+
+
+# --- generator ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("build", sorted(MODELS))
+def test_generated_steps_are_valid_in_the_models_state(build: str) -> None:
+    nm = MODELS[build]
+    kinds: set[str] = set()
+    acks: set[str] = set()
+    for index in range(60):
+        steps = fuzz.schedule(nm, 3, index, fuzzgen.GenConfig(length=12))
+        assert fuzzgen.validate(nm, steps) is None
+        model, track = nm(), fuzzgen.Track()
+        for step in steps:
+            assert fuzzgen.why_invalid(step, model, track, fuzzgen.GenConfig()) is None
+            if isinstance(step, S.Restart):  # restart only a stopped/killed node
+                assert all(not w.broker(step.broker).alive for w in model.branches)
+            if isinstance(step, S.Heal):  # heal only an existing cut
+                assert all(w.cuts for w in model.branches)
+            pred = model.apply(step)
+            assert not pred.unsupported
+            track.after(step)
+            kinds.add(step.kind)
+            if isinstance(step, S.Produce):
+                acks.add(step.acks)
+        assert len(track.ever_killed) <= 1  # min ISR 2: one broker may shut down uncleanly
+    assert kinds == set(fuzzgen.KINDS)
+    assert acks == {"0", "1", "all"}
+
+
+def test_rules_refuse_invalid_steps() -> None:
+    nm = MODELS["4.3.1"]
+    cfg = fuzzgen.GenConfig()
+    model, track = nm(), fuzzgen.Track()
+    assert "not down" in (fuzzgen.why_invalid(S.Restart(1), model, track, cfg) or "")
+    assert "not killed" in (fuzzgen.why_invalid(S.LoseUnflushed(1, 0), model, track, cfg) or "")
+    assert "nothing to heal" in (fuzzgen.why_invalid(S.Heal(), model, track, cfg) or "")
+    for step in (S.Produce(2, "all"), S.Kill(1)):
+        model.apply(step)
+        track.after(step)
+    assert fuzzgen.why_invalid(S.LoseUnflushed(1, 1), model, track, cfg) is None
+    assert "log end" in (fuzzgen.why_invalid(S.LoseUnflushed(1, 2), model, track, cfg) or "")
+    model.apply(S.LoseUnflushed(1, 1))
+    track.after(S.LoseUnflushed(1, 1))
+    assert "already" in (fuzzgen.why_invalid(S.LoseUnflushed(1, 0), model, track, cfg) or "")
+    # A stop is not a kill: no lose_unflushed after it; and the fault budget holds.
+    model.apply(S.Stop(2))
+    track.after(S.Stop(2))
+    assert fuzzgen.why_invalid(S.LoseUnflushed(2, 0), model, track, cfg) is not None
+    assert "last running broker" in (fuzzgen.why_invalid(S.Kill(3), model, track, cfg) or "")
+    assert fuzzgen.validate(nm, (S.Restart(1),)) == (0, "broker 1 is not down")
+    # Fault budget (min ISR - 1 = 1): a second broker is never killed, the first may be
+    # killed again.
+    model.apply(S.Restart(1))
+    track.after(S.Restart(1))
+    assert "at most 1 broker(s) killed" in (fuzzgen.why_invalid(S.Kill(3), model, track, cfg)
+                                            or "")
+    assert fuzzgen.why_invalid(S.Kill(1), model, track, cfg) is None
+
+
+def test_guided_campaign_runs_only_schedules_the_model_says_lose_data(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fuzz, "MAX_GUIDED_SKIPS", 100)
+    seen: list[tuple[Any, ...]] = []
+
+    def run(name: str, seed: int, steps: tuple[Any, ...]) -> fuzz.Outcome:
+        seen.append(steps)
+        return fuzz.Outcome(None)
+    cfg = fuzz.CampaignConfig(seed=1, runs=2, guided=True,
+                              gen=fuzzgen.GenConfig(weights=fuzz.parse_weights(
+                                  "isolate=5,cut=3,kill=4,lose_unflushed=10,consume=0")))
+    res = fuzz.Campaign(cfg, MODELS["3.9.1"], run, tmp_path).run()
+    assert res.runs == 2 and res.skipped > 0
+    assert all(fuzzgen.predicts_acked_loss(MODELS["3.9.1"], s) for s in seen)
+    # 4.3.1's model (ELR) loses nothing within the budget: the search gives up, bounded.
+    res = fuzz.Campaign(fuzz.CampaignConfig(seed=1, runs=1, guided=True), MODELS["4.3.1"],
+                        run, tmp_path).run()
+    assert res.runs == 0 and res.stopped.startswith("--guided: none")
+
+
+def test_a_seed_reproduces_a_schedule_exactly() -> None:
+    nm = MODELS["3.9.1"]
+    cfg = fuzzgen.GenConfig(length=10)
+    first = [fuzz.schedule(nm, 42, i, cfg) for i in range(10)]
+    again = [fuzz.schedule(nm, 42, i, cfg) for i in range(10)]
+    assert first == again
+    other = [fuzz.schedule(nm, 43, i, cfg) for i in range(10)]
+    assert first != other
+    assert len(set(first)) > 5  # the runs of one campaign differ from each other
+    assert fuzz.scenario_yaml("x", 1, first[0]) == fuzz.scenario_yaml("x", 1, again[0])
+
+
+def test_weights_turn_kinds_off_and_bad_weights_are_refused() -> None:
+    w = fuzz.parse_weights("isolate=0,cut=0,heal=0,stop=0")
+    for i in range(20):
+        steps = fuzz.schedule(MODELS["4.3.1"], 1, i, fuzzgen.GenConfig(weights=w))
+        assert not {s.kind for s in steps} & {"isolate", "cut", "stop"}
+    for bad in ("nope=1", "kill", "kill=x", "kill=-1", "produce=0"):
+        with pytest.raises(ValueError):
+            fuzz.parse_weights(bad)
+
+
+def test_generated_schedule_round_trips_through_the_loader(tmp_path: Path) -> None:
+    for index in range(30):
+        steps = fuzz.schedule(MODELS["4.3.1"], 5, index, fuzzgen.GenConfig(length=12))
+        text = fuzz.scenario_yaml(f"fuzz-s5-{index}", fuzz.schedule_seed(5, index), steps)
+        path = tmp_path / f"s{index}.yaml"
+        path.write_text(text)
+        sc = load_scenario(path)
+        assert sc.name == f"fuzz-s5-{index}" and sc.seed == fuzz.schedule_seed(5, index)
+        assert tuple(loaded.step for loaded in sc.steps) == steps
+        assert sc.cluster.brokers == 3 and sc.topic.min_insync_replicas == 2
+
+
+# --- signatures --------------------------------------------------------------------------
+
+def _axes(release: str = "CONFORMS", kip: str = "CONFORMS", safety: str = "SAFE",
+          rules: tuple[str, ...] = (), reason: str = "") -> dict[str, AxisVerdict]:
+    return {"release": AxisVerdict("release", release, reason),
+            "kip": AxisVerdict("kip", kip, "step 9: acked records lost: ['r1']"
+                               if kip != "CONFORMS" else ""),
+            "safety": AxisVerdict("safety", safety, "x", [{"rule": r} for r in rules])}
+
+
+def test_signature_names_axis_verdict_and_rules() -> None:
+    assert fuzz.signature(_axes()) is None
+    assert fuzz.signature(_axes(kip="DEVIATES")) is None  # clean on the kip axis
+    sig = fuzz.signature(_axes(safety="UNSAFE", rules=("acked-record-durable",)))
+    assert sig == (("safety", "UNSAFE", ("acked-record-durable",)),)
+    sig2 = fuzz.signature(_axes(release="DIVERGES", reason="isr: predicted one of [[1]], "
+                                "observed [1,2]", kip="KIP-DIVERGES"))
+    assert sig2 == (("kip", "KIP-DIVERGES", ("acked records lost",)),
+                    ("release", "DIVERGES", ("isr",)))
+
+
+# --- shrinker (fake run-and-judge: tests of the shrinker only) ---------------------------
+
+TARGET = (("safety", "UNSAFE", ("acked-record-durable",)),)
+
+
+def loses(steps: tuple[Any, ...]) -> bool:
+    """The fake oracle: an acks=all produce, later a kill of broker 1 and a
+    lose_unflushed of broker 1 at an offset below what was produced."""
+    produced = 0
+    killed = False
+    for s in steps:
+        if isinstance(s, S.Produce) and s.acks == "all" and not killed:
+            produced += s.count
+        if isinstance(s, S.Kill) and s.broker == 1 and produced:
+            killed = True
+        if isinstance(s, S.LoseUnflushed) and s.broker == 1 and killed and s.offset < produced:
+            return True
+    return False
+
+
+LONG = (S.Produce(3, "all"), S.Isolate(2), S.Produce(2, "1"), S.Cut(1, 3), S.Heal(),
+        S.Produce(4, "all"), S.Stop(3), S.Restart(3), S.Kill(1), S.LoseUnflushed(1, 4),
+        S.Produce(1, "0"), S.Restart(1), S.Consume())
+
+
+def test_shrinker_reduces_to_the_steps_the_failure_needs() -> None:
+    assert fuzzgen.validate(MODELS["3.9.1"], LONG) is None
+    runs: list[tuple[Any, ...]] = []
+
+    def attempt(steps: tuple[Any, ...]) -> Any:
+        runs.append(steps)
+        return TARGET if loses(steps) else None
+    res = shrink(LONG, TARGET, attempt, fuzz.repairer(MODELS["3.9.1"]), max_attempts=200)
+    assert res.stopped == "no smaller schedule keeps the signature"
+    assert res.steps == (S.Produce(1, "all"), S.Kill(1), S.LoseUnflushed(1, 0), S.Consume())
+    assert len(res.attempts) == len(runs) and all(a.kept == loses(a.steps)
+                                                     for a in res.attempts)
+    assert fuzzgen.validate(MODELS["3.9.1"], res.steps, fuzzgen.GenConfig(max_count=10_000)) \
+        is None
+
+
+def test_shrinker_is_bounded_in_attempts_and_time() -> None:
+    res = shrink(LONG, TARGET, lambda s: TARGET if loses(s) else None,
+                 fuzz.repairer(MODELS["3.9.1"]), max_attempts=10)
+    assert len(res.attempts) == 10 and res.stopped.startswith("attempts exhausted")
+    assert loses(res.steps) and len(res.steps) < len(LONG)
+    ticks = itertools.count()
+    res = shrink(LONG, TARGET, lambda s: TARGET if loses(s) else None,
+                 fuzz.repairer(MODELS["3.9.1"]), budget_s=5, clock=lambda: float(next(ticks)))
+    assert res.stopped.startswith("time exhausted") and len(res.attempts) <= 3
+
+
+def test_shrinker_keeps_only_the_same_signature() -> None:
+    other = (("release", "DIVERGES", ("isr",)),)
+    # Every smaller schedule fails differently: nothing is kept.
+    res = shrink(LONG, TARGET, lambda s: other, fuzz.repairer(MODELS["3.9.1"]),
+                 max_attempts=500)
+    assert res.steps == LONG and not any(a.kept for a in res.attempts)
+
+
+def test_shrinker_merges_produces_and_lowers_counts() -> None:
+    steps = (S.Produce(2, "all"), S.Produce(3, "all"), S.Kill(1), S.LoseUnflushed(1, 4))
+
+    def attempt(s: tuple[Any, ...]) -> Any:
+        return TARGET if sum(x.count for x in s if isinstance(x, S.Produce)) >= 5 \
+            and loses(s) else None
+    res = shrink(steps, TARGET, attempt, fuzz.repairer(MODELS["3.9.1"]), max_attempts=100)
+    assert res.steps[0] == S.Produce(5, "all") and len(res.steps) == 3
+    assert isinstance(res.steps[2], S.LoseUnflushed) and res.steps[2].offset == 0
+
+
+# --- campaign: dedupe and flaky classification (fake runs) -------------------------------
+
+class FakeRuns:
+    """Outcomes by schedule name; the schedule's own text is what a real run would take."""
+
+    def __init__(self, decide: Any) -> None:
+        self.decide, self.calls = decide, []  # type: list[str]
+
+    def __call__(self, name: str, seed: int, steps: tuple[Any, ...]) -> fuzz.Outcome:
+        self.calls.append(name)
+        parse_scenario(fuzz.scenario_yaml(name, seed, steps))  # what `run` would load
+        return fuzz.Outcome(self.decide(name, steps, len(self.calls)))
+
+
+def campaign(tmp_path: Path, decide: Any, runs: int = 6, **kw: Any) -> Any:
+    cfg = fuzz.CampaignConfig(seed=1, runs=runs, shrink_attempts=kw.pop("attempts", 5), **kw)
+    fake = FakeRuns(decide)
+    lines: list[str] = []
+    res = fuzz.Campaign(cfg, MODELS["3.9.1"], fake, tmp_path, say=lines.append).run()
+    return res, fake, lines
+
+
+def test_failures_are_deduplicated_by_signature(tmp_path: Path) -> None:
+    def decide(name: str, steps: Any, n: int) -> Any:
+        index = int(name.split("-")[2])
+        return TARGET if index in (1, 3, 4) else None
+    res, fake, lines = campaign(tmp_path, decide)
+    assert len(res.failures) == 1
+    f = res.failures[0]
+    assert f.signature == TARGET and len(f.runs) == 3 and f.status == "reproducible"
+    assert f.minimal is not None and f.minimal.is_file()
+    assert load_scenario(f.minimal).steps  # the minimal file is a scenario `run` takes
+    shrinks = [c for c in fake.calls if "shrink" in c]
+    assert 0 < len(shrinks) <= 5 and all(c.startswith("fuzz-s1-1-") for c in shrinks)
+    assert any(line.startswith("fuzz: runs done 6/6 (+") and "failures found 1" in line
+               for line in lines)
+    # The minimal schedule is re-run (--confirm times) and its rate recorded.
+    assert [c for c in fake.calls if "-min" in c] == ["fuzz-s1-1-min1"]
+    assert (f.minimal_hits, f.minimal_tries) == (1, 1) and f.to_json()["minimal_rate"] == "1/1"
+    assert (tmp_path / "fuzz-summary.json").is_file()
+
+
+def test_a_failure_that_does_not_reproduce_is_flaky_with_its_rate(tmp_path: Path) -> None:
+    def decide(name: str, steps: Any, n: int) -> Any:
+        return TARGET if name == "fuzz-s1-2" else None
+    res, fake, _ = campaign(tmp_path, decide, confirm=3)
+    (f,) = res.failures
+    assert f.status == "flaky" and (f.hits, f.tries) == (1, 4)
+    assert f.to_json()["rate"] == "1/4" and f.shrink is None
+    assert not any("shrink" in c for c in fake.calls)
+
+
+def test_campaign_stops_at_the_budget(tmp_path: Path) -> None:
+    ticks = itertools.count(0, 10)
+    cfg = fuzz.CampaignConfig(seed=1, budget_s=35)
+    res = fuzz.Campaign(cfg, MODELS["4.3.1"], FakeRuns(lambda *a: None), tmp_path,
+                        clock=lambda: float(next(ticks))).run()
+    assert res.stopped == "budget spent" and 1 <= res.runs <= 4
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--runs", "3", "--budget", "1m"], "exactly one of"),
+    (["--seed", "1"], "exactly one of"),
+    (["--runs", "0"], "--runs 0"),
+    (["--budget", "soon"], "not a duration"),
+    (["--runs", "2", "--weights", "kill=lots"], "whole number"),
+    (["--runs", "2", "--steps", "0"], "--steps 0"),
+    (["--runs", "2", "--seed", "-1"], "--seed -1"),
+])
+def test_bad_flags_fail_before_any_build_or_cluster(monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str],
+                                                    argv: list[str], message: str) -> None:
+    from harness.cli import app
+    from harness.cluster import builds
+
+    def no_build(*a: Any, **k: Any) -> Any:
+        raise AssertionError("a build was resolved")
+    monkeypatch.setattr(builds, "resolve", no_build)
+    if "--seed" not in argv:
+        argv = [*argv, "--seed", "1"]
+    assert app.main(["fuzz", "--kafka-version", "4.3.1", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_shrinker_runs_preferred_candidates_first() -> None:
+    def attempt(s: tuple[Any, ...]) -> Any:
+        return TARGET if loses(s) else None
+    plain = shrink(LONG, TARGET, attempt, fuzz.repairer(MODELS["3.9.1"]), max_attempts=200)
+    hinted = shrink(LONG, TARGET, attempt, fuzz.repairer(MODELS["3.9.1"]), max_attempts=200,
+                    prefer=loses)
+    assert hinted.steps == plain.steps
+    assert len(hinted.attempts) < len(plain.attempts)
+    kept = [a.kept for a in hinted.attempts]
+    assert kept == sorted(kept, reverse=True)  # every kept run before the first refused one
+    # The hint for a loss the release model predicts; none when the release diverges.
+    assert fuzz.prefer_for(TARGET, MODELS["3.9.1"]) is not None
+    assert fuzz.prefer_for((("release", "DIVERGES", ("isr",)),) + TARGET,
+                           MODELS["3.9.1"]) is None
+
+
+def test_model_any_electable_broker_may_unfence_first() -> None:
+    """Found by the 4.3.1 campaign (fuzz-s431-19): ELR [1, 2], both unfenced by one heal;
+    the controller elects whichever heartbeat comes first (2 on the cluster, twice); the
+    model unfenced brokers in id order and allowed only 1."""
+    model = MODELS["4.3.1"]()
+    for step in (S.Produce(3, "all"), S.Stop(3), S.Isolate(1), S.Isolate(2)):
+        pred = model.apply(step)
+    assert {s.leader for s in pred.allowed} == {-1}
+    assert pred.allowed[0].elr == frozenset({1, 2})
+    pred = model.apply(S.Heal())
+    assert {s.leader for s in pred.allowed} == {1, 2}
+
+
+def test_shrinker_keeps_a_final_consume() -> None:
+    from harness.run.shrink import candidates
+    cands = candidates(LONG)
+    assert cands and all(c[-1] == S.Consume() for c, _ in cands)
+    assert any(c[-1] != S.Consume() for c, _ in candidates(LONG[:-1]))  # else drops any
