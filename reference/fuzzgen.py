@@ -152,29 +152,29 @@ def why_invalid(step: S.Step, model: Model, track: Track, cfg: GenConfig) -> str
         case S.Heal():
             if _every(model, lambda w: not w.cuts):
                 return "nothing to heal"
-        case S.Kill(broker=b) | S.Stop(broker=b):
-            if b not in brokers or not alive(b):
-                return f"broker {b} is not running"
+        case S.Kill(broker=int() as victim) | S.Stop(broker=int() as victim):
+            if victim not in brokers or not alive(victim):
+                return f"broker {victim} is not running"
             if len(running) < 2:
                 return "the last running broker stays up (the observer needs one)"
-            if isinstance(step, S.Kill) and b not in track.ever_killed \
+            if isinstance(step, S.Kill) and victim not in track.ever_killed \
                     and len(track.ever_killed) >= _max_killed(model, cfg):
                 return (f"at most {_max_killed(model, cfg)} broker(s) killed (the fault "
                         "budget: an unclean shutdown may lose unflushed data)")
-            if isinstance(step, S.Stop) and not _every(model, lambda w: _reaches_quorum(w, b)):
-                return f"broker {b} is cut from the controller (no controlled shutdown)"
-        case S.LoseUnflushed(broker=b, offset=o):
-            if b not in track.killed:
-                return f"broker {b} was not killed (or restarted since)"
-            if b in track.lost_since_kill:
-                return f"broker {b} lost its unflushed data already since its kill"
-            if not _every(model, lambda w: 0 <= o < w.broker(b).leo):
-                return f"offset {o} is not below broker {b}'s log end in every branch"
-        case S.Restart(broker=b):
-            if b not in brokers or not down(b):
-                return f"broker {b} is not down"
-            if not _every(model, lambda w: _reaches_quorum(w, b)):
-                return f"broker {b} is cut from the controller (it could not register)"
+            if isinstance(step, S.Stop) and not _every(model, lambda w: _reaches_quorum(w, victim)):
+                return f"broker {victim} is cut from the controller (no controlled shutdown)"
+        case S.LoseUnflushed(broker=lost, offset=o):
+            if lost not in track.killed:
+                return f"broker {lost} was not killed (or restarted since)"
+            if lost in track.lost_since_kill:
+                return f"broker {lost} lost its unflushed data already since its kill"
+            if not _every(model, lambda w: 0 <= o < w.broker(lost).leo):
+                return f"offset {o} is not below broker {lost}'s log end in every branch"
+        case S.Restart(broker=int() as back):
+            if back not in brokers or not down(back):
+                return f"broker {back} is not down"
+            if not _every(model, lambda w: _reaches_quorum(w, back)):
+                return f"broker {back} is cut from the controller (it could not register)"
         case _:
             return f"the generator does not make {step.kind} steps"
     return None
