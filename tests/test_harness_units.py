@@ -47,6 +47,22 @@ def test_broker_config_advertises_alias_and_overrides_win() -> None:
     assert props["auto.leader.rebalance.enable"] == "false"
 
 
+def test_controller_advertises_its_name_only_where_leaders_send_endpoints() -> None:
+    # KIP-853 (3.9+): followers connect to the endpoints the quorum leader advertises; by
+    # name, each peer's hosts file sends that through its proxy, so partitions cut it.
+    shape = ClusterShape(brokers=3, controllers=3)
+    addr = kafkaconfig.NodeAddresses("127.9.0.101", "unused", "unused")
+
+    def props(leader_endpoints: bool) -> dict[str, str]:
+        text = kafkaconfig.render(101, shape, addr, "/d",
+                                  controller_leader_endpoints=leader_endpoints)
+        return dict(line.split("=", 1) for line in text.splitlines())
+
+    assert props(True)["advertised.listeners"] == "CONTROLLER://node-101:9093"
+    assert props(True)["listeners"] == "CONTROLLER://127.9.0.101:9093"
+    assert "advertised.listeners" not in props(False)  # before 3.9 a controller refuses it
+
+
 # -- builds ---------------------------------------------------------------------------------
 def test_bad_version_string_is_rejected_before_maven() -> None:
     with pytest.raises(BuildError, match="not a version like"):

@@ -96,15 +96,18 @@ def reaches_controllers(key: str) -> bool:
 
 
 def render(node: int, shape: ClusterShape, addr: NodeAddresses, data_dir: str,
-           overrides: Mapping[str, str] | None = None) -> str:
-    """server.properties of one node; ``overrides`` is the cluster's broker_config."""
+           overrides: Mapping[str, str] | None = None,
+           controller_leader_endpoints: bool = False) -> str:
+    """server.properties of one node; ``overrides`` is the cluster's broker_config;
+    ``controller_leader_endpoints``: the build sends the quorum leader's own endpoints to
+    its followers (KIP-853, 3.9+), see controller_props."""
     overrides = dict(overrides or {})
     owned = sorted(set(overrides) & HARNESS_OWNED)
     if owned:
         raise UsageError(f"broker_config sets {', '.join(owned)}: the harness owns these "
                          "(it wires listeners, node ids, the quorum and data dirs); drop them")
     if shape.is_controller(node):
-        props = controller_props(node, shape, addr)
+        props = controller_props(node, shape, addr, controller_leader_endpoints)
         overrides = {k: v for k, v in overrides.items() if reaches_controllers(k)}
     else:
         props = broker_props(node, shape, addr)
@@ -136,8 +139,9 @@ def escape(text: str, key: bool = False) -> str:
     return "".join(out)
 
 
-def controller_props(node: int, shape: ClusterShape, addr: NodeAddresses) -> dict[str, str]:
-    return {
+def controller_props(node: int, shape: ClusterShape, addr: NodeAddresses,
+                     leader_endpoints: bool = False) -> dict[str, str]:
+    props = {
         "process.roles": "controller",
         "node.id": str(node),
         "controller.quorum.voters": voters(shape),
@@ -146,6 +150,15 @@ def controller_props(node: int, shape: ClusterShape, addr: NodeAddresses) -> dic
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
         **TEST_FRIENDLY_CONTROLLER,
     }
+    if leader_endpoints:
+        # Since KIP-853 (3.9) the quorum leader sends its own endpoints (BeginQuorumEpoch,
+        # Fetch responses) and followers connect to those, not to controller.quorum.voters.
+        # Unadvertised, that is the bind address: a path around the proxies that no
+        # partition cuts (seen: a follower kept fetching from an active controller it was
+        # partitioned from). Advertised by name, each peer resolves it to its own proxy.
+        # Before 3.9 a controller-only node refuses advertised.listeners.
+        props["advertised.listeners"] = f"CONTROLLER://{host_alias(node)}:{CONTROLLER_PORT}"
+    return props
 
 
 def broker_props(node: int, shape: ClusterShape, addr: NodeAddresses) -> dict[str, str]:

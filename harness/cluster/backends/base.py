@@ -127,7 +127,8 @@ class Cluster(abc.ABC):
             client_advertised=f"{self.ip(CLIENT, node)}:{kafkaconfig.CLIENT_PORT}",
             observer_advertised=f"{self.ip(0, node)}:{kafkaconfig.OBSERVER_PORT}")
         (ndir / "server.properties").write_text(kafkaconfig.render(
-            node, self.shape, addr, str(self.data_dir(node)), self.shape.broker_config))
+            node, self.shape, addr, str(self.data_dir(node)), self.shape.broker_config,
+            controller_leader_endpoints=self.build.version_tuple >= (3, 9, 0)))
         hosts = ["127.0.0.1 localhost"] + [f"{ip} {name}" for name, ip in
                                            self.hosts(node).items()]
         (ndir / "hosts").write_text("\n".join(hosts) + "\n")
