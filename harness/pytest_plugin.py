@@ -77,6 +77,15 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["KAFKA_CHAOS_KAFKA_IMAGE"] = config.getoption("--kafka-image")
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``pytest -n auto`` runs as many clusters at once as ``--jobs auto`` would: one per
+    core, no more than the memory holds (harness.run.parallel); each worker's clusters
+    lease their own loopback blocks."""
+    from harness.run.parallel import default_jobs
+    return default_jobs()
+
+
 @pytest.fixture(scope="session")
 def kafka_build(request: pytest.FixtureRequest) -> builds.Build:
     try:
