@@ -11,7 +11,7 @@ from . import steps as S
 from .controller import Ctx, active_controller
 from .invariants import check
 from .profiles import Profile
-from .protocol import Outcome, apply_step, initial_world
+from .protocol import Outcome, apply_step, initial_world, pending_disruptions
 from .releases import get_profile
 from .state import NO_LEADER, ClusterSpec, Config, PartitionState, TopicSpec, World, fmt_value
 
@@ -148,6 +148,8 @@ class Model:
         # Quorum elections are counted per step (PartitionState.quorum_elected).
         self.branches = [w if w.quorum_elections == 0 else replace(w, quorum_elections=0)
                          for w in self.branches]
+        self.branches = _dedupe([d for w in self.branches
+                                 for d in pending_disruptions(w, self.ctx)])
         before = {id(w): w.partition_hwm() for w in self.branches}
         outcomes: list[tuple[World, Outcome]] = []
         for w in self.branches:
@@ -306,3 +308,11 @@ def await_state(step: S.Await, base: PartitionState | None) -> PartitionState | 
         hwm=None if e.get("hwm") is None else int(e["hwm"]),
         fenced=ids("fenced"),
     )
+
+
+def _dedupe(worlds: list[World]) -> list[World]:
+    out: list[World] = []
+    for w in worlds:
+        if w not in out:
+            out.append(w)
+    return out

@@ -263,7 +263,8 @@ def _quorum(w: World, ctx: Ctx) -> list[World] | None:
             return None  # no majority: no leader, no metadata record can be committed
         return [evolve(w, quorum_leader=c, quorum_elections=w.quorum_elections + 1,
                        campaigning=frozenset(d for d in w.campaigning
-                                             if not (link(w, d, c) and link(w, c, d))))
+                                             if not (link(w, d, c) and link(w, c, d))),
+                       may_disrupt=frozenset())
                 for c in won]
     if not reaches_majority(w, cur):
         return [evolve(w, quorum_leader=None)]
@@ -272,11 +273,23 @@ def _quorum(w: World, ctx: Ctx) -> list[World] | None:
     cut_off = frozenset(c for c in cs if c != cur and not (link(w, c, cur) and link(w, cur, c)))
     if cut_off - w.campaigning:
         return [evolve(w, campaigning=w.campaigning | cut_off)]
-    back = sorted(c for c in w.campaigning if c not in cut_off)
+    back = frozenset(c for c in w.campaigning if c not in cut_off)
     if back:
-        calm = evolve(w, campaigning=w.campaigning - set(back))
-        return [calm, evolve(calm, quorum_leader=None)]
+        calm = evolve(w, campaigning=w.campaigning - back)
+        return [evolve(calm, may_disrupt=calm.may_disrupt | back),
+                evolve(calm, quorum_leader=None)]
     return None
+
+
+def pending_disruptions(w: World, ctx: Ctx) -> list[World]:
+    """Without Pre-Vote, a controller that rejoined with a raised epoch and has not forced
+    an election yet may do so at any later moment (its next Vote request; seen on 3.7.2 and
+    3.9.1 after the step that healed it had settled): at the start of a step, either it has
+    not yet (``w``) or it has, and the election is over (one branch per winner: any
+    controller that reaches a majority, as the model keeps no per-controller log)."""
+    if not w.may_disrupt or w.quorum_leader is None or ctx.profile.pre_vote:
+        return [w]
+    return [w, *settle(evolve(w, quorum_leader=None), ctx)]
 
 
 #: No action of its own completes a reassignment: partition_change does, on every

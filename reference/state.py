@@ -207,6 +207,10 @@ class World:
     #: Controllers that, cut off from the leader on a build without pre-vote (KIP-996),
     #: became candidates and raised the quorum epoch (QuorumState.transitionToCandidate).
     campaigning: frozenset[int] = frozenset()
+    #: Controllers back in touch with the leader after campaigning (no pre-vote) that have
+    #: not yet forced an election: their next Vote request, with the raised epoch, makes the
+    #: leader resign, at a moment no step boundary bounds (protocol.pending_disruptions).
+    may_disrupt: frozenset[int] = frozenset()
     #: The controller the latest step naming ``active`` resolved to (``last_active``).
     last_active: int | None = None
 

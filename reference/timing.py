@@ -104,8 +104,9 @@ class Bandwidth:
 class Sleep:
     """Time passes and nothing else happens. A settled world has had every timeout it
     was due (fencing, ISR shrink, elections), so it stays as it is: a sleep checks that
-    the cluster's state holds still too. Only the model's clock moves (the ages KIP-1303
-    compares)."""
+    the cluster's state holds still too (but for an election still pending without
+    Pre-Vote, protocol.pending_disruptions, as at the start of any step). Only the model's
+    clock moves (the ages KIP-1303 compares)."""
 
     kind: ClassVar[str] = "sleep"
     seconds: float

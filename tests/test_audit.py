@@ -166,3 +166,24 @@ def test_runs_of_pytest_tests_under_a_directory_are_left_out(tmp_path: Path) -> 
     shutil.move(str(plugin_run), only_tests)
     with pytest.raises(UsageError, match="holds no scenario run"):
         run_dirs([only_tests], "audit")
+
+
+def test_recorded_steps_judge_quorum_elected_as_the_runner_did() -> None:
+    # The runner adds quorum_elected to what it judges (the epoch moved since the step
+    # started); the recorded observation lacks it, so audit rebuilds it from the epochs.
+    from harness.run.audit import recorded_steps
+
+    def quorum(epoch: int) -> dict[str, object]:
+        return {"kind": "quorum", "state": {"leader": 100, "leader_epoch": epoch}}
+
+    def step(i: int) -> dict[str, object]:
+        return {"kind": "step", "phase": "start", "index": i, "step": {"sleep": {"seconds": 1}}}
+
+    def obs(epoch: int) -> dict[str, object]:
+        return {"kind": "observation", "state": {"leader": 1, "quorum_epoch": epoch}}
+
+    events = [quorum(1), step(0), obs(1), quorum(1), step(1), obs(3), step(2), obs(3)]
+    got = [s.observed["quorum_elected"] for s in recorded_steps(events)]  # type: ignore[index]
+    assert got == [False, True, False]
+    single = recorded_steps([step(0), {"kind": "observation", "state": {"leader": 1}}])
+    assert single[0].observed == {"leader": 1}  # one controller: nothing to add

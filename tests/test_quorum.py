@@ -16,6 +16,7 @@ from reference import Model, committed_prefix_agrees
 from reference import steps as S
 from reference.state import PartitionState
 from reference.steps import step_to_dict
+from reference.timing import Sleep
 
 HEAD = """version: 1
 name: quorum
@@ -159,6 +160,37 @@ def test_without_pre_vote_a_rejoining_follower_may_force_an_election() -> None:
     pred = m.apply(S.Heal())
     got = {(s.controller, s.quorum_elected) for s in pred.allowed}
     assert (100, False) in got and (100, True) in got and (101, True) in got
+
+
+def test_without_pre_vote_the_forced_election_may_come_in_a_later_step() -> None:
+    # Seen on 3.7.2 and 3.9.1: the heal settled with the old leader still active, and the
+    # rejoined controller's Vote request forced an election during the next step.
+    m, _ = model("pre-elr")
+    m.apply(S.Produce(1))
+    observed(m, controller=100)
+    m.apply(S.Isolate(102))
+    observed(m, controller=100)
+    m.apply(S.Heal())
+    observed(m, controller=100, quorum_elected=False)
+    got = {(s.controller, s.quorum_elected) for s in m.apply(Sleep(1.0)).allowed}
+    assert {(100, False), (100, True), (101, True)} <= got
+    observed(m, controller=101, quorum_elected=True)
+    got = {(s.controller, s.quorum_elected) for s in m.apply(Sleep(1.0)).allowed}
+    assert got == {(101, False)}  # one forced election, not one per later step
+
+
+def test_with_pre_vote_no_election_comes_after_the_heal_either() -> None:
+    m, _ = model("kafka-4.3")
+    m.apply(S.Produce(1))
+    observed(m, controller=100)
+    m.apply(S.Isolate(102))
+    observed(m, controller=100)
+    m.apply(S.Heal())
+    observed(m, controller=100)
+    pred = m.apply(Sleep(1.0))
+    assert {(s.controller, s.quorum_elected) for s in pred.allowed} == {(100, False)}
+    why = m.explain(replace(pred.allowed[0], controller=101, quorum_elected=True))
+    assert why is not None and why.startswith("controller:")
 
 
 def test_the_model_refuses_a_leader_outside_the_majority() -> None:

@@ -170,17 +170,23 @@ def recorded_steps(events: list[dict[str, Any]]) -> list[RecordedStep]:
     """Each executed step with its settled observation and outcome, from the events."""
     out: list[RecordedStep] = []
     current: RecordedStep | None = None
+    epoch: int | None = None  # the quorum epoch last recorded (DescribeQuorum, observations)
+    epoch_at_start: int | None = None
     for e in events:
         kind = e["kind"]
+        if kind == "quorum":
+            epoch = (e.get("state") or {}).get("leader_epoch", epoch)
         if kind == "step" and e.get("phase") == "start":
             ((name, params),) = dict(e["step"]).items()
             current = RecordedStep(int(e["index"]), str(name), dict(params or {}), None, None,
                                    StepOutcome())
             out.append(current)
+            epoch_at_start = epoch
         elif current is None:
             continue
         elif kind == "observation":
-            current.observed = e.get("state")
+            current.observed = with_quorum_elected(e.get("state"), epoch_at_start)
+            epoch = (e.get("state") or {}).get("quorum_epoch", epoch)
         elif kind == "ack":
             off = e.get("offset") if not e.get("error") else None
             current.outcome.acks[e["record_id"]] = off
@@ -192,6 +198,16 @@ def recorded_steps(events: list[dict[str, Any]]) -> list[RecordedStep]:
         elif kind == "verdict" and e.get("index") == current.index:
             current.verdict = str(e["verdict"])
     return out
+
+
+def with_quorum_elected(state: dict[str, Any] | None, epoch_at_start: int | None
+                        ) -> dict[str, Any] | None:
+    """The observation as the runner judged it: with several controllers it adds whether
+    the quorum epoch moved since the step started (Runner._observe), which the recorded
+    observation does not carry."""
+    if state is None or epoch_at_start is None or state.get("quorum_epoch") is None:
+        return state
+    return {**state, "quorum_elected": state["quorum_epoch"] != epoch_at_start}
 
 
 def _reads(step_name: str) -> bool:
