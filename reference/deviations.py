@@ -53,6 +53,10 @@ KNOWN_DEVIATIONS: tuple[Deviation, ...] = (
     Deviation("min-isr-change-always-clears-elr", "min_isr_change_clears", "always",
               "any min.insync.replicas change writes a ClearElrRecord (the KIP clears only "
               "when the new min ISR <= current ISR)"),
+    Deviation("new-leader-hwm-lag", "leader_hwm_lag", True,
+              "a follower elected right after a produce may not know the last HWM yet "
+              "(it learns it in its next fetch response, parked up to "
+              "replica.fetch.wait.max.ms): the HWM moves backward, and under min ISR stays"),
     Deviation("no-pre-vote", "pre_vote", False,
               "before 4.0 KRaft has no Pre-Vote (KIP-996, ProspectiveState first in "
               "kafka-raft 4.0): a controller cut off from the leader raises the quorum epoch "

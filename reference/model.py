@@ -125,6 +125,7 @@ class Model:
         self.steps_applied = 0
         self._record_acks: dict[str, str] = {}
         self._next_record = 0
+        self._after_produce = False  # the previous step was a produce (World.hwm_before_produce)
         self._violations: list[str] = []
         self.last: Prediction | None = None
 
@@ -150,6 +151,11 @@ class Model:
                          for w in self.branches]
         self.branches = _dedupe([d for w in self.branches
                                  for d in pending_disruptions(w, self.ctx)])
+        if not self._after_produce:  # the followers have learned the HWM by now
+            self.branches = _dedupe([w if w.hwm_before_produce is None else
+                                     replace(w, hwm_before_produce=None, leader_at_produce=None)
+                                     for w in self.branches])
+        self._after_produce = isinstance(step, S.Produce)
         before = {id(w): w.partition_hwm() for w in self.branches}
         outcomes: list[tuple[World, Outcome]] = []
         for w in self.branches:

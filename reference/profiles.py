@@ -80,6 +80,16 @@ class Profile:
     #: rejoins. KIP-966 says nothing of the metadata quorum; the model's base is Raft with
     #: Pre-Vote, as Kafka's KRaft since 4.0 (deviation no-pre-vote before).
     pre_vote: bool = True
+    #: KIP: "Our ultimate goal is to elect a leader without data loss or HWM moving
+    #: backward when we only have min ISR - 1 unclean shutdowns." Shipped Kafka misses it
+    #: when a follower is elected right after a produce: a follower learns the HWM only from
+    #: fetch responses (ReplicaFetcherThread.processPartitionData ->
+    #: log.maybeUpdateHighWatermark), and the leader parks the follower's next fetch until
+    #: new bytes arrive or replica.fetch.wait.max.ms (500 ms) passes (DelayedFetch.tryComplete
+    #: completes a LOG_END fetch on accumulated bytes, not on an HWM change). The new
+    #: leader's HWM then lags the one acks=all producers and consumers saw, and under min ISR
+    #: it stays there (Partition.maybeIncrementLeaderHW). Deviation new-leader-hwm-lag.
+    leader_hwm_lag: bool = False
 
     def elr_on(self, elr_enabled: bool) -> bool:
         return elr_enabled if self.elr is None else self.elr

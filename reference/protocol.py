@@ -245,6 +245,20 @@ def _advance_hwm(w: World, ctx: Ctx) -> list[World] | None:
     return [evolve(w2, max_hwm=max(w2.max_hwm, new))]
 
 
+def _learned_hwm(w: World, ctx: Ctx) -> list[World] | None:
+    """A follower elected in the step right after a produce may still know an HWM from
+    before that produce reached its end (Profile.leader_hwm_lag): its HWM as leader is any
+    value from the HWM when the produce began to the one it would have learned, one branch
+    each; the observation narrows them."""
+    floor = w.hwm_before_produce
+    leader = leader_broker(w)
+    if floor is None or leader is None or leader.id == w.leader_at_produce:
+        return None
+    done = evolve(w, hwm_before_produce=None, leader_at_produce=None)
+    return [done] + [done.with_broker(evolve(leader, hwm=h))
+                     for h in range(floor, leader.hwm)]
+
+
 def _quorum(w: World, ctx: Ctx) -> list[World] | None:
     """The metadata quorum (KRaft, KIP-595): a leader that no longer reaches a majority
     resigns (CheckQuorum, KAFKA-15489, 3.7.0); with no leader, any controller that reaches
@@ -294,7 +308,8 @@ def pending_disruptions(w: World, ctx: Ctx) -> list[World]:
 
 #: No action of its own completes a reassignment: partition_change does, on every
 #: partition change (PartitionChangeBuilder.build), as Kafka's controller.
-ACTIONS = (_quorum, _broker_actions, _elect, _metadata, _replicate, _shrink_or_expand, _advance_hwm)
+ACTIONS = (_quorum, _broker_actions, _elect, _learned_hwm, _metadata, _replicate,
+           _shrink_or_expand, _advance_hwm)
 
 
 def _step_once(w: World, ctx: Ctx) -> list[World] | None:

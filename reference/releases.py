@@ -15,7 +15,7 @@ from .profiles import KIP966, KIP1303, Profile
 #: What every release line since 3.7 shares: the controller elects in assignment order,
 #: no part 2 (unclean recovery), reassignment without the min ISR condition.
 _SHIPPED = ("election-in-assignment-order", "no-unclean-recovery",
-            "reassignment-ignores-min-isr")
+            "reassignment-ignores-min-isr", "new-leader-hwm-lag")
 _NO_ELR = ("no-elr", "no-last-known-elr")
 _ELR_4X = ("last-known-elr-is-last-leader", "min-isr-change-always-clears-elr")
 #: 3.6-3.8: the KRaft controller never elects uncleanly, whatever the config says

@@ -211,6 +211,11 @@ class World:
     #: not yet forced an election: their next Vote request, with the raised epoch, makes the
     #: leader resign, at a moment no step boundary bounds (protocol.pending_disruptions).
     may_disrupt: frozenset[int] = frozenset()
+    #: The partition's HWM when the latest produce began, and its leader then, while the
+    #: followers may not have learned the HWM the produce reached: only in the step right
+    #: after a produce (Model.apply), on profiles with ``leader_hwm_lag``.
+    hwm_before_produce: int | None = None
+    leader_at_produce: int | None = None
     #: The controller the latest step naming ``active`` resolved to (``last_active``).
     last_active: int | None = None
 

@@ -42,6 +42,9 @@ class Produce:
         return {"count": self.count, "acks": self.acks if self.acks == "all" else int(self.acks)}
 
     def transition(self, w: World, ctx: Ctx) -> list[Outcome]:
+        if ctx.profile.leader_hwm_lag:
+            w = evolve(w, hwm_before_produce=w.partition_hwm(),
+                       leader_at_produce=w.partition.leader)
         return produce_step(w, ctx, self.count, self.acks, self.record_ids)
 
 
