@@ -4,7 +4,7 @@ observation, ``resolve`` narrows the model to the observed branch."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from . import steps as S
@@ -35,6 +35,9 @@ class Prediction:
     must_see: frozenset[str] = frozenset()
     #: Acked records that are not guaranteed to survive (on the leader only, acks=1, ...).
     at_risk: frozenset[str] = frozenset()
+    #: Per branch, the durable acked records a read must show and those it may not
+    #: (``must_read``); ``unread`` judges a read with them.
+    must_read: tuple[tuple[frozenset[str], frozenset[str]], ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -94,6 +97,34 @@ def durable(w: World) -> frozenset[str]:
     if p.leader is not None:
         return acked & frozenset(r for _, r in w.broker(p.leader).log)
     return acked & frozenset(r for b in w.brokers for _, r in b.log)
+
+
+def must_read(w: World) -> tuple[frozenset[str], frozenset[str]]:
+    """The durable acked records of a branch split in two: those a read must show, and
+    those the leader holds above its HWM (hidden). Only a new leader that has not yet
+    learned the HWM hides acked records (Profile.leader_hwm_lag): they are not lost, a
+    read misses them until the HWM catches up."""
+    keep = durable(w)
+    p = w.partition
+    if p.leader is None:
+        return keep, frozenset()
+    b = w.broker(p.leader)
+    hidden = keep & frozenset(r for _, r in b.log[b.hwm:])
+    return keep - hidden, hidden
+
+
+def unread(lost: frozenset[str], must_survive: frozenset[str],
+           branches: Sequence[tuple[frozenset[str], frozenset[str]]]) -> frozenset[str]:
+    """The acked records a read missed (``lost``: acked, not read) that no branch
+    explains: empty if one branch explains them all, else the fewest any branch leaves.
+    A branch explains a missed record it hides only if the read showed none of the
+    records it hides (a read shows a prefix of the log: up to the HWM)."""
+    def left(shown: frozenset[str], hidden: frozenset[str]) -> frozenset[str]:
+        need = shown if hidden <= lost else shown | hidden
+        return lost & must_survive & need
+    if not branches:
+        return lost & must_survive
+    return min((left(*b) for b in branches), key=lambda s: (len(s), sorted(s)))
 
 
 def visible(w: World) -> frozenset[str]:
@@ -203,6 +234,7 @@ class Model:
             must_see=frozenset.intersection(*vis) if vis else frozenset(),
             at_risk=acked_any - must,
             notes=tuple(notes),
+            must_read=tuple(must_read(w) for w in new),
         )
         self.last = pred
         return pred
@@ -267,6 +299,11 @@ class Model:
         if not self.branches:
             return frozenset()
         return frozenset.intersection(*(durable(w) for w in self.branches))
+
+    def unread(self, lost: frozenset[str]) -> frozenset[str]:
+        """Of the acked records a read missed (``lost``), those no current branch
+        explains (``unread``)."""
+        return unread(lost, self.must_survive(), [must_read(w) for w in self.branches])
 
     def violations(self) -> list[str]:
         return list(self._violations)

@@ -69,6 +69,9 @@ class _Model:
     def must_survive(self) -> frozenset[str]:
         return frozenset({"r1"}) if self.profile.last_known_elr == "kip" else frozenset()
 
+    def unread(self, lost: frozenset[str]) -> frozenset[str]:
+        return lost & self.must_survive()
+
 
 def _judge(needs: dict[str, Any]) -> KipJudge:
     return KipJudge(lambda prof: _Model(prof, needs), PROFILES["kafka-4.1"], True,

@@ -80,7 +80,8 @@ def test_ack_outcomes_are_judged_against_the_prediction() -> None:
 
 
 def test_consume_must_see_every_record_the_model_says_survives() -> None:
-    pred = SimpleNamespace(must_survive=frozenset({"r1", "r2"}))
+    both = frozenset({"r1", "r2"})
+    pred = SimpleNamespace(must_survive=both, at_risk=frozenset(), must_read=((both, frozenset()),))
     assert _consume_mismatch(pred, StepOutcome(consumed=[(0, "r1"), (1, "r2")])) is None
     assert _consume_mismatch(pred, StepOutcome(consumed=[(0, "r1")])) == (
         "records: 1 acked records not visible, e.g. ['r2']")

@@ -162,13 +162,13 @@ class KipJudge:
 
     def finish(self, lost: Iterable[str]) -> None:
         """Acked records the final read lacks: a loss the KIP forbids is a difference too."""
-        lost_ids = set(lost)
-        if self.diverged is not None or not lost_ids & self.model.must_survive():
+        lost_ids = frozenset(lost)
+        if self.diverged is not None or not self.model.unread(lost_ids):
             return
-        why = f"acked records lost: {sorted(lost_ids & self.model.must_survive())[:5]}"
+        why = f"acked records lost: {sorted(self.model.unread(lost_ids))[:5]}"
         for devs in candidate_sets(self.available, self.adopted):
             model = self._replay(devs, self.seen)
-            if model is not None and not lost_ids & model.must_survive():
+            if model is not None and not model.unread(lost_ids):
                 self._adopt(devs, len(self.seen), why, model)
                 return
         self.diverged = why

@@ -494,16 +494,16 @@ def run_data_checks(raw_checks: list[Any], model: Any,
     """Data checks over a history. A finding the model predicts is not a divergence: pre-ELR
     profiles predict the KIP's last-replica-standing loss (acked records lost, HWM going
     back). Acked records are a divergence only where the model says they must survive."""
-    must_survive = set(model.must_survive())
     hwm_predicted = hwm_drop_predicted or any(": HwmMonotonic:" in v
                                               for v in model.violations())
     out = []
     for check in raw_checks:
         entry: dict[str, Any] = {"name": check.name, "ok": check.ok, "details": check.details}
         if check.name == "acked_lost" and not check.ok:
-            lost = {d.get("record_id") for d in check.details}
-            entry["ok"] = not (lost & must_survive)
-            entry["predicted_by_model"] = sorted(lost - must_survive)
+            lost = frozenset(d.get("record_id") for d in check.details)
+            unexplained = model.unread(lost)
+            entry["ok"] = not unexplained
+            entry["predicted_by_model"] = sorted(lost - unexplained)
         if check.name == "hwm_regression" and not check.ok and hwm_predicted:
             entry["ok"] = True
             entry["predicted_by_model"] = check.details
@@ -576,8 +576,10 @@ def _ack_mismatch(pred: Any, outcome: Any) -> str | None:
 def _consume_mismatch(pred: Any, outcome: Any) -> str | None:
     if outcome.consumed is None:
         return None
+    from reference.model import unread
     seen = {rid for _, rid in outcome.consumed}
-    missing = sorted(set(pred.must_survive) - seen)
+    acked = pred.must_survive | pred.at_risk
+    missing = sorted(unread(frozenset(acked - seen), pred.must_survive, pred.must_read))
     if missing:
         return f"records: {len(missing)} acked records not visible, e.g. {missing[:5]}"
     return None
