@@ -127,6 +127,13 @@ def unread(lost: frozenset[str], must_survive: frozenset[str],
     return min((left(*b) for b in branches), key=lambda s: (len(s), sorted(s)))
 
 
+def _explains(w: World, read: frozenset[str]) -> bool:
+    """Whether a read of ``read`` is the one this branch predicts: every acked record it
+    must show and none it hides."""
+    shown, hidden = must_read(w)
+    return shown <= read and not hidden & read
+
+
 def visible(w: World) -> frozenset[str]:
     p = w.partition
     if p.leader is None:
@@ -274,12 +281,15 @@ class Model:
             candidates = same
         return "observed state matches no single predicted state"
 
-    def resolve(self, observed: PartitionState, acks: Mapping[str, int | None] = {}) -> None:
-        """Narrow to the branches matching ``observed`` and record real ack outcomes
-        (record id -> offset, None = not acked)."""
+    def resolve(self, observed: PartitionState, acks: Mapping[str, int | None] = {},
+                read: frozenset[str] | None = None) -> None:
+        """Narrow to the branches matching ``observed`` and the records a consume read, and
+        record real ack outcomes (record id -> offset, None = not acked)."""
         keep = [w for w in self.branches if project(w, self.elr_on).matches(observed)]
         if keep:
             self.branches = keep
+        if read is not None:
+            self.branches = [w for w in self.branches if _explains(w, read)] or self.branches
         if acks:
             new = []
             for w in self.branches:

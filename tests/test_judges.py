@@ -63,7 +63,7 @@ class _Model:
             return None
         return f"{field[0]}: predicted the KIP's, observed {observed}"
 
-    def resolve(self, observed: Any, acks: Any) -> None:
+    def resolve(self, observed: Any, acks: Any, read: Any = None) -> None:
         pass
 
     def must_survive(self) -> frozenset[str]:

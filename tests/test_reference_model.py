@@ -280,3 +280,17 @@ def test_a_read_may_miss_acked_records_only_above_a_lagging_new_leaders_hwm(
     assert m.unread(frozenset(ids[:1])) == frozenset(ids[:1])
     assert m.unread(frozenset(ids[3:])) == (frozenset(ids[3:]) if profile == "kip966"
                                             else frozenset())
+
+
+def test_a_read_narrows_a_lagging_leader_to_the_hwm_it_shows() -> None:
+    m, ids = _lagging_leader("kafka-4.3")
+    m.apply(S.Consume())
+    assert {s.hwm for s in m.allowed()} == {0, 1, 2, 3, 4}
+    no_hwm = replace(m.allowed()[0], hwm=None)  # OFFSET_NOT_AVAILABLE while it lags
+    m.resolve(no_hwm, read=frozenset(ids[:3]))
+    assert {s.hwm for s in m.allowed()} == {3}
+    # A read no branch predicts (a gap) keeps every branch: the judge reports it instead.
+    m2, ids2 = _lagging_leader("kafka-4.3")
+    m2.apply(S.Consume())
+    m2.resolve(no_hwm, read=frozenset(ids2[1:]))
+    assert len({s.hwm for s in m2.allowed()}) == 5

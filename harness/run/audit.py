@@ -230,6 +230,7 @@ def _recorded_reason(events: list[dict[str, Any]]) -> str:
 def _replay(model: Any, kip: KipJudge, scenario: Scenario, steps: list[RecordedStep],
             run_verdict: str, run_reason: str) -> tuple[str, str]:
     """The release verdict of the recorded steps, re-judged by the model."""
+    from harness.run.judges import read_of
     from harness.run.runner import _await_mismatch, _state
 
     if run_verdict in NOT_JUDGED and not steps:
@@ -256,7 +257,7 @@ def _replay(model: Any, kip: KipJudge, scenario: Scenario, steps: list[RecordedS
         kip.step(ObservedStep(rec.index, step, observed, rec.outcome))
         if why is not None:
             return DIVERGES, f"step {rec.index + 1} {rec.kind}: {why}"
-        model.resolve(observed, rec.outcome.acks)
+        model.resolve(observed, rec.outcome.acks, read_of(rec.outcome))
     return CONFORMS, ""
 
 

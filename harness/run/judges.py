@@ -134,6 +134,12 @@ class ObservedStep:
     outcome: Any
 
 
+
+def read_of(outcome: Any) -> frozenset[str] | None:
+    """The record ids a consume step read (None: the step read nothing)."""
+    consumed = getattr(outcome, "consumed", None)
+    return None if consumed is None else frozenset(rid for _, rid in consumed)
+
 class KipJudge:
     """``kip966`` in lockstep with the release run, adopting cited deviations on demand."""
 
@@ -207,7 +213,8 @@ class KipJudge:
         why = (model.explain(seen.observed) if seen.observed is not None else None) \
             or self._mismatch(pred, seen.outcome)
         if why is None and seen.observed is not None:
-            model.resolve(seen.observed, getattr(seen.outcome, "acks", {}) or {})
+            model.resolve(seen.observed, getattr(seen.outcome, "acks", {}) or {},
+                          read_of(seen.outcome))
         return why
 
     def _explain_with_deviations(self, seen: ObservedStep, why: str) -> Any:

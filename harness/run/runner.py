@@ -27,7 +27,15 @@ from harness.infra.errors import HarnessError
 from harness.infra.history import History, new_run_id
 from harness.run import steps as step_kinds
 from harness.run import trace_check
-from harness.run.judges import AXES, AxisVerdict, KipJudge, ObservedStep, RunEvidence, judge_run
+from harness.run.judges import (
+    AXES,
+    AxisVerdict,
+    KipJudge,
+    ObservedStep,
+    RunEvidence,
+    judge_run,
+    read_of,
+)
 from harness.run.sampler import SampleObserver, Sampler
 from harness.run.session import Session, open_session
 
@@ -341,7 +349,7 @@ class Runner:
                                               timeout)
         reason = why or _ack_mismatch(pred, outcome) or _consume_mismatch(pred, outcome)
         if observed is not None and reason is None:
-            self.model.resolve(_state(observed), outcome.acks)
+            self.model.resolve(_state(observed), outcome.acks, read_of(outcome))
         if not blind:
             self.kip.step(ObservedStep(index, step, None if observed is None
                                        else _state(observed), outcome))
