@@ -418,11 +418,25 @@ def produce_step(w: World, ctx: Ctx, count: int, acks: str, ids: tuple[str, ...]
     if acks == "all" and len(p.isr) < w.min_isr and ctx.profile.acks_all_needs_min_isr:
         # NOT_ENOUGH_REPLICAS: rejected before the append.
         return [Outcome(x, tuple((r, "rejected") for r in ids)) for x in settle(w, ctx)]
+    settled = (_append_in_turn(w, ctx, ids) if acks == "all"
+               else _append(w, ctx, ids, acks))
+    outs: list[Outcome] = []
+    for o in settled:
+        outs.append(o)
+        if ctx.rebalance:
+            outs.extend(Outcome(y, o.acks) for y in rebalanced(o.world, ctx))
+    return outs
+
+
+def _append(w: World, ctx: Ctx, ids: tuple[str, ...], acks: str) -> list[Outcome]:
+    """The leader appends ``ids`` at once; the settled branches with each ack."""
+    leader = leader_broker(w)
+    assert leader is not None
+    p = w.partition
     start = leader.leo
     log = leader.log + tuple((p.leader_epoch, r) for r in ids)
-    w2 = w.with_broker(evolve(leader, log=log))
     outs: list[Outcome] = []
-    for x in settle(w2, evolve(ctx, rebalance=False)):
+    for x in settle(w.with_broker(evolve(leader, log=log)), evolve(ctx, rebalance=False)):
         replies: list[tuple[str, str]] = []
         acked = list(x.acked)
         xl = x.partition.leader
@@ -439,11 +453,30 @@ def produce_step(w: World, ctx: Ctx, count: int, acks: str, ids: tuple[str, ...]
                 acked.append((r, "all"))
             else:
                 replies.append((r, "rejected"))
-        settled = evolve(x, acked=tuple(acked))
-        outs.append(Outcome(settled, tuple(replies)))
-        if ctx.rebalance:
-            outs.extend(Outcome(y, tuple(replies)) for y in rebalanced(settled, ctx))
+        outs.append(Outcome(evolve(x, acked=tuple(acked)), tuple(replies)))
     return outs
+
+
+def _append_in_turn(w: World, ctx: Ctx, ids: tuple[str, ...]) -> list[Outcome]:
+    """acks=all records as the harness's producer sends them: one per request, the next
+    only once the previous one is answered (harness/client/workload.py: one record per
+    batch, one request in flight). A record the leader appends but cannot commit is
+    answered only when the ISR has shrunk below min ISR (NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    DelayedProduce) or the leader changed; its retries and the records after it are then
+    rejected before the append (NOT_ENOUGH_REPLICAS, Partition.appendRecordsToLeader), so
+    they never reach a log. Met on 4.3.1 by fuzz-s1125-1 (bench/RESULTS-fuzz.md)."""
+    frontier: list[tuple[World, tuple[tuple[str, str], ...]]] = [(w, ())]
+    for r in ids:
+        nxt: list[tuple[World, tuple[tuple[str, str], ...]]] = []
+        for x, replies in frontier:
+            held = bool(replies) and replies[-1][1] == "rejected"
+            after = ([Outcome(x, ((r, "rejected"),))] if held or leader_broker(x) is None
+                     else _append(x, ctx, (r,), "all"))
+            for o in after:
+                if (o.world, replies + o.acks) not in nxt:
+                    nxt.append((o.world, replies + o.acks))
+        frontier = nxt
+    return [Outcome(x, replies) for x, replies in frontier]
 
 
 def rebalanced(w: World, ctx: Ctx) -> list[World]:

@@ -294,3 +294,24 @@ def test_a_read_narrows_a_lagging_leader_to_the_hwm_it_shows() -> None:
     m2.apply(S.Consume())
     m2.resolve(no_hwm, read=frozenset(ids2[1:]))
     assert len({s.hwm for s in m2.allowed()}) == 5
+
+
+def test_acks_all_records_after_one_that_cannot_commit_never_reach_the_log() -> None:
+    # fuzz-s1125-1 on 4.3.1: one record per request, one in flight; the first record is
+    # appended and answered only after the ISR shrinks below min ISR; the rest are then
+    # rejected before the append (NOT_ENOUGH_REPLICAS).
+    m = model("kafka-4.3")
+    m.apply(S.Cut(1, 3))
+    m.apply(S.Produce(2, "all"))
+    m.apply(S.Cut(1, 2))
+    pred = m.apply(S.Produce(3, "all"))
+    assert pred.expected_acks == "rejected"
+    (w,) = m.branches
+    assert w.broker(1).leo == 3 and w.partition.isr == frozenset({1})
+    (healed,) = m.apply(S.Heal()).allowed
+    assert healed.hwm == 3 and healed.isr == frozenset({1, 2, 3})
+    # Where the ISR stays at min ISR every record is appended and acknowledged in turn.
+    m2 = model("kafka-4.3")
+    m2.apply(S.Cut(1, 3))
+    assert m2.apply(S.Produce(3, "all")).expected_acks == "acked"
+    assert m2.branches[0].broker(1).leo == 3
