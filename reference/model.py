@@ -11,7 +11,13 @@ from . import steps as S
 from .controller import Ctx, active_controller
 from .invariants import check
 from .profiles import Profile
-from .protocol import Outcome, apply_step, initial_world, pending_disruptions
+from .protocol import (
+    Outcome,
+    apply_step,
+    initial_world,
+    pending_disruptions,
+    with_leader_isr_view,
+)
 from .releases import get_profile
 from .state import NO_LEADER, ClusterSpec, Config, PartitionState, TopicSpec, World, fmt_value
 
@@ -198,7 +204,7 @@ class Model:
         outcomes: list[tuple[World, Outcome]] = []
         for w in self.branches:
             for o in apply_step(w, self.ctx, step):
-                outcomes.append((w, o))
+                outcomes.append((w, replace(o, world=with_leader_isr_view(w, o.world))))
         new: list[World] = []
         for _, o in outcomes:
             if o.world not in new:

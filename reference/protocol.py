@@ -417,7 +417,8 @@ def produce_step(w: World, ctx: Ctx, count: int, acks: str, ids: tuple[str, ...]
         return [Outcome(x, tuple((r, "rejected") for r in ids)) for x in settle(w, ctx)]
     if acks == "all" and len(p.isr) < w.min_isr and ctx.profile.acks_all_needs_min_isr:
         # NOT_ENOUGH_REPLICAS: rejected before the append.
-        return [Outcome(x, tuple((r, "rejected") for r in ids)) for x in settle(w, ctx)]
+        rejected = [Outcome(x, tuple((r, "rejected") for r in ids)) for x in settle(w, ctx)]
+        return rejected + _appended_on_stale_isr(w, ctx, ids)
     settled = (_append_in_turn(w, ctx, ids) if acks == "all"
                else _append(w, ctx, ids, acks))
     outs: list[Outcome] = []
@@ -477,6 +478,36 @@ def _append_in_turn(w: World, ctx: Ctx, ids: tuple[str, ...]) -> list[Outcome]:
                     nxt.append((o.world, replies + o.acks))
         frontier = nxt
     return [Outcome(x, replies) for x, replies in frontier]
+
+
+def with_leader_isr_view(before: World, after: World) -> World:
+    """``after`` with the ISR its leader may still act on during the next step: the ISR
+    before this step when this step shrank it below min ISR under the same leader (the
+    controller's change reaches the observer a moment before the leader's partition), else
+    None (World.leader_isr_view)."""
+    old, new = before.partition, after.partition
+    lags = (new.leader is not None and new.leader == old.leader
+            and new.isr < old.isr and len(new.isr) < after.min_isr <= len(old.isr))
+    view = old.isr if lags else None
+    return after if after.leader_isr_view == view else evolve(after, leader_isr_view=view)
+
+
+def _appended_on_stale_isr(w: World, ctx: Ctx, ids: tuple[str, ...]) -> list[Outcome]:
+    """The first acks=all record of a produce right after the ISR shrank below min ISR,
+    appended by a leader that still checked the ISR it held before (World.leader_isr_view):
+    it is not acked (NOT_ENOUGH_REPLICAS_AFTER_APPEND once the leader applies the shrink, or
+    a timeout) and stays on the log, committed only when the ISR grows back; its retries and
+    the records after it are rejected before the append. Met on 4.3.1 by fuzz-s1126-4
+    (bench/RESULTS-fuzz.md)."""
+    view = w.leader_isr_view
+    if view is None or len(view) < w.min_isr or not ids:
+        return []
+    first, rest = ids[0], tuple((r, "rejected") for r in ids[1:])
+    outs: list[Outcome] = []
+    for o in _append(w, ctx, (first,), "all"):
+        unacked = tuple(a for a in o.world.acked if a[0] != first)
+        outs.append(Outcome(evolve(o.world, acked=unacked), ((first, "rejected"),) + rest))
+    return outs
 
 
 def rebalanced(w: World, ctx: Ctx) -> list[World]:

@@ -216,6 +216,12 @@ class World:
     #: after a produce (Model.apply), on profiles with ``leader_hwm_lag``.
     hwm_before_produce: int | None = None
     leader_at_produce: int | None = None
+    #: The ISR the leader may still hold as its own in the step right after a step that
+    #: shrank the ISR below min ISR (Model.apply sets and clears it): a broker publishes new
+    #: metadata to its cache, which DescribeTopicPartitions reads, before it applies it to
+    #: the partition, whose ISR an append checks (BrokerMetadataPublisher.onMetadataUpdate:
+    #: metadataCache.setImage, then replicaManager.applyDelta).
+    leader_isr_view: frozenset[int] | None = None
     #: The controller the latest step naming ``active`` resolved to (``last_active``).
     last_active: int | None = None
 

@@ -315,3 +315,23 @@ def test_acks_all_records_after_one_that_cannot_commit_never_reach_the_log() -> 
     m2.apply(S.Cut(1, 3))
     assert m2.apply(S.Produce(3, "all")).expected_acks == "acked"
     assert m2.branches[0].broker(1).leo == 3
+
+
+def test_a_produce_right_after_an_isr_shrink_may_reach_the_leaders_log_unacked() -> None:
+    # fuzz-s1126-4 on 4.3.1: the observer saw ISR [2] (the leader's metadata cache) while
+    # the leader's partition still held [2, 3], so the next acks=all record was appended;
+    # not acked, it was committed once the ISR grew back (HWM 13 where the model said 12).
+    m = model("kafka-4.3")
+    m.apply(S.Stop(2))
+    m.apply(S.Isolate(3))
+    assert m.allowed()[0].isr == frozenset({1})
+    pred = m.apply(S.Produce(2, "all"))
+    assert pred.expected_acks == "rejected" and not pred.must_survive
+    assert sorted(w.broker(1).leo for w in m.branches) == [0, 1]
+    m.apply(S.Heal())
+    assert {s.hwm for s in m.apply(S.Restart(2)).allowed} == {0, 1}
+    # One step later the leader has applied the shrink: the append is refused.
+    m2 = model("kafka-4.3")
+    for step in (S.Stop(2), S.Isolate(3), S.Consume(), S.Produce(2, "all")):
+        m2.apply(step)
+    assert [w.broker(1).leo for w in m2.branches] == [0]
