@@ -14,6 +14,7 @@ from harness.run.mutate import (
     Judgement,
     MutationReport,
     RunResult,
+    coverage_markdown,
     judge,
     load_run,
     mutate,
@@ -134,6 +135,23 @@ def test_score_arithmetic() -> None:
     assert [r.run_dir.name for r in rep.killers(a)] == ["r1", "r2"]
     js = rep.to_json()
     assert (js["killed"], js["mutants"], js["runs_judged"], js["runs_skipped"]) == (2, 3, 2, 1)
+
+
+def test_rule_coverage_is_counted_per_build() -> None:
+    a = Mutant("a", "a", "a", {"hwm_rule": False})
+    b = Mutant("b", "b", "b", {"elr": False})
+    runs = [RunResult(Path("r1"), "s", "4.3.1", "kafka-4.3", ("CONFORMS",) * 3,
+                      kills={"a": ["x"]}),
+            RunResult(Path("r2"), "s", "3.9.1", "kafka-3.8", ("CONFORMS",) * 3,
+                      kills={"a": ["x"], "b": ["y"]}),
+            RunResult(Path("r3"), "s", "3.9.1", "kafka-3.8", ("CONFORMS",) * 3)]
+    rep = MutationReport((a, b), runs)
+    cov = rep.coverage()
+    assert cov["a"] == {"3.9.1": "1", "4.3.1": "1"}
+    # kafka-3.8 ships with ELR off: only the kip axis can tell the rule from its flip.
+    assert cov["b"]["3.9.1"] == "1 (kip axis only)" and cov["b"]["4.3.1"] == "0"
+    lines = "\n".join(coverage_markdown(rep))
+    assert "| mutant | 3.9.1 | 4.3.1 |" in lines and "| `a` | 1 | 1 |" in lines
 
 
 # --- the CLI -------------------------------------------------------------------------------------

@@ -224,6 +224,24 @@ class MutationReport:
         """Killed mutants / all mutants (0.0 with no mutant)."""
         return score(len(self.killed), len(self.mutants))
 
+    def coverage(self) -> dict[str, dict[str, str]]:
+        """Rule coverage per build: for each mutant (one KIP rule flipped) and each judged
+        build, how many of that build's runs tell the rule from its mutant; ``equivalent``
+        where every profile the build's runs were judged under already lacks the rule on
+        the release axis (only the kip axis can then tell), ``0`` where no run does."""
+        builds = sorted({r.build for r in self.judged}, key=_version_key)
+        table: dict[str, dict[str, str]] = {}
+        for m in self.mutants:
+            row: dict[str, str] = {}
+            for b in builds:
+                runs = [r for r in self.judged if r.build == b]
+                kills = sum(1 for r in runs if m.name in r.kills)
+                same = all(m.equivalent_on(get_profile(r.profile)) for r in runs)
+                row[b] = f"{kills}" + (" (kip axis only)" if same and kills else
+                                       " (equivalent)" if same else "")
+            table[m.name] = row
+        return table
+
     def to_json(self) -> dict[str, Any]:
         return {
             "score": self.score, "killed": len(self.killed), "mutants": len(self.mutants),
@@ -238,6 +256,7 @@ class MutationReport:
                            "equivalent_on": sorted({r.profile for r in self.judged
                                                     if m.equivalent_on(get_profile(r.profile))})}
                           for m in self.mutants],
+            "coverage_by_build": self.coverage(),
             "runs": [r.to_json() for r in self.runs],
         }
 
@@ -380,6 +399,7 @@ def markdown(rep: MutationReport,
         else:
             cell = "**SURVIVED**"
         out.append(f"| `{m.name}` | {_cell(m.description)} | {_cell(m.breaks)} | {cell} |")
+    out += ["", *coverage_markdown(rep)]
     out += ["", "| run | build | profile | baseline (release/kip/safety) | mutants killed |",
             "|---|---|---|---|---|"]
     for r in rep.runs:
@@ -394,6 +414,22 @@ def markdown(rep: MutationReport,
             cell = "; ".join(f"`{sc}` ({prof}, {where})" for sc, prof, where in found)
             out.append(f"| `{name}` | {cell or 'none'} |")
     return "\n".join(out) + "\n"
+
+
+def coverage_markdown(rep: MutationReport) -> list[str]:
+    """Rule coverage per build: which KIP rules each build's recorded runs exercise."""
+    table = rep.coverage()
+    builds = sorted({b for row in table.values() for b in row}, key=_version_key)
+    out = ["Rule coverage per build: runs of the build that kill the mutant (tell the rule "
+           "from its flip); `0`: no run of that build exercises the rule.", "",
+           "| mutant | " + " | ".join(builds) + " |", "|---" * (len(builds) + 1) + "|"]
+    for name, row in table.items():
+        out.append(f"| `{name}` | " + " | ".join(row.get(b, "") for b in builds) + " |")
+    return out
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", version)[:3])
 
 
 def _cell(text: str) -> str:
