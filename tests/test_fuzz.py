@@ -302,6 +302,8 @@ def test_campaign_stops_at_the_budget(tmp_path: Path) -> None:
     (["--runs", "2", "--weights", "kill=lots"], "whole number"),
     (["--runs", "2", "--steps", "0"], "--steps 0"),
     (["--runs", "2", "--seed", "-1"], "--seed -1"),
+    (["--runs", "2", "--master", "yarn"], "spark://HOST:PORT"),
+    (["--runs", "2", "--master", "spark://127.0.0.1:9"], "cannot reach it"),
 ])
 def test_bad_flags_fail_before_any_build_or_cluster(monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str],
@@ -316,6 +318,23 @@ def test_bad_flags_fail_before_any_build_or_cluster(monkeypatch: pytest.MonkeyPa
         argv = [*argv, "--seed", "1"]
     assert app.main(["fuzz", "--kafka-version", "4.3.1", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_side_by_side_runs_give_the_campaign_one_at_a_time_gives(tmp_path: Path) -> None:
+    """--jobs / Spark executors: a wave of generated runs at once, then their outcomes in
+    schedule order, so dedupe, confirmation and shrinking see what a serial campaign sees."""
+    def decide(name: str, steps: Any, n: int) -> Any:
+        return TARGET if name.split("-")[2] in ("1", "4") else None
+    results = []
+    for width in (1, 3):
+        cfg = fuzz.CampaignConfig(seed=1, runs=7, shrink_attempts=3)
+        fake = FakeRuns(decide)
+        res = fuzz.Campaign(cfg, MODELS["3.9.1"], fake, tmp_path / str(width),
+                            width=width).run()
+        results.append((res.generated, res.runs, [f.to_json()["runs"] for f in res.failures],
+                        sorted(fake.calls)))
+    assert results[0] == results[1]
+    assert results[0][0] == 7 and len(results[0][2][0]) == 2
 
 
 def test_shrinker_runs_preferred_candidates_first() -> None:

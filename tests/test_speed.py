@@ -242,3 +242,19 @@ def test_run_and_matrix_take_jobs() -> None:
     for command in ("run", "matrix"):
         assert top.parse_args([command, "x.yaml"]).jobs == 1
         assert top.parse_args([command, "--jobs", "2", "x.yaml"]).jobs == 2
+
+
+def test_run_all_cancels_remote_runs_and_drops_queued_ones_on_ctrl_c() -> None:
+    from harness.run.parallel import run_all
+    started: list[int] = []
+    cancelled = threading.Event()
+
+    def task(i: int) -> int:
+        started.append(i)
+        if i == 0:
+            raise KeyboardInterrupt  # as if Ctrl-C reached the driver while it waited
+        assert cancelled.wait(5), "on_interrupt was not called while task 1 ran"
+        return i
+    with pytest.raises(KeyboardInterrupt):
+        run_all([lambda i=i: task(i) for i in range(5)], 2, cancelled.set)
+    assert cancelled.is_set() and {0, 1} <= set(started) and not {3, 4} & set(started)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from harness.cli.options import add_build_options
+from harness.cli.run import add_master_option, check_master, jobs_count, spark_runs
 from harness.infra.errors import UsageError
 
 if TYPE_CHECKING:
@@ -39,6 +40,10 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     cmd.add_argument("--guided", action="store_true",
                      help="model-guided: run only schedules the build's model predicts lose "
                           "acks=all records (the rest are skipped, not run)")
+    cmd.add_argument("--jobs", type=jobs_count, default=1,
+                     help="generated runs side by side, one cluster each (default 1; `auto`: "
+                          "one per core as memory allows); re-runs and shrinking go one at a time")
+    add_master_option(cmd)
     cmd.add_argument("--print", dest="print_only", action="store_true",
                      help="print the first schedules as scenario files and start nothing")
     cmd.set_defaults(func=_fuzz)
@@ -88,6 +93,7 @@ def _fuzz(args: argparse.Namespace) -> int:
     from harness.run import fuzz
     cfg, step_timeout = parse_args(args)
     _check_runs_dir(args.runs_dir)
+    check_master(args.master)
     build = builds.resolve(args.kafka_version, args.kafka_dist)
     new_model = fuzz.model_factory(build)
     if args.print_only:
@@ -104,10 +110,12 @@ def _fuzz(args: argparse.Namespace) -> int:
                  + (f"{cfg.runs} runs" if cfg.runs else f"budget {cfg.budget_s:.0f} s")
                  + f", {cfg.gen.length} steps + tail, weights "
                  + ",".join(f"{k}={v}" for k, v in cfg.gen.weights.items()))
-    run = fuzz.real_runner(build, args.backend, args.runs_dir, schedules, step_timeout,
-                           on_step=lambda st: progress.say(
-                               f"  -> {st.verdict}" + (f": {st.reason}" if st.reason else "")))
-    result = fuzz.Campaign(cfg, new_model, run, out_dir, say=progress.say).run()
+    spark = spark_runs(args.master)
+    try:
+        result = _campaign(args, cfg, build, new_model, out_dir, step_timeout, spark).run()
+    finally:
+        if spark:
+            spark.stop()
     summary = result.to_json()
     print(json.dumps({k: v for k, v in summary.items() if k != "failures"}, indent=1))
     for f in result.failures:
@@ -119,6 +127,27 @@ def _fuzz(args: argparse.Namespace) -> int:
                  if f.minimal_tries else ""))
     print(f"summary: {out_dir / 'fuzz-summary.json'}")
     return 1 if result.failures else 2 if result.errors else 0
+
+
+def _campaign(args: argparse.Namespace, cfg: CampaignConfig, build: Any, new_model: Any,
+              out_dir: Path, step_timeout: float, spark: Any) -> Any:
+    """The campaign on this machine (--jobs clusters side by side) or on Spark executors."""
+    from harness.infra import progress
+    from harness.run import fuzz
+    schedules = out_dir / "schedules"
+    if spark is not None:
+        run = fuzz.spark_runner(spark, build, args.backend, args.runs_dir.resolve(), schedules,
+                                step_timeout)
+        campaign = fuzz.Campaign(cfg, new_model, run, out_dir, say=progress.say,
+                                 width=spark.slots)
+        campaign.on_interrupt = spark.cancel
+        return campaign
+    steps_said = (lambda st: progress.say(f"  -> {st.verdict}"
+                                          + (f": {st.reason}" if st.reason else ""))
+                  ) if args.jobs == 1 else (lambda st: None)
+    run = fuzz.real_runner(build, args.backend, args.runs_dir, schedules, step_timeout,
+                           on_step=steps_said)
+    return fuzz.Campaign(cfg, new_model, run, out_dir, say=progress.say, width=args.jobs)
 
 
 def _check_runs_dir(runs_dir: Path) -> None:

@@ -6,16 +6,20 @@ import argparse
 import sys
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.cli.options import add_build_options
 from harness.cluster import builds
 from harness.infra import progress
 from harness.infra.errors import UsageError
 from harness.report.matrix import axes_matrix
+from harness.run.fanout import spec_for
 from harness.run.judges import fields_note
 from harness.run.parallel import run_all
 from harness.run.runner import CONFORMS, DIVERGES, ERROR, UNSUPPORTED, Runner, RunResult, StepResult
+
+if TYPE_CHECKING:
+    from harness.run.fanout import SparkRuns
 
 EXIT_CODES = {CONFORMS: 0, UNSUPPORTED: 0, DIVERGES: 1, ERROR: 2}
 MAX_STEP_TIMEOUT_S = 600
@@ -38,6 +42,28 @@ def jobs_count(text: str) -> int:
 
 _JOBS_HELP = ("clusters run at once (default 1; `auto`: one per core as memory allows, "
               "2.5 GiB each); each has its own loopback block, Toxiproxy and run dir")
+_MASTER_HELP = ("run each scenario as a task on a Spark cluster (spark://HOST:PORT): one "
+                "cluster per executor core, on the executor's machine; --runs-dir must be a "
+                "path every executor shares (--jobs is then the executor cores)")
+
+
+def add_master_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--master", help=_MASTER_HELP)
+
+
+def check_master(master: str | None) -> None:
+    """--master answers (or is local[N]): checked before a build resolves or a session starts."""
+    if master:
+        from harness.run.fanout import check_master as check
+        check(master)
+
+
+def spark_runs(master: str | None) -> SparkRuns | None:
+    """The Spark fan-out for --master (None without it); checked before any build resolves."""
+    if not master:
+        return None
+    from harness.run.fanout import SparkRuns
+    return SparkRuns(master, progress.say)
 
 
 def seconds(text: str) -> float:
@@ -72,6 +98,7 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     run.add_argument("--repeat", type=repeat_count, default=1,
                      help="run each scenario N times and summarise the verdicts (flakiness)")
     run.add_argument("--jobs", type=jobs_count, default=1, help=_JOBS_HELP)
+    add_master_option(run)
     run.set_defaults(func=_run)
     matrix = sub.add_parser("matrix", help="scenarios x builds -> markdown verdict table")
     matrix.add_argument("scenarios", nargs="+", type=Path, metavar="SCENARIO")
@@ -83,6 +110,7 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     matrix.add_argument("--runs-dir", type=Path, default=Path("runs"))
     matrix.add_argument("--out", type=Path, help="write the markdown table here too")
     matrix.add_argument("--jobs", type=jobs_count, default=1, help=_JOBS_HELP)
+    add_master_option(matrix)
     matrix.set_defaults(func=_matrix)
 
 
@@ -115,21 +143,34 @@ def _run(args: argparse.Namespace) -> int:
     scenarios = load_all(args.scenarios)
     check_profile(args.profile)
     check_runs_dir(args.runs_dir)
+    check_master(args.master)
     build = builds.resolve(args.kafka_version, args.kafka_dist)
-    jobs = args.jobs
+    spark = spark_runs(args.master)
+    jobs = spark.slots if spark else args.jobs
 
     def one(sc: Any, attempt: int) -> RunResult:
+        what = f"scenario {sc.name} on Kafka {build.version} run {attempt + 1}/{args.repeat}"
+        if spark:
+            progress.say(f"{what}: sent to Spark")
+            result = spark.run(spec_for(Path(sc.path), build, args.backend, args.runs_dir,
+                                        args.profile, args.step_timeout))
+            progress.say(f"{what}: {result.verdict} ({result.wall_s:.0f} s)")
+            return result
         runner = Runner(sc, build, args.backend, args.runs_dir, args.profile,
                         args.step_timeout, on_step=_step_printer(sc.name, jobs))
-        progress.say(f"scenario {sc.name} on Kafka {build.version} (profile "
-                     f"{runner.profile}) run {attempt + 1}/{args.repeat}")
+        progress.say(f"{what} (profile {runner.profile})")
         result = runner.run()
         if jobs <= 1:
             print_table(result)
         return result
-    results = run_all([partial(one, sc, attempt) for sc in scenarios
-                       for attempt in range(args.repeat)], jobs)
-    if jobs > 1:  # tables after the runs, in order, not interleaved
+    try:
+        results = run_all([partial(one, sc, attempt) for sc in scenarios
+                           for attempt in range(args.repeat)], jobs,
+                          spark.cancel if spark else None)
+    finally:
+        if spark:
+            spark.stop()
+    if jobs > 1 or spark:  # tables after the runs, in order, not interleaved
         for result in results:
             print_table(result)
     if args.repeat > 1:
@@ -220,19 +261,30 @@ def _matrix(args: argparse.Namespace) -> int:
     if not versions:
         raise UsageError(f"--versions {args.versions!r}: give Kafka versions, e.g. 3.9.1,4.3.1")
     check_runs_dir(args.runs_dir)
+    check_master(args.master)
     resolved = [builds.resolve(v) for v in versions]  # unknown versions fail before any run
     cells: dict[tuple[str, str], RunResult] = {}
+    spark = spark_runs(args.master)
+    jobs = spark.slots if spark else args.jobs
 
     def one(build: builds.Build, sc: Any) -> RunResult:
-        result = Runner(sc, build, args.backend, args.runs_dir,
-                        on_step=_step_printer(f"{sc.name}@{build.version}", args.jobs)).run()
+        if spark:
+            result = spark.run(spec_for(Path(sc.path), build, args.backend, args.runs_dir))
+        else:
+            result = Runner(sc, build, args.backend, args.runs_dir,
+                            on_step=_step_printer(f"{sc.name}@{build.version}", jobs)).run()
         progress.say(f"{sc.name} on {build.version}: {result.verdict} "
                      f"({result.wall_s:.0f} s; "
                      f"{fields_note(result.axes['release'].fields if result.axes else None)})")
         return result
     pairs = [(build, sc) for build in resolved for sc in scenarios]
-    for (build, sc), result in zip(pairs, run_all([partial(one, b, sc) for b, sc in pairs],
-                                                  args.jobs), strict=True):
+    try:
+        results = run_all([partial(one, b, sc) for b, sc in pairs], jobs,
+                          spark.cancel if spark else None)
+    finally:
+        if spark:
+            spark.stop()
+    for (build, sc), result in zip(pairs, results, strict=True):
         cells[(build.version, sc.name)] = result
     table = axes_matrix(list(cells.values()))
     print(table)

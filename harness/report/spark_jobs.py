@@ -38,11 +38,12 @@ TIMELINE_FIELDS = ("run_id", "seq", "t_wall", "kind", "state", "action", "index"
                    "reason", "allowed")
 
 
-def session(master: str | None = None) -> SparkSession:
+def session(master: str | None = None, app: str = "kafka-chaos-report",
+            conf: dict[str, str] | None = None) -> SparkSession:
     if not master:
         # Local mode talks to itself only: keep the driver on loopback.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    builder = (SparkSession.builder.appName("kafka-chaos-report")
+    builder = (SparkSession.builder.appName(app)
                .config("spark.driver.extraJavaOptions",
                        f"-Dlog4j2.configurationFile=file:{_quiet_log4j2()}"))
     if master:
@@ -55,6 +56,8 @@ def session(master: str | None = None) -> SparkSession:
                # A task holds one run's events in its Python worker; reusing workers keeps
                # the interpreter and imports warm between runs.
                .config("spark.python.worker.reuse", "true"))
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
     with _jvm_stderr_to(Path(tempfile.gettempdir()) / "kafka-chaos-spark.log"):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

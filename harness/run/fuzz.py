@@ -15,6 +15,8 @@ the command gives it the real one (``real_runner``).
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import math
 import re
@@ -26,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from harness.run.parallel import run_all
 from harness.run.shrink import ShrinkResult, Signature, Steps, shrink
 from reference import fuzzgen
 from reference import steps as S
@@ -232,7 +235,9 @@ class CampaignResult:
                 "seconds": round(self.seconds, 1), "run_seconds": round(self.run_seconds, 1),
                 "shrink_seconds": round(self.shrink_seconds, 1),
                 "runs_per_hour": round(3600 * self.runs / self.run_seconds, 1)
-                if self.run_seconds else None, "stopped": self.stopped}
+                if self.run_seconds else None,
+                "runs_per_hour_wall": round(3600 * self.runs / self.seconds, 1)
+                if self.seconds else None, "stopped": self.stopped}
 
 
 class Campaign:
@@ -241,8 +246,12 @@ class Campaign:
 
     def __init__(self, cfg: CampaignConfig, new_model: Callable[[], Any], run: RunFn,
                  out_dir: Path, say: Callable[[str], None] = lambda s: None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, width: int = 1) -> None:
         self.cfg, self.new_model, self.run_fn = cfg, new_model, run
+        #: Generated runs side by side (--jobs, or the Spark executors' cores); re-runs and
+        #: shrink attempts go one at a time, each deciding the next.
+        self.width = max(1, width)
+        self.on_interrupt: Callable[[], None] | None = None
         self.out_dir, self.say, self.clock = out_dir, say, clock
         self.result = CampaignResult()
         self._t0 = clock()
@@ -272,10 +281,17 @@ class Campaign:
             ran += 1
         self.result.stopped = f"{self.cfg.runs} runs done"
 
-    def _run(self, name: str, seed: int, steps: Steps) -> Outcome:
+    def _timed(self, name: str, seed: int, steps: Steps) -> Outcome:
+        """One run and its wall time (safe on a worker thread: it touches no counters)."""
         t0 = self.clock()
         out = self.run_fn(name, seed, steps)
         out.seconds = self.clock() - t0
+        return out
+
+    def _run(self, name: str, seed: int, steps: Steps) -> Outcome:
+        return self._count(name, self._timed(name, seed, steps))
+
+    def _count(self, name: str, out: Outcome) -> Outcome:
         self.result.runs += 1
         self.result.run_seconds += out.seconds
         if out.error is not None:
@@ -285,22 +301,33 @@ class Campaign:
             self.result.as_expected += 1
         return out
 
+    def _waves(self) -> Iterator[list[tuple[int, Steps]]]:
+        """The schedules, ``width`` at a time (one cluster each, run side by side)."""
+        schedules = self.schedules()
+        while wave := list(itertools.islice(schedules, self.width)):
+            yield wave
+
     def run(self) -> CampaignResult:
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        for index, steps in self.schedules():
-            name = f"fuzz-s{self.cfg.seed}-{index}"
-            seed = schedule_seed(self.cfg.seed, index)
-            out = self._run(name, seed, steps)
-            self.result.generated += 1
-            what = ("ERROR: " + (out.error or "")) if out.error else \
-                "as expected" if out.signature is None else signature_text(out.signature)
-            self.say(f"fuzz: {name} ({len(steps)} steps, {out.seconds:.0f} s): {what}")
-            if out.error is None and out.signature is not None:
-                self._failure(name, seed, steps, out)
-            self._progress()
+        for wave in self._waves():
+            named = [(f"fuzz-s{self.cfg.seed}-{i}", schedule_seed(self.cfg.seed, i), steps)
+                     for i, steps in wave]
+            outs = run_all([functools.partial(self._timed, *n) for n in named], self.width,
+                           self.on_interrupt)
+            for (name, seed, steps), out in zip(named, outs, strict=True):
+                self._generated(name, seed, steps, self._count(name, out))
         self.result.seconds = self.clock() - self._t0
         self._write()
         return self.result
+
+    def _generated(self, name: str, seed: int, steps: Steps, out: Outcome) -> None:
+        self.result.generated += 1
+        what = ("ERROR: " + (out.error or "")) if out.error else \
+            "as expected" if out.signature is None else signature_text(out.signature)
+        self.say(f"fuzz: {name} ({len(steps)} steps, {out.seconds:.0f} s): {what}")
+        if out.error is None and out.signature is not None:
+            self._failure(name, seed, steps, out)
+        self._progress()
 
     def _progress(self) -> None:
         left = self.time_left()
@@ -428,19 +455,39 @@ def real_runner(build: Any, backend: str, runs_dir: Path, schedules_dir: Path,
                 step_timeout_s: float, on_step: Callable[[Any], None] = lambda s: None) -> RunFn:
     """Each schedule written as a scenario file, loaded by `run`'s loader, run by the
     Runner on a fresh cluster and judged on every axis."""
-    from harness.run.runner import ERROR, Runner
+    from harness.run.runner import Runner
     from harness.run.scenario import load_scenario
 
     def run(name: str, seed: int, steps: Steps) -> Outcome:
-        path = schedules_dir / f"{name}.yaml"
-        path.write_text(scenario_yaml(name, seed, steps, "generated by kafka-chaos fuzz"))
-        sc = load_scenario(path)
-        result = Runner(sc, build, backend, runs_dir, step_timeout_s=step_timeout_s,
-                        on_step=on_step).run()
-        if result.verdict == ERROR:
-            return Outcome(None, result.reason or "ERROR", result.run_dir)
-        return Outcome(signature(result.axes), None, result.run_dir)
+        sc = load_scenario(_write_schedule(schedules_dir, name, seed, steps))
+        return _outcome(Runner(sc, build, backend, runs_dir, step_timeout_s=step_timeout_s,
+                               on_step=on_step).run())
     return run
+
+
+def spark_runner(spark: Any, build: Any, backend: str, runs_dir: Path, schedules_dir: Path,
+                 step_timeout_s: float) -> RunFn:
+    """As real_runner, with each run a task on the Spark executors (harness.run.fanout)."""
+    from harness.run.fanout import spec_for
+
+    def run(name: str, seed: int, steps: Steps) -> Outcome:
+        path = _write_schedule(schedules_dir, name, seed, steps)
+        return _outcome(spark.run(spec_for(path, build, backend, runs_dir, None,
+                                           step_timeout_s)))
+    return run
+
+
+def _write_schedule(schedules_dir: Path, name: str, seed: int, steps: Steps) -> Path:
+    path = schedules_dir / f"{name}.yaml"
+    path.write_text(scenario_yaml(name, seed, steps, "generated by kafka-chaos fuzz"))
+    return path
+
+
+def _outcome(result: Any) -> Outcome:
+    from harness.run.runner import ERROR
+    if result.verdict == ERROR:
+        return Outcome(None, result.reason or "ERROR", result.run_dir)
+    return Outcome(signature(result.axes), None, result.run_dir)
 
 
 def model_factory(build: Any) -> Callable[[], Any]:

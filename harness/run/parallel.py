@@ -53,10 +53,12 @@ def default_jobs(ncores: int | None = None, memory: int | None = None) -> int:
     return max(1, min(ncores, by_memory, MAX_JOBS))
 
 
-def run_all(tasks: Sequence[Callable[[], T]], jobs: int) -> list[T]:
+def run_all(tasks: Sequence[Callable[[], T]], jobs: int,
+            on_interrupt: Callable[[], None] | None = None) -> list[T]:
     """Run the tasks, ``jobs`` at a time; results in the tasks' order. An exception in one
     task is raised after every task has finished (their clusters are torn down by their
-    own runners)."""
+    own runners). On Ctrl-C, ``on_interrupt`` (e.g. cancelling remote runs) is called
+    before the running tasks are waited for, and tasks not started yet are dropped."""
     if jobs <= 1 or len(tasks) <= 1:
         return [task() for task in tasks]
     procs.install_exit_hooks()  # the SIGTERM hook can only be set from the main thread
@@ -64,4 +66,11 @@ def run_all(tasks: Sequence[Callable[[], T]], jobs: int) -> list[T]:
     # pool threads live until every task is done, and each task tears its cluster down.
     with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="cluster") as pool:
         futures = [pool.submit(task) for task in tasks]
-        return [f.result() for f in futures]
+        try:
+            return [f.result() for f in futures]
+        except KeyboardInterrupt:
+            for f in futures:
+                f.cancel()
+            if on_interrupt is not None:
+                on_interrupt()
+            raise

@@ -1,0 +1,73 @@
+"""Fan-out on Spark (issue 13, item 5): a matrix whose runs are Spark tasks on a standalone
+master with two workers on loopback, each worker holding one cluster at a time."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.infra.sparkstandalone import StandaloneSpark
+from suites.test_cleanup import _alive, _processes_mentioning, _started_brokers, _wait_for
+
+pytestmark = pytest.mark.chaos
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIOS = ("kip966-isolate-leader", "hwm-frozen-under-min-isr")
+
+
+def _matrix_args(build, master: str, runs: Path, out: Path) -> list[str]:
+    if not build.source.startswith("maven:"):
+        pytest.skip(f"UNSUPPORTED: `matrix` takes Maven versions; this build is {build.source}")
+    return [sys.executable, "-m", "harness.cli", "matrix",
+            *(str(ROOT / "fixtures" / "scenarios" / f"{s}.yaml") for s in SCENARIOS),
+            "--versions", build.version, "--master", master, "--runs-dir", str(runs),
+            "--out", str(out)]
+
+
+def _executor_logs(spark_dir: Path, worker: int) -> str:
+    return "".join(p.read_text(errors="replace")
+                   for p in (spark_dir / f"work-{worker}").glob("app-*/*/stderr"))
+
+
+def test_a_matrix_runs_one_cluster_per_spark_worker(tmp_path: Path, kafka_build) -> None:
+    runs, table = tmp_path / "runs", tmp_path / "matrix.md"
+    with StandaloneSpark(tmp_path / "spark", workers=2, cores=1) as master:
+        done = subprocess.run(_matrix_args(kafka_build, master, runs, table), cwd=ROOT,
+                              capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    text = table.read_text()
+    for name in SCENARIOS:
+        row = next(line for line in text.splitlines() if line.startswith(f"| {name} |"))
+        assert "CONFORMS" in row and "(!)" not in row and "ERROR" not in row, row
+        assert len(list(runs.glob(f"{name}-*/events.jsonl"))) == 1, name
+    # Each worker's executor ran exactly one of the two scenarios, on its own cluster.
+    ran = [[s for s in SCENARIOS if f"scenario {s}" in _executor_logs(tmp_path / "spark", w)]
+           for w in (0, 1)]
+    assert sorted(map(len, ran)) == [1, 1] and ran[0] != ran[1], ran
+    assert "spark: 2 executor core(s)" in done.stderr, done.stderr[-2000:]
+    assert _wait_for(lambda: not _processes_mentioning(str(runs)), 15)
+
+
+def test_an_interrupted_fan_out_leaves_nothing_running(tmp_path: Path, kafka_build) -> None:
+    runs, spark_dir = tmp_path / "runs", tmp_path / "spark"
+    with StandaloneSpark(spark_dir, workers=2, cores=1) as master:
+        child = subprocess.Popen(_matrix_args(kafka_build, master, runs, tmp_path / "m.md"),
+                                 cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            # Both clusters up at once: 2 x (3 brokers + 1 controller) JVMs in the runs dir.
+            assert _wait_for(lambda: _started_brokers(runs) >= 6
+                             and len(_processes_mentioning(str(runs))) >= 8, 180), \
+                "the two executors never had their clusters up at once"
+            kafka = _processes_mentioning(str(runs))
+            child.send_signal(signal.SIGINT)
+            child.wait(timeout=120)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait(timeout=30)
+        assert _wait_for(lambda: not any(_alive(pid) for pid in kafka), 60), \
+            f"left running after the driver's Ctrl-C: {[p for p in kafka if _alive(p)]}"

@@ -1,0 +1,59 @@
+"""Spark fan-out (harness.run.fanout) without a cluster: bad --master input, the task spec."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.infra.errors import UsageError
+from harness.run import fanout
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIO = ROOT / "fixtures" / "scenarios" / "kip966-isolate-leader.yaml"
+
+
+@pytest.mark.parametrize("master,message", [
+    ("yarn", "spark://HOST:PORT"),
+    ("spark://", "spark://HOST:PORT"),
+    ("spark://127.0.0.1", "spark://HOST:PORT"),
+    ("spark://127.0.0.1:9", "cannot reach it"),
+])
+def test_a_bad_master_is_refused_before_any_session(master: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        fanout.check_master(master)
+
+
+def test_local_masters_need_no_check() -> None:
+    fanout.check_master("local[2]")
+
+
+@pytest.mark.parametrize("command", [["run", str(SCENARIO)], ["matrix", str(SCENARIO)]])
+def test_run_and_matrix_refuse_a_bad_master_before_a_build_resolves(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        tmp_path: Path, command: list[str]) -> None:
+    from harness.cli import app
+    from harness.cluster import builds
+
+    def resolved(*a: Any, **k: Any) -> Any:
+        raise AssertionError("a build was resolved")
+    monkeypatch.setattr(builds, "resolve", resolved)
+    code = app.main([*command, "--master", "spark://127.0.0.1:9",
+                     "--runs-dir", str(tmp_path / "runs")])
+    assert code == 2 and "cannot reach it" in capsys.readouterr().err
+
+
+def test_a_task_carries_the_scenario_text_and_a_shared_absolute_runs_dir(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    class Build:
+        source = "maven:4.3.1"
+    monkeypatch.chdir(tmp_path)
+    spec = fanout.spec_for(SCENARIO, Build(), "local", Path("runs"))
+    assert spec.scenario_text == SCENARIO.read_text() and spec.build_source == "maven:4.3.1"
+    assert spec.runs_dir == str(tmp_path / "runs")
+    assert pickle.loads(pickle.dumps(spec)) == spec
+    failed = fanout._error_result(spec, "executor lost")
+    assert failed.verdict == "ERROR" and failed.scenario == "kip966-isolate-leader"
+    assert "executor lost" in failed.reason
