@@ -303,6 +303,7 @@ def test_campaign_stops_at_the_budget(tmp_path: Path) -> None:
     (["--runs", "2", "--steps", "0"], "--steps 0"),
     (["--runs", "2", "--seed", "-1"], "--seed -1"),
     (["--runs", "2", "--master", "yarn"], "spark://HOST:PORT"),
+    (["--runs", "2", "--target", "hwm-rule-off,no-such-rule"], "not a rule's mutant"),
     (["--runs", "2", "--master", "spark://127.0.0.1:9"], "cannot reach it"),
 ])
 def test_bad_flags_fail_before_any_build_or_cluster(monkeypatch: pytest.MonkeyPatch,
@@ -371,3 +372,25 @@ def test_shrinker_keeps_a_final_consume() -> None:
     cands = candidates(LONG)
     assert cands and all(c[-1] == S.Consume() for c, _ in cands)
     assert any(c[-1] != S.Consume() for c, _ in candidates(LONG[:-1]))  # else drops any
+
+
+def test_a_targeted_campaign_runs_only_schedules_that_exercise_the_rule(tmp_path: Path) -> None:
+    """--target: the model of each schedule is compared with the target mutant's; only the
+    schedules where they part (a run could tell the rule) are run, the rest skipped."""
+    from harness.cluster.builds import Build, Features
+    features = Features(elr=True, elr_default_on=True, describe_topic_partitions=True,
+                        hwm_rule=True, unclean_recovery=False, kip1303=False,
+                        previous_broker_epoch=True)
+    build = Build("4.3.1", "maven:4.3.1", tmp_path, features)
+    wanted = fuzz.target_predicate(build, ["unclean-shutdown-undetected"])
+    cfg = fuzz.CampaignConfig(seed=5, runs=2, targets=("unclean-shutdown-undetected",))
+    fake = FakeRuns(lambda *a: None)
+    camp = fuzz.Campaign(cfg, MODELS["4.3.1"], fake, tmp_path)
+    camp.target = wanted
+    res = camp.run()
+    assert res.generated == 2 and res.skipped > 0
+    ran = [int(c.split("-")[2]) for c in fake.calls]
+    for index in range(max(ran) + 1):
+        steps = fuzz.schedule(MODELS["4.3.1"], 5, index, cfg.gen)
+        assert wanted(steps) == (index in ran), index
+    assert any(isinstance(x, S.Kill) for x in fuzz.schedule(MODELS["4.3.1"], 5, ran[0], cfg.gen))

@@ -40,6 +40,10 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     cmd.add_argument("--guided", action="store_true",
                      help="model-guided: run only schedules the build's model predicts lose "
                           "acks=all records (the rest are skipped, not run)")
+    cmd.add_argument("--target", default="",
+                     help="run only schedules the model predicts exercise these rules: "
+                          "mutant names, comma-separated (kafka-chaos mutate lists them; "
+                          "a rule no run of the build covers is the one to target)")
     cmd.add_argument("--jobs", type=jobs_count, default=1,
                      help="generated runs side by side, one cluster each (default 1; `auto`: "
                           "one per core as memory allows); re-runs and shrinking go one at a time")
@@ -84,7 +88,19 @@ def parse_args(args: argparse.Namespace) -> tuple[CampaignConfig, float]:
         gen=fuzzgen.GenConfig(length=_int(args.steps, "--steps", 1, 100), weights=weights),
         confirm=_int(args.confirm, "--confirm", 0, 20), shrink=not args.no_shrink,
         shrink_attempts=_int(args.shrink_attempts, "--shrink-attempts", 1, 1000),
-        shrink_budget_s=shrink_budget, guided=args.guided), step_timeout
+        shrink_budget_s=shrink_budget, guided=args.guided,
+        targets=_targets(args.target)), step_timeout
+
+
+def _targets(text: str) -> tuple[str, ...]:
+    from reference.mutants import MUTANTS
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    known = [m.name for m in MUTANTS]
+    for n in names:
+        if n not in known:
+            raise UsageError(f"fuzz: --target {n!r} is not a rule's mutant; choose from "
+                             + ", ".join(known))
+    return names
 
 
 def _fuzz(args: argparse.Namespace) -> int:
@@ -98,10 +114,15 @@ def _fuzz(args: argparse.Namespace) -> int:
     new_model = fuzz.model_factory(build)
     if args.print_only:
         import itertools
-        gen = fuzz.Campaign(cfg, new_model, _no_run, args.runs_dir).schedules()
+        printer = fuzz.Campaign(cfg, new_model, _no_run, args.runs_dir)
+        if cfg.targets:
+            printer.target = fuzz.target_predicate(build, cfg.targets)
+        gen = printer.schedules()
         for index, steps in itertools.islice(gen, cfg.runs or 1):
             print(f"# run {index}\n" + fuzz.scenario_yaml(
                 f"fuzz-s{cfg.seed}-{index}", fuzz.schedule_seed(cfg.seed, index), steps))
+        if printer.result.stopped and not printer.result.stopped.endswith("runs done"):
+            progress.say(f"fuzz: {printer.result.stopped}")
         return 0
     out_dir = args.runs_dir / f"fuzz-{build.version}-s{cfg.seed}"
     schedules = out_dir / "schedules"
@@ -131,7 +152,17 @@ def _fuzz(args: argparse.Namespace) -> int:
 
 def _campaign(args: argparse.Namespace, cfg: CampaignConfig, build: Any, new_model: Any,
               out_dir: Path, step_timeout: float, spark: Any) -> Any:
-    """The campaign on this machine (--jobs clusters side by side) or on Spark executors."""
+    """The campaign on this machine (--jobs clusters side by side) or on Spark executors,
+    limited to the --target rules' schedules when given."""
+    from harness.run import fuzz
+    campaign = _make_campaign(args, cfg, build, new_model, out_dir, step_timeout, spark)
+    if cfg.targets:
+        campaign.target = fuzz.target_predicate(build, cfg.targets)
+    return campaign
+
+
+def _make_campaign(args: argparse.Namespace, cfg: CampaignConfig, build: Any, new_model: Any,
+                   out_dir: Path, step_timeout: float, spark: Any) -> Any:
     from harness.infra import progress
     from harness.run import fuzz
     schedules = out_dir / "schedules"

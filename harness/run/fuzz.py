@@ -21,7 +21,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -211,6 +211,9 @@ class CampaignConfig:
     #: Run only the schedules the build's model predicts lose acks=all records
     #: (model-guided; the others are counted as skipped, never run).
     guided: bool = False
+    #: Mutant names (reference/mutants.py): run only the schedules whose model predicts a
+    #: run would tell one of these KIP rules from its flip (``--target``; rule coverage).
+    targets: tuple[str, ...] = ()
 
 
 @dataclass
@@ -252,6 +255,8 @@ class Campaign:
         #: shrink attempts go one at a time, each deciding the next.
         self.width = max(1, width)
         self.on_interrupt: Callable[[], None] | None = None
+        #: Steps -> whether to run them (--target; see target_predicate).
+        self.target: Callable[[Steps], bool] | None = None
         self.out_dir, self.say, self.clock = out_dir, say, clock
         self.result = CampaignResult()
         self._t0 = clock()
@@ -268,18 +273,32 @@ class Campaign:
                 self.result.stopped = "budget spent"
                 return
             steps = schedule(self.new_model, self.cfg.seed, index, self.cfg.gen)
-            if self.cfg.guided and not fuzzgen.predicts_acked_loss(self.new_model, steps):
+            if not self._wanted(steps):
                 self.result.skipped += 1
                 index += 1
                 if self.result.skipped % MAX_GUIDED_SKIPS == 0 and ran == 0:
-                    self.result.stopped = (f"--guided: none of the first {index} schedules "
-                                           "loses data in the build's model")
+                    self.result.stopped = (
+                        f"{self._guide_name()}: none of the first {index} schedules is one the "
+                        "model selects (--guided: loses acks=all records; --target: exercises "
+                        "the rule; the generator may never make the steps a rule needs, e.g. "
+                        "reassignment or config changes)")
                     return
                 continue
             yield index, steps
             index += 1
             ran += 1
         self.result.stopped = f"{self.cfg.runs} runs done"
+
+    def _wanted(self, steps: Steps) -> bool:
+        """Model-guided selection: --guided (the build's model loses acks=all records)
+        and --target (the model parts from a target mutant's)."""
+        if self.cfg.guided and not fuzzgen.predicts_acked_loss(self.new_model, steps):
+            return False
+        return self.target is None or self.target(steps)
+
+    def _guide_name(self) -> str:
+        return " ".join(n for n, on in (("--guided", self.cfg.guided),
+                                        ("--target", self.target is not None)) if on)
 
     def _timed(self, name: str, seed: int, steps: Steps) -> Outcome:
         """One run and its wall time (safe on a worker thread: it touches no counters)."""
@@ -488,6 +507,23 @@ def _outcome(result: Any) -> Outcome:
     if result.verdict == ERROR:
         return Outcome(None, result.reason or "ERROR", result.run_dir)
     return Outcome(signature(result.axes), None, result.run_dir)
+
+
+def target_predicate(build: Any, names: Sequence[str]) -> Callable[[Steps], bool]:
+    """Whether a schedule's model, under the build's profile or kip966, parts from one of
+    the named mutants' (mutate.predicted_kill): a run of it would exercise that rule."""
+    from harness.run.mutate import predicted_kill
+    from harness.run.runner import choose_profile
+    from harness.run.scenario import parse_scenario
+    from reference.mutants import get_mutant
+    from reference.releases import get_profile
+    mutants = [get_mutant(n) for n in names]
+    profiles = [get_profile(choose_profile(base_scenario(), build, None)), get_profile("kip966")]
+
+    def wanted(steps: Steps) -> bool:
+        sc = parse_scenario(scenario_yaml("fuzz-target", 0, steps), "<fuzz-target>")
+        return any(predicted_kill(sc, p, m) is not None for m in mutants for p in profiles)
+    return wanted
 
 
 def model_factory(build: Any) -> Callable[[], Any]:
