@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -142,6 +143,39 @@ def test_a_cluster_the_observer_cannot_see_is_an_error_not_a_divergence() -> Non
     assert str(why).startswith("no current broker could be observed")
 
 
+def test_a_step_waits_a_bounded_time_for_an_hwm_the_leader_hides(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """fuzz-s1127-34: a produce to a new leader whose HWM ListOffsets cannot show yet; the
+    step settles once the HWM shows (the followers fetched), or after HWM_VISIBLE_WAIT_S."""
+    from harness.run import runner as runner_mod
+    from harness.run.runner import Runner
+    from harness.run.scenario import load_scenario
+
+    scenario = load_scenario(Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
+                             / "hwm-frozen-under-min-isr.yaml")
+    runner = Runner(scenario, _build("4.3.1", elr=True, elr_default_on=True))
+    monkeypatch.setattr(runner_mod, "CONVERGE_POLL_S", 0.0)
+    base = {"leader": 1, "leader_epoch": 0, "replicas": [1, 2, 3], "isr": [1, 2, 3],
+            "elr": [], "last_known_elr": [], "fenced": []}
+    shown = iter([None, None, 0])
+
+    class Hiding:
+        def partition_state(self, topic: str) -> list[dict[str, object]]:
+            return [{**base, "hwm": next(shown)}]
+    moved = SimpleNamespace(hwm_may_move=True, allowed=())
+    observed, why, _ = runner._converge(SimpleNamespace(observer=Hiding()), moved, {}, 30)
+    assert observed is not None and observed["hwm"] == 0 and why is None
+    # Bounded: a leader that keeps hiding its HWM settles the step after the wait.
+    monkeypatch.setattr(runner_mod, "HWM_VISIBLE_WAIT_S", 0.05)
+    shown = itertools.repeat(None)
+    observed, why, _ = runner._converge(SimpleNamespace(observer=Hiding()), moved, {}, 30)
+    assert observed is not None and observed["hwm"] is None and why is None
+    # A step whose HWM does not move does not wait for it.
+    shown = iter([None])
+    still = SimpleNamespace(hwm_may_move=False, allowed=())
+    assert runner._converge(SimpleNamespace(observer=Hiding()), still, {}, 30)[1] is None
+
+
 def test_a_run_that_errors_records_its_verdict_once_and_judges_no_axis(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from harness.infra.errors import HarnessError
@@ -161,3 +195,16 @@ def test_a_run_that_errors_records_its_verdict_once_and_judges_no_axis(
     assert [e["verdict"] for e in whole] == ["ERROR"]
     assert {a: v.verdict for a, v in result.axes.items()} == {
         "release": "ERROR", "kip": "ERROR", "safety": "ERROR"}
+
+
+def test_a_view_older_than_a_leader_epoch_seen_before_is_no_observation() -> None:
+    """fuzz-s1127-34: after a heal the only live broker still showed itself leader at epoch
+    0 (HWM 4) after epoch 2 had been seen; the HWM check called it a regression."""
+    from harness.client.observe import ObserveError, Observer
+    obs = Observer(SimpleNamespace(), record=False)  # type: ignore[arg-type]
+    obs._not_stale("t", 0, (2, {"leader_epoch": 2}))
+    with pytest.raises(ObserveError, match="leader epoch 0, older than epoch 2"):
+        obs._not_stale("t", 0, (1, {"leader_epoch": 0}))
+    assert obs._not_stale("t", 0, (1, {"leader_epoch": None}))[0] == 1  # no epoch: no claim
+    assert obs._not_stale("t", 0, (3, {"leader_epoch": 3}))[0] == 3
+    assert obs._not_stale("u", 0, (1, {"leader_epoch": 0}))[0] == 1  # per partition

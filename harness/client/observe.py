@@ -84,6 +84,8 @@ class Observer:
         #: or the Metadata API.
         self.api = ("DescribeTopicPartitions"
                     if features is None or features.describe_topic_partitions else "Metadata")
+        #: The highest leader epoch seen per partition (views older than it are stale).
+        self._epochs: dict[tuple[str, int], int] = {}
 
     def __enter__(self) -> Observer:
         return self
@@ -236,7 +238,7 @@ class Observer:
         current = self._current()
         views, last = self._views(current, topic, partition)
         if views:
-            node, state = _freshest(views)
+            node, state = self._not_stale(topic, partition, _freshest(views))
             if self.api == "Metadata":
                 elr = self._elr_from_log(topic, partition)
                 state["elr"], state["last_known_elr"] = elr if elr else (None, None)
@@ -271,7 +273,24 @@ class Observer:
         views, last = self._views(self._current(), topic, partition)
         if not views:
             raise ObserveError(f"no current broker described {topic}-{partition} ({last})")
-        return _freshest(views)
+        return self._not_stale(topic, partition, _freshest(views))
+
+    def _not_stale(self, topic: str, partition: int, view: tuple[int, dict[str, Any]]
+                   ) -> tuple[int, dict[str, Any]]:
+        """``view`` unless its leader epoch is older than one seen before: a broker just
+        healed or restarted may still hold the partition as it was when it was cut off (seen
+        on 4.3.1, fuzz-s1127-34: the only live broker, healed, still showed itself leader at
+        epoch 0 with HWM 4 after epoch 2). Clients refuse such metadata too (KIP-320), so it
+        is no observation: ObserveError, and the caller polls again."""
+        node, state = view
+        epoch, seen = state.get("leader_epoch"), self._epochs.get((topic, partition))
+        if epoch is not None and seen is not None and epoch < seen:
+            raise ObserveError(f"{topic}-{partition}: broker {node} shows leader epoch {epoch}, "
+                               f"older than epoch {seen} seen before (its metadata has not "
+                               "caught up)")
+        if epoch is not None:
+            self._epochs[(topic, partition)] = max(epoch, seen or 0)
+        return view
 
     def _views(self, nodes: list[int], topic: str, partition: int
                ) -> tuple[list[tuple[int, dict[str, Any]]], Exception | None]:
