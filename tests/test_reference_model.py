@@ -335,3 +335,19 @@ def test_a_produce_right_after_an_isr_shrink_may_reach_the_leaders_log_unacked()
     for step in (S.Stop(2), S.Isolate(3), S.Consume(), S.Produce(2, "all")):
         m2.apply(step)
     assert [w.broker(1).leo for w in m2.branches] == [0]
+
+
+def test_the_lagging_hwm_window_stays_open_through_a_network_step_that_changes_nothing() -> None:
+    # fuzz-s1128-23 on 4.3.1 (2/2): produce, a cut to a stopped broker (settled at once),
+    # then the leader killed: the new leader kept the HWM it learned before the produce.
+    def run(between: list[S.Step]) -> set[int | None]:
+        m = model("kafka-4.3")
+        m.apply(S.Stop(1))
+        m.apply(S.Produce(4, "all"))
+        for step in between:
+            m.apply(step)
+        m.apply(S.Kill(2))
+        return {s.hwm for s in m.allowed()}
+    assert run([S.Cut(1, 3)]) == run([]) == {0, 1, 2, 3, 4}
+    # A read takes a fetch round of its own: the followers have learned the HWM.
+    assert run([S.Consume()]) == {4}
