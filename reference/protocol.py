@@ -246,7 +246,8 @@ def _advance_hwm(w: World, ctx: Ctx) -> list[World] | None:
 
 
 def _learned_hwm(w: World, ctx: Ctx) -> list[World] | None:
-    """A follower elected in the step right after a produce may still know an HWM from
+    """A follower elected in the step right after a produce (Model.apply keeps the window
+    open through network steps that change nothing) may still know an HWM from
     before that produce reached its end (Profile.leader_hwm_lag): its HWM as leader is any
     value from the HWM when the produce began to the one it would have learned, one branch
     each; the observation narrows them."""
