@@ -173,11 +173,18 @@ def _elect(w: World, ctx: Ctx) -> list[World] | None:
 
 
 def _metadata(w: World, ctx: Ctx) -> list[World] | None:
-    epoch = w.partition.leader_epoch
+    """A broker applies the newest partition metadata. One that starts leading forgets
+    what it heard from its followers; one that led before and still leads keeps it: a
+    broker catching up after a cut applies the records it missed as one delta
+    (MetadataLoader), so it never sees the epochs between."""
+    p = w.partition
     for b in w.brokers:
-        if (b.known_leader_epoch != epoch and b.alive and not b.pending_registration
+        if (b.known_leader_epoch != p.leader_epoch and b.alive and not b.pending_registration
                 and session_ok(w, b)):
-            return [w.with_broker(evolve(b, known_leader_epoch=epoch))]
+            leads = p.leader == b.id
+            heard = b.heard_from if leads and b.leads else frozenset[int]()
+            return [w.with_broker(evolve(b, known_leader_epoch=p.leader_epoch, leads=leads,
+                                         heard_from=heard))]
     return None
 
 
@@ -186,6 +193,11 @@ def _replicate(w: World, ctx: Ctx) -> list[World] | None:
     if leader is None:
         return None
     changed = False
+    heard = frozenset(r for r in followers(w) if fetching(w, w.broker(r), leader))
+    if not heard <= leader.heard_from:
+        leader = evolve(leader, heard_from=leader.heard_from | heard)
+        w = w.with_broker(leader)
+        changed = True
     for r in followers(w):
         f = w.broker(r)
         if not fetching(w, f, leader):
@@ -209,9 +221,11 @@ def _shrink_or_expand(w: World, ctx: Ctx) -> list[World] | None:
         return [evolve(w, partition=evolve(p, recovering=False,
                                               partition_epoch=p.partition_epoch + 1))]
     # A follower that stopped fetching leaves the ISR only once it lags: when the leader
-    # has records it lacks for replica.lag.time.max.ms. With no new records it stays.
+    # has records it lacks for replica.lag.time.max.ms, or has not heard from it since it
+    # took the leadership. With no new records, a follower it heard from stays.
     out = frozenset(r for r in p.isr - {leader.id}
-                    if not fetching(w, w.broker(r), leader) and w.broker(r).log != leader.log)
+                    if not fetching(w, w.broker(r), leader)
+                    and (w.broker(r).log != leader.log or r not in leader.heard_from))
     if out:
         return partition_change(w, ctx, proposed_isr=p.isr - out)
     for r in followers(w):
@@ -236,7 +250,8 @@ def _advance_hwm(w: World, ctx: Ctx) -> list[World] | None:
         leos = [leader.leo]
         for r in p.isr - {leader.id}:
             f = w.broker(r)
-            leos.append(f.leo if f.log == leader.log[: f.leo] else 0)
+            known = r in leader.heard_from and f.log == leader.log[: f.leo]
+            leos.append(f.leo if known else 0)
         target = min(leos)
     new = min(max(target, leader.hwm), leader.leo)
     if new == leader.hwm:
@@ -575,7 +590,10 @@ def initial_world(brokers: tuple[int, ...], controllers: tuple[int, ...],
     """A freshly created topic: every replica in the ISR, the first one leads, epoch 0."""
     from .state import Partition
 
-    bs = tuple(Broker(id=b, epoch=1, known_leader_epoch=0) for b in sorted(brokers))
+    first = replicas[0]
+    bs = tuple(Broker(id=b, epoch=1, known_leader_epoch=0, leads=b == first,
+                      heard_from=frozenset(replicas[1:]) if b == first else frozenset())
+               for b in sorted(brokers))
     part = Partition(replicas=replicas, leader=replicas[0], leader_epoch=0, partition_epoch=0,
                      isr=frozenset(replicas))
     return World(brokers=bs, controllers=controllers, partition=part, config=config)

@@ -173,7 +173,8 @@ class Kill(OnBroker):
         br = w.broker(self.broker)
         if not br.alive:
             return w
-        return w.with_broker(evolve(br, alive=False, clean_shutdown_epoch=None))
+        return w.with_broker(evolve(br, alive=False, clean_shutdown_epoch=None, leads=False,
+                                    heard_from=frozenset()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +207,8 @@ class Stop(OnBroker):
         # from the ISR (it may enter the ELR); then the log is flushed and the
         # CleanShutdownFile holds the broker epoch (-1 if never registered).
         epoch = -1 if br.pending_registration else br.epoch
-        w = w.with_broker(evolve(br, alive=False, fenced=True, clean_shutdown_epoch=epoch))
+        w = w.with_broker(evolve(br, alive=False, fenced=True, clean_shutdown_epoch=epoch,
+                                 leads=False, heard_from=frozenset()))
         p = w.partition
         if br.pending_registration or not (b in p.isr or p.leader == b):
             return w

@@ -229,6 +229,36 @@ def test_oneway_cut_follower_to_leader_is_lag_not_fencing() -> None:
     assert s.isr == frozenset({1, 2, 3}) and m.branches[0].broker(3).leo == 2
 
 
+@pytest.mark.parametrize("cut_before_election", [True, False])
+def test_a_new_leader_drops_a_follower_it_never_heard_from(cut_before_election: bool) -> None:
+    """fuzz-s1128-26 on 4.3.1: with no record produced, follower 3, cut from 2 before 2
+    took the leadership, left the ISR ("Out of sync replicas: (brokerId: 3, endOffset:
+    -1 ...)"); a follower cut after it fetched from the new leader stays."""
+    m = model("kafka-4.3")
+    if cut_before_election:
+        m.apply(S.Cut(2, 3))
+    (s,) = m.apply(S.Kill(1)).allowed
+    if cut_before_election:
+        assert (s.leader, s.isr, s.elr) == (2, frozenset({2}), frozenset({3}))
+    else:
+        assert (s.leader, s.isr) == (2, frozenset({2, 3}))
+        (s,) = m.apply(S.Cut(2, 3)).allowed
+        assert s.isr == frozenset({2, 3}) and s.elr == frozenset()
+
+
+def test_a_follower_the_new_leader_never_heard_from_does_not_move_its_hwm() -> None:
+    """Its log end is unknown to the new leader (-1), so the leader's HWM waits for it and,
+    once it left the ISR under min ISR, stays where the leader learned it: acked records
+    above it are on the log but hidden (new-leader-hwm-lag), not committed through 3."""
+    m = model("kafka-4.3")
+    m.apply(S.Produce(2, "all"))
+    m.apply(S.Cut(2, 3))
+    allowed = m.apply(S.Kill(1)).allowed
+    assert {(s.leader, s.isr, s.elr) for s in allowed} == {(2, frozenset({2}), frozenset({3}))}
+    assert {s.hwm for s in allowed} == {0, 1, 2}
+    assert m.branches[0].broker(2).heard_from == frozenset()
+
+
 def test_cut_from_controller_fences_but_keeps_replicating() -> None:
     m = model("kafka-4.1")
     (s,) = m.apply(S.Cut(3, 100, "oneway")).allowed
