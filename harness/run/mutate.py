@@ -39,9 +39,11 @@ from harness.run.judges import (
     AxisVerdict,
 )
 from harness.run.scenario import Scenario
+from harness.run.transitions import observed_transitions, unobservable_transitions
 from reference.mutants import MUTANTS, Mutant
 from reference.profiles import Profile
 from reference.releases import get_profile
+from reference.transitions import TRANSITIONS
 
 Mutate = Callable[[Profile], Profile]
 
@@ -185,13 +187,19 @@ class RunResult:
     skipped: str | None = None
     #: mutant name -> what changed (only killed mutants).
     kills: dict[str, list[str]] = field(default_factory=dict)
+    #: Named transitions a real broker made in this run (only runs whose every step
+    #: conformed: the model allowed each of them).
+    transitions: tuple[str, ...] = ()
+    #: Transitions whose field this run's observer could not see.
+    unobservable: tuple[str, ...] = ()
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return {"run_dir": str(self.run_dir), "scenario": self.scenario, "build": self.build,
                 "profile": self.profile, "baseline": dict(zip(AXES, self.baseline,
                                                               strict=False)),
-                "skipped": self.skipped, "kills": self.kills, "seconds": round(self.seconds, 3)}
+                "skipped": self.skipped, "kills": self.kills,
+                "transitions": list(self.transitions), "seconds": round(self.seconds, 3)}
 
 
 @dataclass
@@ -242,6 +250,21 @@ class MutationReport:
             table[m.name] = row
         return table
 
+    def transition_coverage(self) -> dict[str, dict[str, int | None]]:
+        """For each named transition (reference/transitions.py) and each judged build, how
+        many of that build's conforming runs show a real broker making it (None: no
+        conforming run of the build could observe it)."""
+        builds = sorted({r.build for r in self.judged}, key=_version_key)
+        table: dict[str, dict[str, int | None]] = {}
+        for name in TRANSITIONS:
+            row: dict[str, int | None] = {}
+            for b in builds:
+                runs = [r for r in self.judged if r.build == b and r.baseline[:1] == (CONFORMS,)]
+                seen = [r for r in runs if name not in r.unobservable]
+                row[b] = sum(1 for r in seen if name in r.transitions) if seen else None
+            table[name] = row
+        return table
+
     def to_json(self) -> dict[str, Any]:
         return {
             "score": self.score, "killed": len(self.killed), "mutants": len(self.mutants),
@@ -257,6 +280,7 @@ class MutationReport:
                                                     if m.equivalent_on(get_profile(r.profile))})}
                           for m in self.mutants],
             "coverage_by_build": self.coverage(),
+            "transitions_by_build": self.transition_coverage(),
             "runs": [r.to_json() for r in self.runs],
         }
 
@@ -281,6 +305,10 @@ def mutate_run(run: LoadedRun, mutants: Sequence[Mutant]) -> RunResult:
         out.skipped = base_axes["release"].verdict
         out.seconds = time.monotonic() - start
         return out
+    if base_axes["release"].verdict == CONFORMS:
+        out.transitions = tuple(sorted(observed_transitions(
+            run.events, run.scenario.topic.min_insync_replicas)))
+        out.unobservable = tuple(sorted(unobservable_transitions(run.events)))
     base = Judgement.of(base_axes)
     for m in mutants:
         try:
@@ -376,6 +404,13 @@ def summary(rep: MutationReport) -> str:
         else:
             lines.append(f"{m.name}: SURVIVED ({m.description})")
     lines += [f"skipped {r.run_dir.name}: {r.skipped}" for r in rep.skipped]
+    table = rep.transition_coverage()
+    for b in sorted({r.build for r in rep.judged}, key=_version_key):
+        never = [name for name, row in table.items() if row.get(b) == 0]
+        blind = [name for name, row in table.items() if row.get(b) is None]
+        lines.append(f"transitions on {b}: {len(table) - len(never) - len(blind)}/{len(table)} "
+                     f"made by a real broker; never: {', '.join(never) or 'none'}"
+                     + (f"; unobservable: {', '.join(blind)}" if blind else ""))
     builds = ", ".join(sorted({r.build for r in rep.judged})) or "none"
     lines.append(f"mutation score {len(rep.killed)}/{len(rep.mutants)} = {rep.score:.0%} over "
                  f"{len(rep.judged)} judged run(s) (builds {builds}); {len(rep.skipped)} "
@@ -399,7 +434,7 @@ def markdown(rep: MutationReport,
         else:
             cell = "**SURVIVED**"
         out.append(f"| `{m.name}` | {_cell(m.description)} | {_cell(m.breaks)} | {cell} |")
-    out += ["", *coverage_markdown(rep)]
+    out += ["", *coverage_markdown(rep), "", *transitions_markdown(rep)]
     out += ["", "| run | build | profile | baseline (release/kip/safety) | mutants killed |",
             "|---|---|---|---|---|"]
     for r in rep.runs:
@@ -425,6 +460,23 @@ def coverage_markdown(rep: MutationReport) -> list[str]:
            "| mutant | " + " | ".join(builds) + " |", "|---" * (len(builds) + 1) + "|"]
     for name, row in table.items():
         out.append(f"| `{name}` | " + " | ".join(row.get(b, "") for b in builds) + " |")
+    return out
+
+
+def transitions_markdown(rep: MutationReport) -> list[str]:
+    """Transition coverage per build: which of the model's named transitions real brokers
+    of each build were seen to make, in runs that conformed at every step."""
+    table = rep.transition_coverage()
+    builds = sorted({b for row in table.values() for b in row}, key=_version_key)
+    out = ["Transitions per build: conforming runs of the build in which a real broker made "
+           "the transition (consecutive step-end observations); `0`: only the model has; "
+           "`-`: the build's observer cannot see it.", "",
+           "| transition | what it is | " + " | ".join(builds) + " |",
+           "|---|---" + "|---" * len(builds) + "|"]
+    for name, row in table.items():
+        out.append(f"| `{name}` | {_cell(TRANSITIONS[name])} | "
+                   + " | ".join("-" if row.get(b) is None else str(row.get(b)) for b in builds)
+                   + " |")
     return out
 
 
