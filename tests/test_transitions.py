@@ -94,3 +94,10 @@ def test_coverage_per_build_counts_conforming_runs_and_names_the_gaps() -> None:
     md = "\n".join(transitions_markdown(rep))
     assert "| `elr-add` |" in md and "| - | 1 |" in md
     assert len(table) == len(TRANSITIONS)
+
+
+def test_an_hwm_that_goes_back_behind_a_hidden_one_is_seen() -> None:
+    events = [_obs(state(1, {1, 2, 3}, set(), hwm=5, fenced=set())),
+              _obs(state(3, {3}, set(), hwm=None, fenced={1, 2})), _end({"kill": {"broker": 1}}),
+              _obs(state(3, {3}, set(), hwm=3, fenced={1, 2})), _end({"consume": {}})]
+    assert "hwm-backward" in observed_transitions(events, 2)

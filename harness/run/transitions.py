@@ -4,6 +4,7 @@ broker: the observed state each step settled on, compared with the one before it
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from reference.state import PartitionState
@@ -34,7 +35,10 @@ def observed_transitions(events: Iterable[Mapping[str, Any]], min_isr: int) -> f
             step = e.get("step") or {}
             if settled is not None:
                 out |= transitions(settled, seen, min_isr, produced="produce" in step)
-            settled = seen
+            # A step that ended with the HWM hidden (a new leader that has not learned it)
+            # is compared by the next one with the last HWM seen.
+            settled = seen if seen.hwm is not None or settled is None else replace(
+                seen, hwm=settled.hwm)
             min_isr = _min_isr_after(step, min_isr)
     return frozenset(out)
 
