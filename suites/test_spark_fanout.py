@@ -16,7 +16,7 @@ from suites.test_cleanup import _alive, _processes_mentioning, _started_brokers,
 pytestmark = pytest.mark.chaos
 
 ROOT = Path(__file__).resolve().parent.parent
-SCENARIOS = ("kip966-isolate-leader", "hwm-frozen-under-min-isr")
+SCENARIOS = ("elr-maintenance", "hwm-frozen-under-min-isr")
 
 
 def _matrix_args(build, master: str, runs: Path, out: Path) -> list[str]:
