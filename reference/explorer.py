@@ -106,7 +106,7 @@ def _canon(w: World) -> tuple[dict[int, tuple[Any, ...]], tuple[Any, ...], dict[
     per = {
         b.id: (b.alive, b.fenced, b.pending_registration, b.clean_shutdown_epoch == b.epoch,
                tuple((erank[e], rrank[r]) for e, r in b.log), b.hwm,
-               b.known_leader_epoch == p.leader_epoch, b.leads)
+               b.known_leader_epoch == p.leader_epoch, b.heard_from is not None)
         for b in w.brokers
     }
     acked = tuple(sorted((rrank[r], a) for r, a in w.acked))
@@ -122,7 +122,7 @@ def _key(w: World, per: dict[int, tuple[Any, ...]], acked: tuple[Any, ...],
         return tuple(sorted(m(x) for x in xs))
 
     p = w.partition
-    heard = {b.id: ms(b.heard_from) for b in w.brokers}
+    heard = {b.id: ms(b.heard_from or ()) for b in w.brokers}
     brokers = tuple(sorted((m(i), *v, heard[i]) for i, v in per.items()))
     part = (tuple(m(r) for r in p.replicas) if ordered else ms(p.replicas),
             None if p.leader is None else m(p.leader), erank[p.leader_epoch], ms(p.isr),
@@ -141,7 +141,7 @@ def state_key(w: World) -> StateKey:
     p = w.partition
     part = (p.replicas, p.leader, erank[p.leader_epoch], p.isr, p.elr, p.last_known_elr,
             p.last_known_leader, p.recovering, p.adding, p.removing)
-    brokers = tuple((*v, tuple(sorted(w.broker(i).heard_from))) for i, v in per.items())
+    brokers = tuple((*v, tuple(sorted(w.broker(i).heard_from or ()))) for i, v in per.items())
     return (brokers, part, w.cuts, acked, w.max_hwm, w.lost_data,
             min(w.unclean_shutdowns, 1), w.unclean_elections, w.reconfigured, w.min_isr)
 
@@ -156,8 +156,8 @@ def canonical_key(w: World) -> StateKey:
     def sig(i: int) -> tuple[Any, ...]:
         cut_out = sum(1 for a, _ in w.cuts if a == i)
         cut_in = sum(1 for _, b in w.cuts if b == i)
-        heard_by = sum(1 for b in w.brokers if i in b.heard_from)
-        return (per[i], len(w.broker(i).heard_from), heard_by, i in p.isr, i in p.elr,
+        heard_by = sum(1 for b in w.brokers if i in (b.heard_from or ()))
+        return (per[i], len(w.broker(i).heard_from or ()), heard_by, i in p.isr, i in p.elr,
                 i in p.last_known_elr, p.leader == i, p.last_known_leader == i,
                 i in w.lost_data, cut_out, cut_in)
 

@@ -181,9 +181,8 @@ def _metadata(w: World, ctx: Ctx) -> list[World] | None:
     for b in w.brokers:
         if (b.known_leader_epoch != p.leader_epoch and b.alive and not b.pending_registration
                 and session_ok(w, b)):
-            leads = p.leader == b.id
-            heard = b.heard_from if leads and b.leads else frozenset[int]()
-            return [w.with_broker(evolve(b, known_leader_epoch=p.leader_epoch, leads=leads,
+            heard = (b.heard_from or frozenset[int]()) if p.leader == b.id else None
+            return [w.with_broker(evolve(b, known_leader_epoch=p.leader_epoch,
                                          heard_from=heard))]
     return None
 
@@ -194,8 +193,9 @@ def _replicate(w: World, ctx: Ctx) -> list[World] | None:
         return None
     changed = False
     heard = frozenset(r for r in followers(w) if fetching(w, w.broker(r), leader))
-    if not heard <= leader.heard_from:
-        leader = evolve(leader, heard_from=leader.heard_from | heard)
+    known = leader.heard_from or frozenset[int]()
+    if not heard <= known:
+        leader = evolve(leader, heard_from=known | heard)
         w = w.with_broker(leader)
         changed = True
     for r in followers(w):
@@ -223,9 +223,10 @@ def _shrink_or_expand(w: World, ctx: Ctx) -> list[World] | None:
     # A follower that stopped fetching leaves the ISR only once it lags: when the leader
     # has records it lacks for replica.lag.time.max.ms, or has not heard from it since it
     # took the leadership. With no new records, a follower it heard from stays.
+    heard = leader.heard_from or frozenset[int]()
     out = frozenset(r for r in p.isr - {leader.id}
                     if not fetching(w, w.broker(r), leader)
-                    and (w.broker(r).log != leader.log or r not in leader.heard_from))
+                    and (w.broker(r).log != leader.log or r not in heard))
     if out:
         return partition_change(w, ctx, proposed_isr=p.isr - out)
     for r in followers(w):
@@ -250,7 +251,7 @@ def _advance_hwm(w: World, ctx: Ctx) -> list[World] | None:
         leos = [leader.leo]
         for r in p.isr - {leader.id}:
             f = w.broker(r)
-            known = r in leader.heard_from and f.log == leader.log[: f.leo]
+            known = r in (leader.heard_from or ()) and f.log == leader.log[: f.leo]
             leos.append(f.leo if known else 0)
         target = min(leos)
     new = min(max(target, leader.hwm), leader.leo)
@@ -591,8 +592,8 @@ def initial_world(brokers: tuple[int, ...], controllers: tuple[int, ...],
     from .state import Partition
 
     first = replicas[0]
-    bs = tuple(Broker(id=b, epoch=1, known_leader_epoch=0, leads=b == first,
-                      heard_from=frozenset(replicas[1:]) if b == first else frozenset())
+    bs = tuple(Broker(id=b, epoch=1, known_leader_epoch=0,
+                      heard_from=frozenset(replicas[1:]) if b == first else None)
                for b in sorted(brokers))
     part = Partition(replicas=replicas, leader=replicas[0], leader_epoch=0, partition_epoch=0,
                      isr=frozenset(replicas))

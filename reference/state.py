@@ -119,14 +119,13 @@ class Broker:
     hwm: int = 0
     #: Leader epoch of the latest partition metadata this broker has applied.
     known_leader_epoch: int = 0
-    #: It leads, in the latest partition metadata it has applied.
-    leads: bool = False
-    #: As leader, the followers whose fetch has reached it since it took the leadership.
+    #: As leader (in the latest partition metadata it has applied), the followers whose
+    #: fetch has reached it since it took the leadership; None while it does not lead.
     #: A broker that becomes leader forgets its followers' log ends (Partition.makeLeader
     #: -> Replica.resetReplicaState with isNewLeader: LEO -1 until their next fetch), so an
     #: ISR member it never heard from is out of sync once replica.lag.time.max.ms passes,
     #: even with every record (Replica.isCaughtUp), and holds the HWM back until then.
-    heard_from: frozenset[int] = frozenset()
+    heard_from: frozenset[int] | None = None
     #: KIP-1303: timestamp of the earliest record in local storage, local log size.
     local_log_start_ms: int | None = None
     local_log_bytes: int | None = None

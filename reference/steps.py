@@ -173,8 +173,8 @@ class Kill(OnBroker):
         br = w.broker(self.broker)
         if not br.alive:
             return w
-        return w.with_broker(evolve(br, alive=False, clean_shutdown_epoch=None, leads=False,
-                                    heard_from=frozenset()))
+        return w.with_broker(evolve(br, alive=False, clean_shutdown_epoch=None,
+                                    heard_from=None))
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +208,7 @@ class Stop(OnBroker):
         # CleanShutdownFile holds the broker epoch (-1 if never registered).
         epoch = -1 if br.pending_registration else br.epoch
         w = w.with_broker(evolve(br, alive=False, fenced=True, clean_shutdown_epoch=epoch,
-                                 leads=False, heard_from=frozenset()))
+                                 heard_from=None))
         p = w.partition
         if br.pending_registration or not (b in p.isr or p.leader == b):
             return w

@@ -255,12 +255,13 @@ class MutationReport:
         many of that build's conforming runs show a real broker making it (None: no
         conforming run of the build could observe it)."""
         builds = sorted({r.build for r in self.judged}, key=_version_key)
+        conforming = {b: [r for r in self.judged if r.build == b and r.baseline[:1] == (CONFORMS,)]
+                      for b in builds}
         table: dict[str, dict[str, int | None]] = {}
         for name in TRANSITIONS:
             row: dict[str, int | None] = {}
             for b in builds:
-                runs = [r for r in self.judged if r.build == b and r.baseline[:1] == (CONFORMS,)]
-                seen = [r for r in runs if name not in r.unobservable]
+                seen = [r for r in conforming[b] if name not in r.unobservable]
                 row[b] = sum(1 for r in seen if name in r.transitions) if seen else None
             table[name] = row
         return table
