@@ -134,11 +134,11 @@ def test_a_cluster_the_observer_cannot_see_is_an_error_not_a_divergence() -> Non
     runner = Runner(scenario, _build("4.3.1", elr=True, elr_default_on=True))
 
     class Blind:
-        def partition_state(self, topic: str) -> None:
+        def partition_state(self, topic: str, partition: int = 0) -> None:
             raise ObserveError("no current broker described t-0")
 
     session = SimpleNamespace(observer=Blind())
-    observed, why, blind = runner._converge(session, None, {}, timeout_s=0)  # type: ignore[arg-type]
+    observed, why, blind = runner._converge(session, [None], [{}], timeout_s=0)  # type: ignore[arg-type]
     assert observed is None and blind
     assert str(why).startswith("no current broker could be observed")
 
@@ -160,20 +160,20 @@ def test_a_step_waits_a_bounded_time_for_an_hwm_the_leader_hides(
     shown = iter([None, None, 0])
 
     class Hiding:
-        def partition_state(self, topic: str) -> list[dict[str, object]]:
+        def partition_state(self, topic: str, partition: int = 0) -> list[dict[str, object]]:
             return [{**base, "hwm": next(shown)}]
     moved = SimpleNamespace(hwm_may_move=True, allowed=())
-    observed, why, _ = runner._converge(SimpleNamespace(observer=Hiding()), moved, {}, 30)
-    assert observed is not None and observed["hwm"] == 0 and why is None
+    observed, why, _ = runner._converge(SimpleNamespace(observer=Hiding()), [moved], [{}], 30)
+    assert observed is not None and observed[0]["hwm"] == 0 and why is None
     # Bounded: a leader that keeps hiding its HWM settles the step after the wait.
     monkeypatch.setattr(runner_mod, "HWM_VISIBLE_WAIT_S", 0.05)
     shown = itertools.repeat(None)
-    observed, why, _ = runner._converge(SimpleNamespace(observer=Hiding()), moved, {}, 30)
-    assert observed is not None and observed["hwm"] is None and why is None
+    observed, why, _ = runner._converge(SimpleNamespace(observer=Hiding()), [moved], [{}], 30)
+    assert observed is not None and observed[0]["hwm"] is None and why is None
     # A step whose HWM does not move does not wait for it.
     shown = iter([None])
     still = SimpleNamespace(hwm_may_move=False, allowed=())
-    assert runner._converge(SimpleNamespace(observer=Hiding()), still, {}, 30)[1] is None
+    assert runner._converge(SimpleNamespace(observer=Hiding()), [still], [{}], 30)[1] is None
 
 
 def test_a_run_that_errors_records_its_verdict_once_and_judges_no_axis(

@@ -78,7 +78,7 @@ def test_the_sampler_records_every_sample_a_transient_violation_and_its_rate(tmp
     class Fake:
         calls = 0
 
-        def partition_state(self, topic: str) -> tuple[dict[str, Any], int]:
+        def partition_state(self, topic: str, partition: int = 0) -> tuple[dict[str, Any], int]:
             Fake.calls += 1
             if Fake.calls == 4:
                 raise RuntimeError("no current broker")

@@ -13,6 +13,7 @@ import yaml
 
 from harness.infra.errors import UsageError
 from harness.run import steps as step_kinds
+from harness.run.lanes import lanes
 from harness.run.scenario import Scenario, load_scenario
 from reference import PROFILES, Model
 from reference.explorer import explore, to_scenario
@@ -59,50 +60,68 @@ def predict_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     sc = load_scenario(args.scenario)
     profile = _profile(args.profile, sc)
     elr = (sc.cluster.elr is not False) if args.elr is None else args.elr == "on"
-    model = Model(profile, sc.cluster_spec(), sc.topic_spec(), elr_enabled=elr, seed=sc.seed)
+    models = [(ln, Model(profile, ln.scenario.cluster_spec(), ln.scenario.topic_spec(),
+                         elr_enabled=elr, seed=sc.seed)) for ln in lanes(sc)]
+    multi = len(models) > 1
     if not args.json:
         print(f"scenario {sc.name} ({args.scenario}) under profile {profile}, "
-              f"ELR {'on' if model.elr_on else 'off'}", file=out)
-        print(f"initial: {model.describe().splitlines()[0]}", file=out)
+              f"ELR {'on' if models[0][1].elr_on else 'off'}", file=out)
+        for ln, model in models:
+            where = f" {ln.label}" if multi else ""
+            print(f"initial{where}: {model.describe().splitlines()[0]}", file=out)
     for i, st in enumerate(sc.steps):
-        pred = model.apply(st.step)
-        if args.json:
-            import json
-            print(json.dumps({
-                "index": i, "line": st.line, "step": st.mapping,
-                "allowed": [a.to_json() for a in pred.allowed],
-                "must_survive": sorted(pred.must_survive), "at_risk": sorted(pred.at_risk),
-                "hwm_may_move": pred.hwm_may_move, "expected_acks": pred.expected_acks,
-                "unsupported": pred.unsupported,
-            }, default=str), file=out)
-            continue
-        text = yaml.safe_dump(st.mapping, default_flow_style=True).strip()
-        print(f"\n#{i} line {st.line}: {text}", file=out)
-        if pred.unsupported:
-            print(f"  UNSUPPORTED: {pred.unsupported}", file=out)
-        label = "state" if len(pred.allowed) == 1 else f"one of {len(pred.allowed)} states"
-        print(f"  {label}:", file=out)
-        for a in pred.allowed:
-            print(f"    leader={fmt_value(a.leader)} epoch={a.leader_epoch} "
-                  f"ISR={fmt_value(a.isr)} ELR={fmt_value(a.elr)} "
-                  f"LastKnownELR={fmt_value(a.last_known_elr)} HWM={fmt_value(a.hwm)} "
-                  f"fenced={fmt_value(a.fenced)}" + _quorum_text(a), file=out)
-        if pred.expected_acks:
-            print(f"  acks: {pred.expected_acks}", file=out)
-        print(f"  HWM may move: {'yes' if pred.hwm_may_move else 'no'}; acked records that "
-              f"must survive: {len(pred.must_survive)}", file=out)
-        if pred.at_risk:
-            print(f"  records at risk: {', '.join(sorted(pred.at_risk))}", file=out)
-        if step_kinds.KINDS[st.kind].reads:
-            print(f"  consumer sees: {', '.join(sorted(pred.must_see)) or 'nothing'}", file=out)
-        for n in pred.notes:
-            print(f"  note: {n}", file=out)
+        if not args.json:
+            text = yaml.safe_dump(st.mapping, default_flow_style=True).strip()
+            print(f"\n#{i} line {st.line}: {text}", file=out)
+        for ln, model in models:
+            lane_step = ln.scenario.steps[i]
+            pred = model.apply(lane_step.step)
+            if args.json:
+                _print_json(out, i, st, pred, ln.partition if multi else None)
+            else:
+                _print_prediction(out, lane_step, pred, f"{ln.label} " if multi else "")
     if not args.json:
-        v = model.violations()
-        print(f"\ninvariant violations: {len(v)}", file=out)
-        for line in v:
-            print(f"  {line}", file=out)
+        for ln, model in models:
+            v = model.violations()
+            where = f" ({ln.label})" if multi else ""
+            print(f"\ninvariant violations{where}: {len(v)}", file=out)
+            for line in v:
+                print(f"  {line}", file=out)
     return 0
+
+
+def _print_json(out: TextIO, index: int, st: Any, pred: Any, partition: int | None) -> None:
+    import json
+    print(json.dumps({
+        "index": index, "line": st.line, "step": st.mapping,
+        **({} if partition is None else {"partition": partition}),
+        "allowed": [a.to_json() for a in pred.allowed],
+        "must_survive": sorted(pred.must_survive), "at_risk": sorted(pred.at_risk),
+        "hwm_may_move": pred.hwm_may_move, "expected_acks": pred.expected_acks,
+        "unsupported": pred.unsupported,
+    }, default=str), file=out)
+
+
+def _print_prediction(out: TextIO, st: Any, pred: Any, where: str) -> None:
+    if pred.unsupported:
+        print(f"  {where}UNSUPPORTED: {pred.unsupported}", file=out)
+    label = "state" if len(pred.allowed) == 1 else f"one of {len(pred.allowed)} states"
+    print(f"  {where}{label}:", file=out)
+    for a in pred.allowed:
+        print(f"    leader={fmt_value(a.leader)} epoch={a.leader_epoch} "
+              f"ISR={fmt_value(a.isr)} ELR={fmt_value(a.elr)} "
+              f"LastKnownELR={fmt_value(a.last_known_elr)} HWM={fmt_value(a.hwm)} "
+              f"fenced={fmt_value(a.fenced)}" + _quorum_text(a), file=out)
+    if pred.expected_acks:
+        print(f"  acks: {pred.expected_acks}", file=out)
+    print(f"  HWM may move: {'yes' if pred.hwm_may_move else 'no'}; acked records that "
+          f"must survive: {len(pred.must_survive)}", file=out)
+    if pred.at_risk:
+        print(f"  records at risk: {', '.join(sorted(pred.at_risk))}", file=out)
+    if step_kinds.KINDS[st.kind].reads:
+        print(f"  consumer sees: {', '.join(sorted(pred.must_see)) or 'nothing'}", file=out)
+    for n in pred.notes:
+        print(f"  note: {n}", file=out)
 
 
 def explore_command(args: argparse.Namespace, out: TextIO | None = None) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import kafka.errors as kafka_errors
@@ -28,8 +28,10 @@ class AdminError(HarnessError):
 
 
 def create_topic(observer: Observer, name: str, replicas: list[int],
-                 config: Mapping[str, str]) -> None:
-    topic = NewTopic(name, replica_assignments={0: list(replicas)},
+                 config: Mapping[str, str], more: Sequence[Sequence[int]] = ()) -> None:
+    """``replicas``: partition 0's; ``more``: partitions 1, 2, ...'s."""
+    assignment = {p: list(r) for p, r in enumerate([replicas, *more])}
+    topic = NewTopic(name, replica_assignments=assignment,
                      topic_configs={k: str(v) for k, v in config.items()})
     try:
         observer.admin().create_topics([topic], timeout_ms=30000)

@@ -35,6 +35,7 @@ from harness.run.judges import (
     RunEvidence,
     judge_run,
 )
+from harness.run.lanes import lane_events, lanes, merge_axes
 from harness.run.scenario import Scenario, load_scenario
 from harness.run.steps import StepOutcome
 from reference.profiles import Profile
@@ -134,9 +135,9 @@ def _judge(result: AuditResult, scenario: Scenario, meta: dict[str, Any],
            events: list[dict[str, Any]]) -> None:
     elr = _elr_enabled(scenario, list(meta["build"].get("features") or []))
     logs = trace_check.read_logs(result.run_dir)
-    result.axes = judge_axes(scenario, get_profile(result.profile), result.build, meta, events,
-                             datachecks.run_checks(events),
-                             trace_check.memo(logs, scenario, events, elr), elr)
+    result.axes = judge_lanes(scenario, get_profile(result.profile), result.build, meta, events,
+                              datachecks.run_checks(events),
+                              trace_check.memo(logs, scenario, events, elr), elr)
     result.trace = {"summary": trace_check.describe(result.axes["release"].details, logs),
                     "records": sum(len(r) for r in logs.by_controller.values()),
                     "controllers": sorted(logs.by_controller)}
@@ -164,6 +165,21 @@ def judge_axes(scenario: Scenario, profile: Profile, build: str, meta: dict[str,
     evidence = RunEvidence(scenario, version_tuple(build), events, raw_checks,
                            lambda p: trace_under(mutate(p)), trace_check.SAFETY_RULES)
     return judge_run(AxisVerdict("release", release, reason), model.profile, kip, evidence)
+
+
+def judge_lanes(scenario: Scenario, profile: Profile, build: str, meta: dict[str, Any],
+                events: list[dict[str, Any]], raw_checks: list[CheckResult],
+                trace_under: Callable[[Any], list[dict[str, Any]]], elr: bool,
+                mutate: Callable[[Profile], Profile] = lambda p: p) -> dict[str, AxisVerdict]:
+    """``judge_axes`` of each partition's lane (harness/run/lanes.py), merged; with one
+    partition, ``judge_axes`` itself (``raw_checks``: the data checks over ``events``)."""
+    per_lane = []
+    for lane in lanes(scenario):
+        mine = lane_events(events, scenario, lane)
+        checks = raw_checks if scenario.topic.partitions == 1 else datachecks.run_checks(mine)
+        per_lane.append((lane, judge_axes(lane.scenario, profile, build, meta, mine, checks,
+                                          trace_under, elr, mutate)))
+    return merge_axes(per_lane)
 
 
 def recorded_steps(events: list[dict[str, Any]]) -> list[RecordedStep]:

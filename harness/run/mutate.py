@@ -28,7 +28,7 @@ from harness.run import datachecks, trace_check
 from harness.run.audit import (
     _elr_enabled,
     _scenario,
-    judge_axes,
+    judge_lanes,
 )
 from harness.run.judges import (
     AXES,
@@ -38,6 +38,7 @@ from harness.run.judges import (
     NOT_JUDGED,
     AxisVerdict,
 )
+from harness.run.lanes import lane_events, lanes
 from harness.run.scenario import Scenario
 from harness.run.transitions import observed_transitions, unobservable_transitions
 from reference.mutants import MUTANTS, Mutant
@@ -116,8 +117,8 @@ def judge(run: LoadedRun, mutate: Mutate = _same) -> dict[str, AxisVerdict]:
     if run.ended_in_error:
         return {a: AxisVerdict(a, ERROR, "the run ended in ERROR (harness failure)")
                 for a in AXES}
-    return judge_axes(run.scenario, run.profile, run.build, run.meta, run.events,
-                      run.raw_checks, run.trace_under, run.elr, mutate)
+    return judge_lanes(run.scenario, run.profile, run.build, run.meta, run.events,
+                       run.raw_checks, run.trace_under, run.elr, mutate)
 
 
 # --- what a judgement is, compared between the model and a mutant ------------------------
@@ -307,9 +308,11 @@ def mutate_run(run: LoadedRun, mutants: Sequence[Mutant]) -> RunResult:
         out.seconds = time.monotonic() - start
         return out
     if base_axes["release"].verdict == CONFORMS:
-        out.transitions = tuple(sorted(observed_transitions(
-            run.events, run.scenario.topic.min_insync_replicas)))
-        out.unobservable = tuple(sorted(unobservable_transitions(run.events)))
+        per_lane = [lane_events(run.events, run.scenario, ln) for ln in lanes(run.scenario)]
+        out.transitions = tuple(sorted(frozenset().union(*(observed_transitions(
+            ev, run.scenario.topic.min_insync_replicas) for ev in per_lane))))
+        out.unobservable = tuple(sorted(frozenset.intersection(*(
+            unobservable_transitions(ev) for ev in per_lane))))
     base = Judgement.of(base_axes)
     for m in mutants:
         try:
@@ -347,6 +350,14 @@ def predicted_kill(scenario: Scenario, profile: Profile, mutant: Mutant) -> str 
     predicts: the first step at which the two models share no allowed settled state or
     expect different acks (both then follow a state they share, as a run would); None if
     they never part."""
+    for lane in lanes(scenario):
+        found = _predicted_kill_on(lane.scenario, profile, mutant)
+        if found is not None:
+            return found if len(lanes(scenario)) == 1 else f"{lane.label}: {found}"
+    return None
+
+
+def _predicted_kill_on(scenario: Scenario, profile: Profile, mutant: Mutant) -> str | None:
     from harness.run.runner import Runner
 
     elr = True if scenario.cluster.elr is None else bool(scenario.cluster.elr)

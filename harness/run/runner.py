@@ -27,17 +27,12 @@ from harness.infra.errors import HarnessError
 from harness.infra.history import History, new_run_id
 from harness.run import steps as step_kinds
 from harness.run import trace_check
-from harness.run.judges import (
-    AXES,
-    AxisVerdict,
-    KipJudge,
-    ObservedStep,
-    RunEvidence,
-    judge_run,
-    read_of,
-)
+from harness.run.judges import AXES, AxisVerdict, RunEvidence, judge_run
+from harness.run.lanes import lane_events, merge_axes, merge_checks
+from harness.run.lockstep import Lockstep
 from harness.run.sampler import SampleObserver, Sampler
 from harness.run.session import Session, open_session
+from harness.run.steps import StepOutcome, Target
 
 CONFORMS, DIVERGES, UNSUPPORTED, ERROR = "CONFORMS", "DIVERGES", "UNSUPPORTED", "ERROR"
 _SEVERITY = {CONFORMS: 0, UNSUPPORTED: 1, DIVERGES: 2, ERROR: 3}
@@ -164,19 +159,21 @@ class Runner:
         self.profile = choose_profile(scenario, build, profile)
         self.on_step = on_step or (lambda r: None)
         self._events: list[dict[str, Any]] = []
-        self._raw_checks: list[Any] | None = None
+        #: Each lane's data checks (datachecks.CheckResult lists), once the run has read.
+        self._raw_checks: list[list[Any]] | None = None
         self._data_dirs: dict[int, Path] = {}
         #: The quorum epoch when the current step started; the controller the latest
         #: ``active`` resolved to (several controllers only).
         self._epoch_before: int | None = None
         self._last_active: int | None = None
-        self.model = self._new_model(self.profile)
-        self.kip = KipJudge(self._new_model, self.model.profile, elr_enabled(scenario, build),
-                            lambda pred, outcome: _ack_mismatch(pred, outcome)
-                            or _consume_mismatch(pred, outcome))
+        self.lockstep = Lockstep(scenario, self.profile, elr_enabled(scenario, build),
+                                 lambda pred, outcome: _ack_mismatch(pred, outcome)
+                                 or _consume_mismatch(pred, outcome), self.model_for)
 
-    def _new_model(self, profile: Any) -> Any:
-        return self.model_for(self.scenario, profile, elr_enabled(self.scenario, self.build))
+    @property
+    def model(self) -> Any:
+        """Partition 0's model (the only one of a one-partition topic)."""
+        return self.lockstep.first
 
     @staticmethod
     def model_for(scenario: Any, profile: Any, elr: bool) -> Any:
@@ -184,6 +181,7 @@ class Runner:
         from reference import ClusterSpec, Model, TopicSpec
         sc = scenario
         shape = shape_of(sc)
+        assert sc.topic.partitions == 1, "a model is of one partition: take a lane's scenario"
         return Model(profile=profile,
                      cluster=ClusterSpec(brokers=shape.broker_ids,
                                          controllers=shape.controller_ids,
@@ -233,14 +231,19 @@ class Runner:
 
     def _judge_axes(self, history: History, result: RunResult) -> None:
         """The release verdict is the lockstep run's; kip, safety and the trace are judged
-        here, as `audit` judges them offline (judges.judge_run)."""
+        here, lane by lane, as `audit` judges them offline (judges.judge_run)."""
         logs = trace_check.read_logs(history.run_dir)
         trace_under = trace_check.memo(logs, self.scenario, self._events,
                                        elr_enabled(self.scenario, self.build))
-        release = AxisVerdict("release", result.verdict, result.reason)
-        evidence = RunEvidence(self.scenario, self.build.version_tuple, self._events,
-                               self._raw_checks, trace_under, trace_check.SAFETY_RULES)
-        result.axes = judge_run(release, self.model.profile, self.kip, evidence)
+        per_lane = []
+        for i, lm in enumerate(self.lockstep.lanes):
+            release = AxisVerdict("release", result.verdict, result.reason)
+            evidence = RunEvidence(lm.lane.scenario, self.build.version_tuple,
+                                   lane_events(self._events, self.scenario, lm.lane),
+                                   None if self._raw_checks is None else self._raw_checks[i],
+                                   trace_under, trace_check.SAFETY_RULES)
+            per_lane.append((lm.lane, judge_run(release, lm.model.profile, lm.kip, evidence)))
+        result.axes = merge_axes(per_lane)
         for finding in result.axes["release"].details:
             history.record("trace", profile=self.profile, **finding)
         for axis in AXES:
@@ -254,13 +257,14 @@ class Runner:
         result.reason = gap
         for index, loaded in enumerate(self.scenario.steps):
             kind, params, line = step_mapping(loaded)
-            step_kind = step_kinds.KINDS[kind]
-            step = step_kind.with_records(loaded.step, tuple(
-                f"predicted-{index}-{i}" for i in range(step_kind.records(loaded.step))))
-            pred = self.model.apply(step)
-            self._record_prediction(history, index, pred)
+            count = step_kinds.KINDS[kind].records(loaded.step)
+            ids = [f"predicted-{index}-{p}-{i}" if self.lockstep.multi else f"predicted-{index}-{i}"
+                   for p in self.lockstep.targeted(index) for i in range(count)]
+            steps, _ = self.lockstep.steps_at(index, loaded.step, ids)
+            preds = self.lockstep.apply(steps)
+            self._record_predictions(history, index, preds)
             self._finish_step(history, result, StepResult(
-                index, kind, line, _summary(pred), "-", UNSUPPORTED, gap))
+                index, kind, line, self._summary(preds), "-", UNSUPPORTED, gap))
 
     def _run_on_cluster(self, history: History, result: RunResult) -> None:
         controllers = self.shape().controller_ids
@@ -304,65 +308,90 @@ class Runner:
         from harness.run.session import current_brokers
         observer = SampleObserver(session.cluster,
                                   lambda: current_brokers(session.cluster, session.faults))
-        return Sampler(observer, self.scenario.topic.name, history)
+        return Sampler(observer, self.scenario.topic.name, history,
+                       self.scenario.topic.partitions)
 
     def _create_topic(self, session: Session) -> None:
         sc = self.scenario
         config = {"min.insync.replicas": str(sc.topic.min_insync_replicas),
                   **{k: str(v) for k, v in dict(sc.topic.config).items()}}
-        admin.create_topic(session.observer, sc.topic.name, list(sc.topic.replicas), config)
-        self._poll(session, lambda st: set(st["isr"]) == set(sc.topic.replicas)
-                   and st["leader"] == sc.topic.replicas[0], self.step_timeout_s)
+        admin.create_topic(session.observer, sc.topic.name, list(sc.topic.replicas), config,
+                           [list(r) for r in sc.topic.assignment[1:]])
+        for p in range(sc.topic.partitions):
+            self._poll(session, p, _fully_replicated(sc.topic.replicas_of(p)),
+                       self.step_timeout_s)
 
     def _run_step(self, session: Session, history: History, result: RunResult, index: int,
                   loaded: Any) -> str:
         kind, params, line = step_mapping(loaded)
         step_kind = step_kinds.KINDS[kind]
-        step = loaded.step
-        records = step_kind.records(step)
-        if records:
-            ids = session.workload.next_ids(records)
-            step = step_kind.with_records(step, tuple(ids))
+        ls = self.lockstep
+        count = step_kind.records(loaded.step) * len(ls.targeted(index))
+        ids = session.workload.next_ids(count) if count else []
+        if ids:
             params = {**params, "record_ids": ids}
-        step, resolved, self._epoch_before = self._quorum_at_start(session, step)
+        step, resolved, self._epoch_before = self._quorum_at_start(session, loaded.step)
         if resolved:
             params = {**params, "resolved": resolved}
+        steps, _ = ls.steps_at(index, step, ids)
         history.record("step", index=index, phase="start", step={kind: params}, line=line)
-        pred = self.model.apply(step)
-        self._record_prediction(history, index, pred)
+        preds = ls.apply(steps)
+        self._record_predictions(history, index, preds)
         progress.say(f"step {index + 1}/{len(self.scenario.steps)} {kind} "
                      f"{ {k: v for k, v in params.items() if k != 'record_ids'} }: "
-                     f"expecting {_summary(pred)}")
-        if pred.unsupported:
+                     f"expecting {self._summary(preds)}")
+        summary = self._summary(preds)
+        unsupported = next((p.unsupported for p in preds if p.unsupported), None)
+        if unsupported:
             return self._finish_step(history, result, StepResult(
-                index, kind, line, _summary(pred), "-", UNSUPPORTED, pred.unsupported))
-        outcome = step_kinds.execute(session, self.scenario.topic.name, kind, step)
-        if outcome.unsupported:
+                index, kind, line, summary, "-", UNSUPPORTED, unsupported))
+        outcomes = self._execute(session, index, kind, steps)
+        unsupported = next((o.unsupported for o in outcomes if o.unsupported), None)
+        if unsupported:
             return self._finish_step(history, result, StepResult(
-                index, kind, line, _summary(pred), "-", UNSUPPORTED, outcome.unsupported))
+                index, kind, line, summary, "-", UNSUPPORTED, unsupported))
         if not step_kind.settles(step):
             # Not waited for (restart wait: false): its prediction is checked by the steps
             # after it, on the model's branches it leaves; nothing is observed here.
-            self.kip.step(ObservedStep(index, step, None, outcome))
+            ls.kip_step(index, steps, None, outcomes)
             history.record("step", index=index, phase="end", step={kind: params}, line=line)
             return self._finish_step(history, result, StepResult(
-                index, kind, line, _summary(pred), "-", CONFORMS,
+                index, kind, line, summary, "-", CONFORMS,
                 "not waited for: the next steps check it"))
         timeout = float(params.get("timeout_s", self.step_timeout_s))
-        observed, why, blind = self._converge(session, pred, step_kind.expects(params),
-                                              timeout)
-        reason = why or _ack_mismatch(pred, outcome) or _consume_mismatch(pred, outcome)
-        if observed is not None and reason is None:
-            self.model.resolve(_state(observed), outcome.acks, read_of(outcome))
+        observed, why, blind = self._converge(session, preds, ls.expects(index), timeout)
+        reason = why or self._outcome_mismatch(preds, outcomes)
+        states = None if observed is None else [_state(o) for o in observed]
+        if states is not None and reason is None:
+            ls.resolve(states, outcomes)
         if not blind:
-            self.kip.step(ObservedStep(index, step, None if observed is None
-                                       else _state(observed), outcome))
+            ls.kip_step(index, steps, states, outcomes)
         history.record("step", index=index, phase="end", step={kind: params}, line=line)
         # A cluster the observer could not see at the deadline is a harness fault, not
         # evidence against the broker.
         verdict = CONFORMS if reason is None else ERROR if blind else DIVERGES
         return self._finish_step(history, result, StepResult(
-            index, kind, line, _summary(pred), _fmt(observed), verdict, reason or ""))
+            index, kind, line, summary, self._fmt(observed), verdict, reason or ""))
+
+    def _execute(self, session: Session, index: int, kind: str, steps: list[Any]
+                 ) -> list[Any]:
+        """Each lane's outcome: a step on partitions runs once per partition it names (the
+        others' outcome is empty), any other step once, its outcome every lane's."""
+        topic = self.scenario.topic.name
+        if not step_kinds.KINDS[kind].on_partitions:
+            outcome = step_kinds.execute(session, Target(topic), kind, steps[0])
+            return [outcome] * len(steps)
+        targeted = set(self.lockstep.targeted(index))
+        return [step_kinds.execute(session, Target(topic, lm.lane.partition), kind, s)
+                if lm.lane.partition in targeted else StepOutcome()
+                for lm, s in zip(self.lockstep.lanes, steps, strict=True)]
+
+    def _outcome_mismatch(self, preds: list[Any], outcomes: list[Any]) -> str | None:
+        for lm, pred, outcome in zip(self.lockstep.lanes, preds, outcomes, strict=True):
+            why = _ack_mismatch(pred, outcome) or _consume_mismatch(pred, outcome)
+            if why is not None:
+                return self.lockstep.said(lm, why)
+        return None
 
     def _quorum_at_start(self, session: Session, step: Any
                          ) -> tuple[Any, dict[str, int], int | None]:
@@ -410,33 +439,39 @@ class Runner:
                 resolved[name] = self._last_active
         return dataclasses.replace(step, **resolved), resolved, epoch
 
-    def _observe(self, session: Session) -> dict[str, Any]:
-        """The partition's state, with whether the quorum held an election during the step
+    def _observe(self, session: Session) -> list[dict[str, Any]]:
+        """Each partition's state, with whether the quorum held an election during the step
         (its epoch moved since the step started)."""
-        state = session.observer.partition_state(self.scenario.topic.name)[0]
-        epoch = state.get("quorum_epoch")
-        if self._epoch_before is not None and epoch is not None:
-            state["quorum_elected"] = epoch != self._epoch_before
-        return state
+        states = [session.observer.partition_state(self.scenario.topic.name, p)[0]
+                  for p in range(self.scenario.topic.partitions)]
+        for state in states:
+            epoch = state.get("quorum_epoch")
+            if self._epoch_before is not None and epoch is not None:
+                state["quorum_elected"] = epoch != self._epoch_before
+        return states
 
-    def _converge(self, session: Session, pred: Any, expected: Mapping[str, Any],
-                  timeout_s: float) -> tuple[dict[str, Any] | None, str | None, bool]:
-        """Poll until the observation is allowed. On timeout: the last observation, the
-        model's explanation, and whether the last poll could not observe at all."""
-        last: dict[str, Any] | None = None
+    def _converge(self, session: Session, preds: list[Any],
+                  expected: list[Mapping[str, Any]], timeout_s: float
+                  ) -> tuple[list[dict[str, Any]] | None, str | None, bool]:
+        """Poll until every partition's observation is allowed. On timeout: the last
+        observations, the model's explanation, and whether the last poll could not observe
+        at all."""
+        last: list[dict[str, Any]] | None = None
         deadline = time.monotonic() + timeout_s
         hwm_deadline = time.monotonic() + min(timeout_s, HWM_VISIBLE_WAIT_S)
         while True:
             blind = False
             try:
                 last = self._observe(session)
-                why = self.model.explain(_state(last)) or _await_mismatch(expected, last) \
-                    or _not_started(session, expected)
-                if why is None and _quorum_unseen(pred, last):
+                why = self.lockstep.explain([_state(o) for o in last]) \
+                    or self._await_mismatch(expected, last) \
+                    or next(filter(None, (_not_started(session, e) for e in expected)), None)
+                pairs = list(zip(preds, last, strict=True))
+                if why is None and any(_quorum_unseen(p, o) for p, o in pairs):
                     why, blind = ("controller: DescribeQuorum not answered (the prediction "
                                   "names an active controller)"), True
-                if why is None and not (_hwm_hidden(pred, last)
-                                        and time.monotonic() < hwm_deadline):
+                hidden = any(_hwm_hidden(p, o) for p, o in pairs)
+                if why is None and not (hidden and time.monotonic() < hwm_deadline):
                     return last, None, False
             except ObserveError as exc:
                 why, blind = f"no current broker could be observed: {exc}", True
@@ -444,22 +479,49 @@ class Runner:
                 return last, why, blind
             time.sleep(CONVERGE_POLL_S)
 
-    def _poll(self, session: Session, ok: Callable[[dict[str, Any]], bool],
+    def _await_mismatch(self, expected: list[Mapping[str, Any]],
+                        observed: list[dict[str, Any]]) -> str | None:
+        for lm, want, got in zip(self.lockstep.lanes, expected, observed, strict=True):
+            why = _await_mismatch(want, got)
+            if why is not None:
+                return self.lockstep.said(lm, why)
+        return None
+
+    def _poll(self, session: Session, partition: int, ok: Callable[[dict[str, Any]], bool],
               timeout_s: float) -> dict[str, Any]:
         from harness.infra.wait import until
 
         def observe() -> dict[str, Any] | None:
             try:
-                return session.observer.partition_state(self.scenario.topic.name)[0]
+                return session.observer.partition_state(self.scenario.topic.name, partition)[0]
             except ObserveError:
                 return None
-        state = until(observe, lambda st: st is not None and ok(st), "initial topic state",
+        state = until(observe, lambda st: st is not None and ok(st),
+                      f"initial state of {self.scenario.topic.name}-{partition}",
                       timeout_s, CONVERGE_POLL_S)
         assert state is not None
         return state
 
-    def _record_prediction(self, history: History, index: int, pred: Any) -> None:
-        history.record("prediction", index=index, profile=self.profile,
+    def _summary(self, preds: list[Any]) -> str:
+        if not self.lockstep.multi:
+            return _summary(preds[0])
+        return " | ".join(self.lockstep.said(lm, _summary(p))
+                          for lm, p in zip(self.lockstep.lanes, preds, strict=True))
+
+    def _fmt(self, observed: list[dict[str, Any]] | None) -> str:
+        if observed is None or not self.lockstep.multi:
+            return _fmt(None if observed is None else observed[0])
+        return " | ".join(self.lockstep.said(lm, _fmt(o))
+                          for lm, o in zip(self.lockstep.lanes, observed, strict=True))
+
+    def _record_predictions(self, history: History, index: int, preds: list[Any]) -> None:
+        for lm, pred in zip(self.lockstep.lanes, preds, strict=True):
+            where = {"partition": lm.lane.partition} if self.lockstep.multi else {}
+            self._record_prediction(history, index, pred, **where)
+
+    def _record_prediction(self, history: History, index: int, pred: Any,
+                           **where: int) -> None:
+        history.record("prediction", index=index, profile=self.profile, **where,
                        allowed=[s.to_json() for s in pred.allowed],
                        must_survive=sorted(pred.must_survive), hwm_may_move=pred.hwm_may_move,
                        expected_acks=pred.expected_acks, unsupported=pred.unsupported)
@@ -475,17 +537,29 @@ class Runner:
     def _data_checks(self, history: History, session: Session) -> list[dict[str, Any]]:
         """Final read of every visible record, then the data checks over the whole history."""
         from harness.infra.history import read_events
-        try:
-            session.workload.consume_all(self.scenario.topic.name)
-        except Exception as exc:  # noqa: BLE001 - a cluster with no leader has nothing to read
-            progress.say(f"final read failed: {exc}")
+        for p in range(self.scenario.topic.partitions):
+            try:
+                session.workload.consume_all(self.scenario.topic.name, p)
+            except Exception as exc:  # noqa: BLE001 - a partition with no leader: nothing to read
+                progress.say(f"final read of {self.scenario.topic.name}-{p} failed: {exc}")
         from harness.run import datachecks
         events = list(read_events(history.run_dir))
-        self._events, self._raw_checks = events, datachecks.run_checks(events)
-        checks = run_data_checks(self._raw_checks, self.model, _predicts_hwm_drop(events))
+        self._events, self._raw_checks = events, []
+        per_lane = []
+        for lm in self.lockstep.lanes:
+            mine = lane_events(events, self.scenario, lm.lane)
+            raw = datachecks.run_checks(mine)
+            self._raw_checks.append(raw)
+            per_lane.append((lm.lane, run_data_checks(raw, lm.model, _predicts_hwm_drop(mine))))
+        checks = merge_checks(per_lane)
         for check in checks:
             history.record("check", **check)
         return checks
+
+
+def _fully_replicated(replicas: tuple[int, ...]) -> Callable[[dict[str, Any]], bool]:
+    """A new partition's first settled state: every replica in the ISR, the first leads."""
+    return lambda st: set(st["isr"]) == set(replicas) and st["leader"] == replicas[0]
 
 
 def _predicts_hwm_drop(events: list[dict[str, Any]]) -> bool:

@@ -96,11 +96,14 @@ class SampleObserver(Observer):
 
 
 class Sampler:
-    """Samples ``topic``-0 from ``start`` to ``stop``; ``step`` names the step running."""
+    """Samples every partition of ``topic`` from ``start`` to ``stop``; ``step`` names the
+    step running. A sample is one round over the partitions (one with a single partition);
+    it counts as failed if any partition could not be observed."""
 
     def __init__(self, observer: Observer, topic: str, history: History,
-                 interval_s: float = INTERVAL_S) -> None:
+                 partitions: int = 1, interval_s: float = INTERVAL_S) -> None:
         self.observer, self.topic, self.history = observer, topic, history
+        self.partitions = partitions
         self.interval_s = interval_s
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -109,7 +112,7 @@ class Sampler:
         self._window = _Window(time.monotonic())
         self._total = _Window(time.monotonic())
         self._last: PartitionState | None = None
-        self._max_hwm: int | None = None
+        self._max_hwm: dict[int, int] = {}
         self.steps: list[dict[str, Any]] = []
 
     def start(self) -> None:
@@ -152,28 +155,34 @@ class Sampler:
         self.observer.close()
 
     def _sample(self) -> None:
-        try:
-            state = self.observer.partition_state(self.topic)[0]
-        except Exception:  # noqa: BLE001 - no current broker answered: a failed sample
-            with self._lock:
+        ok = all([self._sample_one(p) for p in range(self.partitions)])
+        with self._lock:
+            if ok:
+                self._window.ok += 1
+                self._total.ok += 1
+            else:
                 self._window.failed += 1
                 self._total.failed += 1
-            return
+
+    def _sample_one(self, partition: int) -> bool:
+        try:
+            state = self.observer.partition_state(self.topic, partition)[0]
+        except Exception:  # noqa: BLE001 - no current broker answered: a failed sample
+            return False
         observed = PartitionState.from_json(state)
-        found = observed_violations(observed, self._max_hwm)
+        found = observed_violations(observed, self._max_hwm.get(partition))
         with self._lock:
             index = self._index
-            self._window.ok += 1
-            self._total.ok += 1
             self._window.violations += len(found)
             self._total.violations += len(found)
-        self.history.record("sample", index=index, topic=self.topic, partition=0,
+        self.history.record("sample", index=index, topic=self.topic, partition=partition,
                             state=state)
         for name, detail in found:
             self.history.record("sample_violation", index=index, invariant=name,
-                                detail=detail, state=state)
+                                detail=detail, state=state, partition=partition)
         if observed.hwm is not None:
-            self._max_hwm = max(observed.hwm, self._max_hwm or 0)
+            self._max_hwm[partition] = max(observed.hwm, self._max_hwm.get(partition, 0))
+        return True
 
 
 class _Window:

@@ -31,6 +31,7 @@ from harness.run.nodes import (
     TOPIC_RE,
     Composer,
     Ctx,
+    Items,
     ScenarioError,
     broker_list,
     check_not_owned,
@@ -48,12 +49,27 @@ class Requires:
     features: tuple[str, ...] = ()
 
 
+#: At most this many partitions per topic: every partition is a model of its own (each
+#: with up to 256 branches) and one more state per observation.
+MAX_PARTITIONS = 24
+
+
 @dataclass(frozen=True)
 class Topic:
     name: str
+    #: Partition 0's replicas (its first is its preferred leader).
     replicas: tuple[int, ...]
     min_insync_replicas: int
     config: Mapping[str, str] = field(default_factory=dict)
+    #: Every partition's replicas, partition 0 first (empty: one partition, ``replicas``).
+    assignment: tuple[tuple[int, ...], ...] = ()
+
+    @property
+    def partitions(self) -> int:
+        return len(self.assignment) or 1
+
+    def replicas_of(self, partition: int) -> tuple[int, ...]:
+        return self.assignment[partition] if self.assignment else self.replicas
 
 
 AXIS_VERDICTS = {"release": ("CONFORMS", "DIVERGES"),
@@ -78,12 +94,19 @@ class Expectation:
 
 @dataclass(frozen=True)
 class ScenarioStep:
-    """One step: the reference step object, its kind, the original mapping and line."""
+    """One step: the reference step object, its kind, the original mapping and line, and
+    for a step on partitions (produce, consume, await, ...) the one it names (None: every
+    partition of the topic)."""
 
     step: S.Step
     kind: str
     mapping: Mapping[str, Any]
     line: int
+    partition: int | None = None
+
+    def targets(self, partition: int) -> bool:
+        """Whether the step acts on (or, an await, expects something of) ``partition``."""
+        return self.partition is None or self.partition == partition
 
 
 @dataclass(frozen=True)
@@ -162,7 +185,7 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
     requires = _requires(ctx, top["requires"][1]) if "requires" in top else Requires()
     cluster = _cluster(ctx, ctx.required(top, "cluster", root, ""))
     topic = _topic(ctx, ctx.required(top, "topic", root, ""), cluster)
-    steps = _steps(ctx, ctx.required(top, "steps", root, ""), cluster)
+    steps = _steps(ctx, ctx.required(top, "steps", root, ""), cluster, topic)
     expectations = _expectations(ctx, top["expect"][1]) if "expect" in top else ()
     return Scenario(version=version, name=name, description=description, seed=seed,
                     profile=profile, requires=requires, cluster=cluster, topic=topic,
@@ -269,17 +292,57 @@ def _cluster(ctx: Ctx, node: Node) -> ClusterShape:
 
 def _topic(ctx: Ctx, node: Node, cluster: ClusterShape) -> Topic:
     items = ctx.mapping(node, "topic")
-    ctx.unknown(items, ("name", "replicas", "min_insync_replicas", "config"), "topic")
+    ctx.unknown(items, ("name", "replicas", "partitions", "assignment", "min_insync_replicas",
+                        "config"), "topic")
     name = _topic_name(ctx, ctx.required(items, "name", node, "topic"))
-    replicas = broker_list(ctx, ctx.required(items, "replicas", node, "topic"),
-                            "topic.replicas", cluster)
+    assignment = _assignment(ctx, node, items, cluster)
     mir = ctx.int_(ctx.required(items, "min_insync_replicas", node, "topic"),
                    "topic.min_insync_replicas", 1, MAX_INT)
     cfg = ctx.props(items["config"][1], "topic.config") if "config" in items else {}
     if "min.insync.replicas" in cfg:
         raise ctx.fail(items["config"][1], "topic.config",
                        "set min.insync.replicas with topic.min_insync_replicas")
-    return Topic(name, replicas, mir, cfg)
+    return Topic(name, assignment[0], mir, cfg, assignment if len(assignment) > 1 else ())
+
+
+def _assignment(ctx: Ctx, node: Node, items: Items, cluster: ClusterShape
+                ) -> tuple[tuple[int, ...], ...]:
+    """Every partition's replicas: ``assignment`` as written, or ``replicas`` for partition
+    0 and a spread (``spread_assignment``) for the rest."""
+    count = ctx.int_(items["partitions"][1], "topic.partitions", 1, MAX_PARTITIONS) \
+        if "partitions" in items else None
+    if "assignment" not in items:
+        replicas = broker_list(ctx, ctx.required(items, "replicas", node, "topic"),
+                               "topic.replicas", cluster)
+        return spread_assignment(replicas, cluster.broker_ids, count or 1)
+    anode = items["assignment"][1]
+    rows = ctx.sequence(anode, "topic.assignment", MAX_PARTITIONS)
+    if not rows:
+        raise ctx.fail(anode, "topic.assignment", "lists no partition")
+    out = tuple(broker_list(ctx, row, f"topic.assignment[{i}]", cluster)
+                for i, row in enumerate(rows))
+    if len({len(r) for r in out}) > 1:
+        raise ctx.fail(anode, "topic.assignment", "every partition needs the same number of "
+                       "replicas (Kafka's CreateTopics takes one replication factor)")
+    if count is not None and count != len(out):
+        raise ctx.fail(items["partitions"][1], "topic.partitions", f"{count} partitions but "
+                       f"topic.assignment lists {len(out)}: leave one out or make them agree")
+    if "replicas" in items:
+        replicas = broker_list(ctx, items["replicas"][1], "topic.replicas", cluster)
+        if replicas != out[0]:
+            raise ctx.fail(items["replicas"][1], "topic.replicas", "differs from "
+                           "topic.assignment[0]: leave it out, the assignment says it")
+    return out
+
+
+def spread_assignment(replicas: tuple[int, ...], brokers: tuple[int, ...], partitions: int
+                      ) -> tuple[tuple[int, ...], ...]:
+    """Partition p's replicas: the replication factor's worth of brokers from the cycle
+    ``replicas`` then the other brokers, starting p places along, so that leaders and
+    followers spread over every broker as Kafka's own assignment spreads them."""
+    cycle = list(replicas) + [b for b in brokers if b not in replicas]
+    n, rf = len(cycle), len(replicas)
+    return tuple(tuple(cycle[(p + i) % n] for i in range(rf)) for p in range(partitions))
 
 
 def _topic_name(ctx: Ctx, node: Node) -> str:
@@ -292,28 +355,29 @@ def _topic_name(ctx: Ctx, node: Node) -> str:
     return name
 
 
-def _steps(ctx: Ctx, node: Node, cluster: ClusterShape) -> list[ScenarioStep]:
+def _steps(ctx: Ctx, node: Node, cluster: ClusterShape, topic: Topic) -> list[ScenarioStep]:
     out: list[ScenarioStep] = []
     down: set[int] = set()
     records = 0
     for i, item in enumerate(ctx.sequence(node, "steps", MAX_STEPS)):
         where = f"steps[{i}]"
-        kind, step = _step(ctx, item, where, cluster)
+        kind, step, partition = _step(ctx, item, where, cluster, topic)
         wrong = kind.follows(down, step)
         if wrong:
             raise ctx.fail(item, where, wrong)
-        records += kind.records(step)
+        records += kind.records(step) * (1 if partition is not None else topic.partitions)
         if records > MAX_RECORDS:
             raise ctx.fail(item, where, f"{records} records in all; a scenario produces at "
                            f"most {MAX_RECORDS}")
-        out.append(ScenarioStep(step, kind.name, ctx.plain(item), item.start_mark.line + 1))
+        out.append(ScenarioStep(step, kind.name, ctx.plain(item), item.start_mark.line + 1,
+                                partition))
     if not out:
         raise ctx.fail(node, "steps", "no steps")
     return out
 
 
-def _step(ctx: Ctx, item: Node, where: str, cluster: ClusterShape
-          ) -> tuple[step_kinds.StepKind, S.Step]:
+def _step(ctx: Ctx, item: Node, where: str, cluster: ClusterShape, topic: Topic
+          ) -> tuple[step_kinds.StepKind, S.Step, int | None]:
     items = ctx.mapping(item, where)
     if len(items) != 1:
         raise ctx.fail(item, where, "a step is a mapping with exactly one key, got "
@@ -324,4 +388,21 @@ def _step(ctx: Ctx, item: Node, where: str, cluster: ClusterShape
         raise ctx.fail(knode, where, f"unknown step {name!r} (one of "
                        f"{', '.join(step_kinds.KINDS)})")
     params = ctx.mapping(vnode, f"{where}.{name}")
-    return kind, kind.parse(ctx, params, item, f"{where}.{name}", cluster)
+    partition = _partition(ctx, params, f"{where}.{name}", kind, topic)
+    return kind, kind.parse(ctx, params, item, f"{where}.{name}", cluster), partition
+
+
+def _partition(ctx: Ctx, params: Items, where: str, kind: step_kinds.StepKind, topic: Topic
+               ) -> int | None:
+    """The partition a step on partitions names (taken out of ``params``; None: all)."""
+    if "partition" not in params:
+        return None
+    pnode = params.pop("partition")[1]
+    if not kind.on_partitions:
+        raise ctx.fail(pnode, f"{where}.partition", f"{kind.name} acts on brokers or the "
+                       "cluster, not on a partition: leave partition out")
+    p = ctx.int_(pnode, f"{where}.partition")
+    if not 0 <= p < topic.partitions:
+        raise ctx.fail(pnode, f"{where}.partition", f"{p} is not a partition of "
+                       f"{topic.name} (it has {topic.partitions}: 0..{topic.partitions - 1})")
+    return p

@@ -13,7 +13,7 @@ import importlib
 import pkgutil
 from typing import Any
 
-from harness.run.steps.kind import StepKind, StepOutcome
+from harness.run.steps.kind import StepKind, StepOutcome, Target
 
 
 def _discover() -> dict[str, StepKind]:
@@ -31,11 +31,11 @@ def _discover() -> dict[str, StepKind]:
 KINDS: dict[str, StepKind] = _discover()
 
 
-def execute(session: Any, topic: str, name: str, step: Any) -> StepOutcome:
+def execute(session: Any, at: Target, name: str, step: Any) -> StepOutcome:
     """Run one step on the cluster; what it produced besides cluster state."""
     out = StepOutcome()
-    KINDS[name].execute(session, topic, step, out)
+    KINDS[name].execute(session, at, step, out)
     return out
 
 
-__all__ = ["KINDS", "StepKind", "StepOutcome", "execute"]
+__all__ = ["KINDS", "StepKind", "StepOutcome", "Target", "execute"]

@@ -10,7 +10,7 @@ from yaml.nodes import Node
 from harness.client import admin
 from harness.cluster.topology import ClusterShape
 from harness.run.nodes import MAX_LONG, Ctx, Items, broker_list, check_broker, check_not_owned
-from harness.run.steps.kind import StepKind, StepOutcome
+from harness.run.steps.kind import StepKind, StepOutcome, Target
 from harness.run.steps.processes import parse_broker
 from reference import steps as S
 
@@ -32,8 +32,8 @@ def _parse_alter(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Alte
     return S.AlterConfig(scope, cfg)
 
 
-def _alter(s: Any, topic: str, step: S.AlterConfig, out: StepOutcome) -> None:
-    admin.alter_config(s.observer, step.scope, topic, step.config)
+def _alter(s: Any, at: Target, step: S.AlterConfig, out: StepOutcome) -> None:
+    admin.alter_config(s.observer, step.scope, at.topic, step.config)
 
 
 def _parse_elect(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Elect:
@@ -53,13 +53,13 @@ def _parse_elect(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Elec
     return S.Elect(kind, broker)
 
 
-def _elect(s: Any, topic: str, step: S.Elect, out: StepOutcome) -> None:
+def _elect(s: Any, at: Target, step: S.Elect, out: StepOutcome) -> None:
     if step.type not in SUPPORTED_ELECTIONS:
         out.unsupported = (f"election type {step.type} (KIP-966 part 2 / "
                            "kafka-leader-election.sh LONGEST_LOG_* / DESIGNATION) is not in "
                            "any Apache Kafka release")
         return
-    out.note = admin.elect_leaders(s.observer, step.type, topic)
+    out.note = admin.elect_leaders(s.observer, step.type, at.topic, at.partition)
 
 
 def _parse_reassign(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Reassign:
@@ -78,8 +78,9 @@ def _parse_reassign(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.R
     return S.Reassign(broker_list(c, it["replicas"][1], f"{w}.replicas", cl))
 
 
-def _reassign(s: Any, topic: str, step: S.Reassign, out: StepOutcome) -> None:
-    out.note = admin.reassign(s.observer, topic, None if step.cancel else list(step.replicas))
+def _reassign(s: Any, at: Target, step: S.Reassign, out: StepOutcome) -> None:
+    out.note = admin.reassign(s.observer, at.topic, None if step.cancel else list(step.replicas),
+                              at.partition)
 
 
 def _parse_local_log(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape
@@ -93,7 +94,7 @@ def _parse_local_log(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape
     return S.ReportLocalLog(b, age, size)
 
 
-def _local_log(s: Any, topic: str, step: S.ReportLocalLog, out: StepOutcome) -> None:
+def _local_log(s: Any, at: Target, step: S.ReportLocalLog, out: StepOutcome) -> None:
     out.unsupported = ("local_log (KIP-1303 local-log facts) needs a follower bootstrapped "
                        "from the last tiered offset (tiered storage, KIP-1023) on a build that "
                        "reports localLogStartTimestamp/localLogSizeBytes; the harness cannot "
@@ -102,12 +103,12 @@ def _local_log(s: Any, topic: str, step: S.ReportLocalLog, out: StepOutcome) -> 
 
 KINDS = (
     StepKind("local_log", "local_log: {broker: N, age_ms: A, size_bytes: S}: KIP-1303 facts "
-             "the replica reports", _parse_local_log, _local_log),
+             "the replica reports", _parse_local_log, _local_log, on_partitions=True),
     StepKind("alter_config", "alter_config: {scope: topic|cluster, config: {...}}: "
              "IncrementalAlterConfigs", _parse_alter, _alter),
     StepKind("elect", "elect: {type: preferred|unclean|..., broker: N}: ElectLeaders",
-             _parse_elect, _elect),
+             _parse_elect, _elect, on_partitions=True),
     StepKind("reassign", "reassign: {replicas: [...]} | {cancel: true}: "
              "AlterPartitionReassignments (cancel: revert the ongoing one)",
-             _parse_reassign, _reassign),
+             _parse_reassign, _reassign, on_partitions=True),
 )

@@ -9,7 +9,7 @@ from yaml.nodes import Node
 
 from harness.cluster.topology import ClusterShape
 from harness.run.nodes import MAX_OFFSET, Ctx, Items, broker_ids, check_broker
-from harness.run.steps.kind import StepKind, StepOutcome
+from harness.run.steps.kind import StepKind, StepOutcome, Target
 from reference import steps as S
 
 AWAIT_KEYS = ("leader", "leader_epoch", "replicas", "isr", "elr", "last_known_elr", "hwm",
@@ -37,7 +37,7 @@ def _parse_await(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Awai
     return S.Await(expect, timeout)
 
 
-def _await(s: Any, topic: str, step: S.Await, out: StepOutcome) -> None:
+def _await(s: Any, at: Target, step: S.Await, out: StepOutcome) -> None:
     """Nothing to do: the runner polls until the expectation (and the model) hold."""
 
 
@@ -51,5 +51,5 @@ KINDS = (
              "timeout_s: T}: wait until the cluster shows these fields (replicas in order; "
              "ready: these brokers' servers started since their last restart, registered "
              "and unfenced)",
-             _parse_await, _await, expects=_expects),
+             _parse_await, _await, expects=_expects, on_partitions=True),
 )

@@ -30,10 +30,20 @@ class StepOutcome:
     unsupported: str | None = None
 
 
+@dataclass(frozen=True)
+class Target:
+    """Where a step acts: the scenario's topic, and for a step on partitions the one
+    partition this execution is for (the runner runs such a step once per partition it
+    names)."""
+
+    topic: str
+    partition: int = 0
+
+
 #: (reader, the step's mapping, the step's node, where, cluster) -> the model step.
 Parser = Callable[[Ctx, Items, Node, str, ClusterShape], Step]
-#: (session, topic, the model step, what it produced so far) -> None.
-Executor = Callable[["Session", str, Any, StepOutcome], None]
+#: (session, where, the model step, what it produced so far) -> None.
+Executor = Callable[["Session", Target, Any, StepOutcome], None]
 
 
 def _no_records(step: Step) -> int:
@@ -73,6 +83,10 @@ class StepKind:
     expects: Callable[[Mapping[str, Any]], Mapping[str, Any]] = _no_expectation
     #: Whether the step reads the visible records (its outcome is the records consumed).
     reads: bool = False
+    #: Whether the step acts on partitions (takes ``partition: P``; without it, every
+    #: partition): the runner executes it once per partition it names, and the other
+    #: partitions' models see it as an empty await (their state must hold).
+    on_partitions: bool = False
     #: The loader's rule on the steps before it: brokers down so far (the rule keeps the
     #: set up to date) -> what is wrong, or None.
     follows: Callable[[set[int], Step], str | None] = _any_order

@@ -9,7 +9,7 @@ from yaml.nodes import Node
 from harness.cluster.topology import ClusterShape
 from harness.infra.errors import HarnessError
 from harness.run.nodes import Ctx, Items, check_node
-from harness.run.steps.kind import StepKind, StepOutcome
+from harness.run.steps.kind import StepKind, StepOutcome, Target
 from reference import steps as S
 
 
@@ -82,19 +82,19 @@ def _parse_heal(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Heal:
     return S.Heal()
 
 
-def _isolate(s: Any, topic: str, step: S.Isolate, out: StepOutcome) -> None:
+def _isolate(s: Any, at: Target, step: S.Isolate, out: StepOutcome) -> None:
     s.faults.isolate(concrete(step.node))
 
 
-def _partition(s: Any, topic: str, step: S.Partition, out: StepOutcome) -> None:
+def _partition(s: Any, at: Target, step: S.Partition, out: StepOutcome) -> None:
     s.faults.partition(step.groups)
 
 
-def _cut(s: Any, topic: str, step: S.Cut, out: StepOutcome) -> None:
+def _cut(s: Any, at: Target, step: S.Cut, out: StepOutcome) -> None:
     s.faults.cut(concrete(step.src), concrete(step.dst), step.direction)
 
 
-def _heal(s: Any, topic: str, step: S.Heal, out: StepOutcome) -> None:
+def _heal(s: Any, at: Target, step: S.Heal, out: StepOutcome) -> None:
     s.faults.heal()
 
 

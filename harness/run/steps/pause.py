@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from harness.run.steps.kind import StepKind, StepOutcome
+from harness.run.steps.kind import StepKind, StepOutcome, Target
 from harness.run.steps.network import concrete, parse_node
 from reference.controller import Ctx
 from reference.state import World
@@ -41,11 +41,11 @@ class Resume(_OnNode):
         return w if n is None else rejoin(w, n)
 
 
-def _pause(s: Any, topic: str, step: Pause, out: StepOutcome) -> None:
+def _pause(s: Any, at: Target, step: Pause, out: StepOutcome) -> None:
     s.faults.pause(concrete(step.node))
 
 
-def _resume(s: Any, topic: str, step: Resume, out: StepOutcome) -> None:
+def _resume(s: Any, at: Target, step: Resume, out: StepOutcome) -> None:
     s.faults.resume(concrete(step.node))
 
 

@@ -10,7 +10,7 @@ from yaml.nodes import Node
 
 from harness.cluster.topology import ClusterShape
 from harness.run.nodes import MAX_OFFSET, Ctx, Items, check_broker
-from harness.run.steps.kind import StepKind, StepOutcome
+from harness.run.steps.kind import StepKind, StepOutcome, Target
 from harness.run.steps.network import concrete, node_ref
 from reference import steps as S
 
@@ -75,11 +75,11 @@ def _node(step: Any) -> int:
     return concrete(step.controller) if isinstance(step, S.OnController) else int(step.broker)
 
 
-def _kill(s: Any, topic: str, step: Any, out: StepOutcome) -> None:
+def _kill(s: Any, at: Target, step: Any, out: StepOutcome) -> None:
     s.faults.kill(_node(step))
 
 
-def _stop(s: Any, topic: str, step: Any, out: StepOutcome) -> None:
+def _stop(s: Any, at: Target, step: Any, out: StepOutcome) -> None:
     s.faults.stop(_node(step))
 
 
@@ -91,12 +91,12 @@ def _parse_restart(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.St
     return S.Restart(b, wait)
 
 
-def _restart(s: Any, topic: str, step: Any, out: StepOutcome) -> None:
+def _restart(s: Any, at: Target, step: Any, out: StepOutcome) -> None:
     s.faults.restart(_node(step), wait=getattr(step, "wait", True))
 
 
-def _lose(s: Any, topic: str, step: S.LoseUnflushed, out: StepOutcome) -> None:
-    s.faults.lose_unflushed(step.broker, topic, 0, step.offset)
+def _lose(s: Any, at: Target, step: S.LoseUnflushed, out: StepOutcome) -> None:
+    s.faults.lose_unflushed(step.broker, at.topic, at.partition, step.offset)
 
 
 KINDS = (
@@ -105,7 +105,7 @@ KINDS = (
              follows=lambda down, step: _goes_down(down, step)),
     StepKind("lose_unflushed", "lose_unflushed: {broker: N, offset: O}: after its kill, the "
              "broker's replica keeps only offsets < O", _parse_lose, _lose,
-             follows=_after_its_kill),
+             follows=_after_its_kill, on_partitions=True),
     StepKind("stop", "stop: {broker: N} | {controller: N|active|last_active}: clean "
              "shutdown (SIGTERM)", _parse_stop, _stop,
              follows=lambda down, step: _goes_down(down, step)),

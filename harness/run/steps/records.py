@@ -9,7 +9,7 @@ from yaml.nodes import Node
 
 from harness.cluster.topology import ClusterShape
 from harness.run.nodes import MAX_RECORDS, Ctx, Items
-from harness.run.steps.kind import StepKind, StepOutcome
+from harness.run.steps.kind import StepKind, StepOutcome, Target
 from reference import steps as S
 
 
@@ -25,9 +25,10 @@ def _parse_produce(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Pr
     return S.Produce(count=count, acks=acks)
 
 
-def _produce(s: Any, topic: str, step: S.Produce, out: StepOutcome) -> None:
+def _produce(s: Any, at: Target, step: S.Produce, out: StepOutcome) -> None:
     ids = list(step.record_ids)
-    for ack in s.workload.produce(topic, len(ids), acks=step.acks, record_ids=ids):
+    for ack in s.workload.produce(at.topic, len(ids), acks=step.acks,
+                                      partition=at.partition, record_ids=ids):
         out.acks[ack.record_id] = ack.offset if ack.error is None else None
         if ack.error is not None:
             out.errors[ack.record_id] = ack.error
@@ -47,14 +48,14 @@ def _parse_consume(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Co
     return S.Consume()
 
 
-def _consume(s: Any, topic: str, step: S.Consume, out: StepOutcome) -> None:
-    out.consumed = s.workload.consume_all(topic, timeout_s=15.0)
+def _consume(s: Any, at: Target, step: S.Consume, out: StepOutcome) -> None:
+    out.consumed = s.workload.consume_all(at.topic, at.partition, timeout_s=15.0)
 
 
 KINDS = (
     StepKind("produce", "produce: {count: N, acks: 0|1|all}: write N records with unique ids",
              _parse_produce, _produce,
-             records=_count, with_records=_named),
+             records=_count, with_records=_named, on_partitions=True),
     StepKind("consume", "consume: {}: read every visible record",
-             _parse_consume, _consume, reads=True),
+             _parse_consume, _consume, reads=True, on_partitions=True),
 )

@@ -14,7 +14,7 @@ from yaml.nodes import Node
 
 from harness.cluster.topology import ClusterShape
 from harness.run.nodes import Ctx, Items, check_broker, check_node
-from harness.run.steps.kind import StepKind, StepOutcome
+from harness.run.steps.kind import StepKind, StepOutcome, Target
 from reference import timing as T
 
 MAX_LATENCY_MS = 60_000
@@ -135,16 +135,16 @@ def pairs_of(step: Any, brokers: tuple[int, ...]) -> list[tuple[int, int]]:
     return out + [(step.dst, step.src)] if step.direction == "both" else out
 
 
-def _latency(s: Any, topic: str, step: T.Latency, out: StepOutcome) -> None:
+def _latency(s: Any, at: Target, step: T.Latency, out: StepOutcome) -> None:
     s.faults.latency(pairs_of(step, s.cluster.shape.broker_ids), step.ms, step.jitter_ms,
                      step.params())
 
 
-def _bandwidth(s: Any, topic: str, step: T.Bandwidth, out: StepOutcome) -> None:
+def _bandwidth(s: Any, at: Target, step: T.Bandwidth, out: StepOutcome) -> None:
     s.faults.bandwidth(pairs_of(step, s.cluster.shape.broker_ids), step.kbps, step.params())
 
 
-def _sleep(s: Any, topic: str, step: T.Sleep, out: StepOutcome) -> None:
+def _sleep(s: Any, at: Target, step: T.Sleep, out: StepOutcome) -> None:
     s.history.record("sleep", seconds=step.seconds)
     time.sleep(step.seconds)  # the one deliberate sleep: time itself is the step's input
 

@@ -1,0 +1,108 @@
+"""The models a run drives beside the cluster: one per lane (harness/run/lanes.py), each
+with the kip judge that follows it. With one partition this is one model and one judge; with
+several, each step is predicted, observed and resolved partition by partition, and a verdict
+or a reason names the partition (``t-3: leader: ...``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.run import steps as step_kinds
+from harness.run.judges import KipJudge, Mismatch, ObservedStep, read_of
+from harness.run.lanes import Lane, lanes
+
+
+@dataclass
+class LaneModel:
+    lane: Lane
+    model: Any
+    kip: KipJudge
+
+
+class Lockstep:
+    def __init__(self, scenario: Any, profile: Any, elr: bool, mismatch: Mismatch,
+                 model_for: Callable[[Any, Any, bool], Any]) -> None:
+        self.scenario = scenario
+        self.lanes: list[LaneModel] = []
+        for ln in lanes(scenario):
+            model = model_for(ln.scenario, profile, elr)
+            kip = KipJudge(_factory(model_for, ln.scenario, elr), model.profile, elr, mismatch)
+            self.lanes.append(LaneModel(ln, model, kip))
+        self.multi = len(self.lanes) > 1
+
+    @property
+    def first(self) -> Any:
+        return self.lanes[0].model
+
+    def said(self, lane: LaneModel, text: str) -> str:
+        """``text`` about one lane, naming its partition when there are several."""
+        return f"{lane.lane.label}: {text}" if self.multi else text
+
+    def steps_at(self, index: int, step: Any, record_ids: Sequence[str]
+                 ) -> tuple[list[Any], list[tuple[str, ...]]]:
+        """Each lane's step ``index`` (``step``: the scenario's step with its controller
+        roles resolved) and the record ids it writes: ``record_ids`` split, in partition
+        order, among the lanes the step names."""
+        loaded = self.scenario.steps[index]
+        kind = step_kinds.KINDS[loaded.kind]
+        if not kind.on_partitions:
+            return [step] * len(self.lanes), [()] * len(self.lanes)
+        count = kind.records(loaded.step)
+        steps: list[Any] = []
+        ids: list[tuple[str, ...]] = []
+        taken = 0
+        for lm in self.lanes:
+            own = lm.lane.scenario.steps[index].step
+            if loaded.targets(lm.lane.partition):
+                mine = tuple(record_ids[taken:taken + count])
+                taken += count
+                own = kind.with_records(own, mine)
+                ids.append(mine)
+            else:
+                ids.append(())
+            steps.append(own)
+        return steps, ids
+
+    def targeted(self, index: int) -> list[int]:
+        """The partitions step ``index`` acts on."""
+        loaded = self.scenario.steps[index]
+        if not step_kinds.KINDS[loaded.kind].on_partitions:
+            return [0]
+        return [lm.lane.partition for lm in self.lanes if loaded.targets(lm.lane.partition)]
+
+    def expects(self, index: int) -> list[Mapping[str, Any]]:
+        """What each lane's step ``index`` itself expects (an await's fields)."""
+        out = []
+        for lm in self.lanes:
+            loaded = lm.lane.scenario.steps[index]
+            ((name, params),) = dict(loaded.mapping).items()
+            out.append(step_kinds.KINDS[name].expects(dict(params or {})))
+        return out
+
+    def apply(self, steps: Sequence[Any]) -> list[Any]:
+        return [lm.model.apply(s) for lm, s in zip(self.lanes, steps, strict=True)]
+
+    def explain(self, observed: Sequence[Any]) -> str | None:
+        for lm, state in zip(self.lanes, observed, strict=True):
+            why = lm.model.explain(state)
+            if why is not None:
+                return self.said(lm, why)
+        return None
+
+    def resolve(self, observed: Sequence[Any], outcomes: Sequence[Any]) -> None:
+        for lm, state, outcome in zip(self.lanes, observed, outcomes, strict=True):
+            lm.model.resolve(state, outcome.acks, read_of(outcome))
+
+    def kip_step(self, index: int, steps: Sequence[Any], observed: Sequence[Any] | None,
+                 outcomes: Sequence[Any]) -> None:
+        for i, lm in enumerate(self.lanes):
+            lm.kip.step(ObservedStep(index, steps[i], None if observed is None else observed[i],
+                                     outcomes[i]))
+
+
+def _factory(model_for: Callable[[Any, Any, bool], Any], scenario: Any, elr: bool
+             ) -> Callable[[Any], Any]:
+    return lambda profile: model_for(scenario, profile, elr)
+
