@@ -175,3 +175,27 @@ def test_predict_shows_every_partition(capsys: pytest.CaptureFixture[str],
     assert "initial t-5: leader=3" in out
     # Broker 2 led t-1 and t-4: killed, they elect 3 (the next in their assignment's ISR).
     assert out.count("t-1 state:\n    leader=3 epoch=1") >= 1
+
+
+def test_a_step_on_every_partition_gives_each_lane_its_own_records() -> None:
+    from harness.run.lockstep import Lockstep
+    from harness.run.runner import Runner
+
+    sc = parse_scenario(SIX)
+    ls = Lockstep(sc, "kafka-4.3", True, lambda pred, outcome: None, Runner.model_for)
+    ids = [f"r{i}" for i in range(12)]
+    steps, per_lane = ls.steps_at(0, sc.steps[0].step, ids)
+    assert per_lane[0] == ("r0", "r1") and per_lane[5] == ("r10", "r11")
+    assert all(s.record_ids == own for s, own in zip(steps, per_lane, strict=True))
+    steps, per_lane = ls.steps_at(2, sc.steps[2].step, ["x"])
+    assert per_lane[4] == ("x",) and steps[0] == S.Await() and ls.targeted(2) == [4]
+    steps, _ = ls.steps_at(1, sc.steps[1].step, [])
+    assert all(s == S.Kill(broker=2) for s in steps)  # a broker step: every lane's
+
+
+def test_lanes_that_read_alike_are_named_together() -> None:
+    from harness.run.lockstep import Lockstep
+    from harness.run.runner import Runner
+
+    ls = Lockstep(parse_scenario(SIX), "kafka-4.3", True, lambda p, o: None, Runner.model_for)
+    assert ls.grouped(["a", "b", "a", "a", "b", "c"]) == "t-{0,2,3}: a; t-{1,4}: b; t-5: c"

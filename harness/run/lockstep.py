@@ -40,6 +40,20 @@ class Lockstep:
         """``text`` about one lane, naming its partition when there are several."""
         return f"{lane.lane.label}: {text}" if self.multi else text
 
+    def grouped(self, texts: Sequence[str]) -> str:
+        """One text per lane, partitions that read alike named together:
+        ``t-{0,3}: L=1 ...; t-{1,4}: L=3 ...`` (a lane with several allowed states
+        lists them with " | ")."""
+        if not self.multi:
+            return texts[0]
+        by_text: dict[str, list[int]] = {}
+        for lm, text in zip(self.lanes, texts, strict=True):
+            by_text.setdefault(text, []).append(lm.lane.partition)
+        topic = self.scenario.topic.name
+        return "; ".join(
+            f"{topic}-{ps[0] if len(ps) == 1 else '{' + ','.join(map(str, ps)) + '}'}: {text}"
+            for text, ps in by_text.items())
+
     def steps_at(self, index: int, step: Any, record_ids: Sequence[str]
                  ) -> tuple[list[Any], list[tuple[str, ...]]]:
         """Each lane's step ``index`` (``step``: the scenario's step with its controller

@@ -503,16 +503,12 @@ class Runner:
         return state
 
     def _summary(self, preds: list[Any]) -> str:
-        if not self.lockstep.multi:
-            return _summary(preds[0])
-        return " | ".join(self.lockstep.said(lm, _summary(p))
-                          for lm, p in zip(self.lockstep.lanes, preds, strict=True))
+        return self.lockstep.grouped([_summary(p) for p in preds])
 
     def _fmt(self, observed: list[dict[str, Any]] | None) -> str:
-        if observed is None or not self.lockstep.multi:
-            return _fmt(None if observed is None else observed[0])
-        return " | ".join(self.lockstep.said(lm, _fmt(o))
-                          for lm, o in zip(self.lockstep.lanes, observed, strict=True))
+        if observed is None:
+            return _fmt(None)
+        return self.lockstep.grouped([_fmt(o) for o in observed])
 
     def _record_predictions(self, history: History, index: int, preds: list[Any]) -> None:
         for lm, pred in zip(self.lockstep.lanes, preds, strict=True):
