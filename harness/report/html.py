@@ -158,9 +158,15 @@ def _checks(checks: dict[str, list[dict[str, Any]]]) -> str:
 
 def _timeline(points: list[dict[str, Any]],
               trace: list[dict[str, Any]] | None = None) -> str:
+    partitions = {p.get("partition") for p in points if p["kind"] == "observation"} - {None}
+    # One partition's lanes: the first (a topic of several partitions shows partition 0).
+    points = [p for p in points if p.get("partition") in (None, 0)]
     obs = [p for p in points if p["kind"] == "observation" and p.get("state")]
     if not obs:
         return "<p class='small'>no observations</p>"
+    note = "" if len(partitions) < 2 else (
+        f"<p class='small'>partition 0 of {len(partitions)}: the timeline shows the first "
+        "partition; the verdicts and checks cover every one</p>")
     t0 = min(p["t_wall"] for p in points)
     t1 = max(p["t_wall"] for p in points) or t0 + 1
     width, left = 900, 60
@@ -191,7 +197,7 @@ def _timeline(points: list[dict[str, Any]],
     legend = ("<p class='small'>blue leader, green ISR, orange ELR, violet LastKnownELR; grey "
               "bands: faults; line: observed HWM, dots: predicted HWM; red lines: trace "
               "violations at the time of their metadata record</p>")
-    return "".join(svg) + legend
+    return note + "".join(svg) + legend
 
 
 def _colour(state: dict[str, Any], broker: int) -> str | None:

@@ -35,7 +35,7 @@ from harness.run.datachecks import run_checks
 
 TIMELINE_KINDS = ("observation", "fault", "prediction", "verdict")
 TIMELINE_FIELDS = ("run_id", "seq", "t_wall", "kind", "state", "action", "index", "verdict",
-                   "reason", "allowed")
+                   "reason", "allowed", "partition")
 
 
 def session(master: str | None = None, app: str = "kafka-chaos-report",
