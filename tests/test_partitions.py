@@ -155,6 +155,10 @@ def test_the_run_takes_the_worst_lane_on_each_axis_and_names_its_partition() -> 
     clean = merge_axes([(ls[0], _axes("CONFORMS", "CONFORMS", "SAFE")),
                         (ls[1], _axes("CONFORMS", "CONFORMS", "SAFE"))])
     assert [v.verdict for v in clean.values()] == ["CONFORMS", "CONFORMS", "SAFE"]
+    # A reason every lane gives (a build that lacks a feature) names no partition.
+    gap = merge_axes([(ls[0], _axes("UNSUPPORTED", "UNSUPPORTED", "UNSUPPORTED", "no elr")),
+                      (ls[1], _axes("UNSUPPORTED", "UNSUPPORTED", "UNSUPPORTED", "no elr"))])
+    assert gap["release"].reason == "no elr"
 
 
 def test_a_check_fails_if_it_fails_on_any_partition() -> None:

@@ -112,7 +112,8 @@ _RANK = {"CONFORMS": 0, "SAFE": 0, "DEVIATES": 1, "UNSUPPORTED": 2, "DIVERGES": 
 def merge_axes(per_lane: Sequence[tuple[Lane, Mapping[str, AxisVerdict]]]
                ) -> dict[str, AxisVerdict]:
     """The run's axis verdicts from its lanes': on each axis the worst lane's, its reason
-    naming the partition, with every lane's details (each naming its partition)."""
+    naming the partition unless every lane says the same, with every lane's details (each
+    naming its partition, but for those every lane has: the trace's)."""
     if len(per_lane) == 1:
         return dict(per_lane[0][1])
     out: dict[str, AxisVerdict] = {}
@@ -122,7 +123,9 @@ def merge_axes(per_lane: Sequence[tuple[Lane, Mapping[str, AxisVerdict]]]
         shared = _shared(per_lane, axis)
         details = list(shared) + [{**d, "partition": ln.partition} for ln, axes in per_lane
                                   for d in axes[axis].details if d not in shared]
-        reason = f"{lane.label}: {worst.reason}" if worst.reason else ""
+        alike = all((axes[axis].verdict, axes[axis].reason) == (worst.verdict, worst.reason)
+                    for _, axes in per_lane)
+        reason = worst.reason if alike or not worst.reason else f"{lane.label}: {worst.reason}"
         out[axis] = replace(worst, reason=reason, details=details,
                             fields=_merged_fields([axes[axis].fields for _, axes in per_lane]))
     return out
