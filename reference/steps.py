@@ -20,6 +20,7 @@ from .protocol import (
     cut_links,
     elect_step,
     produce_step,
+    rebalanced,
     set_config,
     settle,
 )
@@ -56,7 +57,19 @@ class Consume:
         return {}
 
     def transition(self, w: World, ctx: Ctx) -> list[Outcome]:
-        return [Outcome(w)]
+        return time_passes(w, ctx)
+
+
+def time_passes(w: World, ctx: Ctx) -> list[Outcome]:
+    """A step that changes nothing itself (an await, a read) still takes time, in which the
+    active controller's periodic preferred election may move a leadership back: it runs
+    every leader.imbalance.check.interval.seconds, whatever clients do
+    (QuorumController.maybeScheduleNextBalancePartitionLeaders ->
+    ReplicationControlManager.maybeBalancePartitionLeaders, apache/kafka 1eb7644)."""
+    out = [Outcome(w)]
+    if ctx.rebalance:
+        out.extend(Outcome(z) for z in rebalanced(w, ctx))
+    return out
 
 
 #: A controller named by its role when the step runs (FORMAT.md "Controller quorums"):
@@ -435,7 +448,7 @@ class Await:
         return {**dict(self.expect), "timeout_s": self.timeout_s}
 
     def transition(self, w: World, ctx: Ctx) -> list[Outcome]:
-        return [Outcome(w)]
+        return time_passes(w, ctx)
 
 
 #: The step kinds the model itself knows (the explorer's moves, the model's tests).

@@ -14,8 +14,9 @@ import yaml
 from harness.infra.errors import UsageError
 from harness.run import steps as step_kinds
 from harness.run.lanes import lanes
+from harness.run.runner import Runner
 from harness.run.scenario import Scenario, load_scenario
-from reference import PROFILES, Model
+from reference import PROFILES
 from reference.explorer import explore, to_scenario
 from reference.state import fmt_value
 
@@ -60,8 +61,9 @@ def predict_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     sc = load_scenario(args.scenario)
     profile = _profile(args.profile, sc)
     elr = (sc.cluster.elr is not False) if args.elr is None else args.elr == "on"
-    models = [(ln, Model(profile, ln.scenario.cluster_spec(), ln.scenario.topic_spec(),
-                         elr_enabled=elr, seed=sc.seed)) for ln in lanes(sc)]
+    # The run's own model: the brokers' effective configuration (the harness's presets,
+    # then broker_config), not the file's broker_config alone.
+    models = [(ln, Runner.model_for(ln.scenario, profile, elr)) for ln in lanes(sc)]
     multi = len(models) > 1
     if not args.json:
         print(f"scenario {sc.name} ({args.scenario}) under profile {profile}, "
