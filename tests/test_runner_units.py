@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from pathlib import Path
 from types import SimpleNamespace
@@ -134,6 +135,9 @@ def test_a_cluster_the_observer_cannot_see_is_an_error_not_a_divergence() -> Non
     runner = Runner(scenario, _build("4.3.1", elr=True, elr_default_on=True))
 
     class Blind:
+        def one_look(self) -> contextlib.nullcontext[None]:
+            return contextlib.nullcontext()
+
         def partition_state(self, topic: str, partition: int = 0) -> None:
             raise ObserveError("no current broker described t-0")
 
@@ -160,6 +164,9 @@ def test_a_step_waits_a_bounded_time_for_an_hwm_the_leader_hides(
     shown = iter([None, None, 0])
 
     class Hiding:
+        def one_look(self) -> contextlib.nullcontext[None]:
+            return contextlib.nullcontext()
+
         def partition_state(self, topic: str, partition: int = 0) -> list[dict[str, object]]:
             return [{**base, "hwm": next(shown)}]
     moved = SimpleNamespace(hwm_may_move=True, allowed=())

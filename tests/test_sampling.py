@@ -3,6 +3,7 @@ the safety axis from the history's `sample` events (live and by the audit alike)
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from harness.run.datachecks import run_checks
@@ -77,6 +78,9 @@ def test_the_sampler_records_every_sample_a_transient_violation_and_its_rate(tmp
 
     class Fake:
         calls = 0
+
+        def one_look(self) -> contextlib.nullcontext[None]:
+            return contextlib.nullcontext()
 
         def partition_state(self, topic: str, partition: int = 0) -> tuple[dict[str, Any], int]:
             Fake.calls += 1

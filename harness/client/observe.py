@@ -19,7 +19,8 @@ from __future__ import annotations
 import logging
 import subprocess
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import kafka.errors as kafka_errors
@@ -86,6 +87,28 @@ class Observer:
                     if features is None or features.describe_topic_partitions else "Metadata")
         #: The highest leader epoch seen per partition (views older than it are stale).
         self._epochs: dict[tuple[str, int], int] = {}
+        #: Answers shared by the partitions of one look (``one_look``), by request.
+        self._look: dict[tuple[Any, ...], Any] | None = None
+
+    @contextmanager
+    def one_look(self) -> Iterator[None]:
+        """Observe several partitions as one look: a broker's DescribeTopicPartitions (or
+        Metadata) answer covers every partition of the topic and its DescribeCluster every
+        broker, so each is asked once per broker in the look, not once per partition. The
+        partitions' states are then also the same moment of each broker's view."""
+        self._look = {}
+        try:
+            yield
+        finally:
+            self._look = None
+
+    def _send_once(self, key: tuple[Any, ...], node: int, request: Any) -> Any:
+        """``_send``, answered from the current look when the same request was sent in it."""
+        if self._look is None:
+            return self._send(node, request)
+        if (node, *key) not in self._look:
+            self._look[(node, *key)] = self._send(node, request)
+        return self._look[(node, *key)]
 
     def __enter__(self) -> Observer:
         return self
@@ -141,7 +164,8 @@ class Observer:
         last: Exception | None = None
         for node in nodes:
             try:
-                resp = self._send(node, DescribeClusterRequest(include_fenced_brokers=True))
+                resp = self._send_once(("DescribeCluster",), node,
+                                       DescribeClusterRequest(include_fenced_brokers=True))
                 states = {b.broker_id: bool(getattr(b, "is_fenced", False)) for b in resp.brokers}
                 # Before 4.0 (DescribeCluster < v2) fenced brokers are simply left out.
                 return {b: states.get(b, True) for b in self.cluster.shape.broker_ids}
@@ -185,7 +209,8 @@ class Observer:
         nodes: list[int | None] = [*self._current()] or [None]
         for node in nodes:
             try:
-                resp = self._send_any(request) if node is None else self._send(node, request)
+                resp = self._send_any(request) if node is None else \
+                    self._send_once(("DescribeQuorum",), node, request)
             except Exception as exc:  # noqa: BLE001 - the next current broker may answer
                 last = exc
                 continue
@@ -361,7 +386,7 @@ class Observer:
         both sides speak (3.6 and 3.7 brokers: v12); the leader epoch needs v7+."""
         req = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
                               allow_auto_topic_creation=False)
-        resp = self._send(node, req)
+        resp = self._send_once(("Metadata", topic), node, req)
         version = getattr(resp, "API_VERSION", None) or getattr(req, "API_VERSION", None) or 0
         for t in resp.topics:
             if t.name != topic:
@@ -388,7 +413,7 @@ class Observer:
         req = DescribeTopicPartitionsRequest(
             topics=[DescribeTopicPartitionsRequest.TopicRequest(name=topic)],
             response_partition_limit=2000, cursor=None)
-        resp = self._send(node, req)
+        resp = self._send_once(("DescribeTopicPartitions", topic), node, req)
         for t in resp.topics:
             for p in t.partitions:
                 if t.name == topic and p.partition_index == partition:

@@ -442,8 +442,9 @@ class Runner:
     def _observe(self, session: Session) -> list[dict[str, Any]]:
         """Each partition's state, with whether the quorum held an election during the step
         (its epoch moved since the step started)."""
-        states = [session.observer.partition_state(self.scenario.topic.name, p)[0]
-                  for p in range(self.scenario.topic.partitions)]
+        with session.observer.one_look():
+            states = [session.observer.partition_state(self.scenario.topic.name, p)[0]
+                      for p in range(self.scenario.topic.partitions)]
         for state in states:
             epoch = state.get("quorum_epoch")
             if self._epoch_before is not None and epoch is not None:

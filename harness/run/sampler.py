@@ -155,7 +155,8 @@ class Sampler:
         self.observer.close()
 
     def _sample(self) -> None:
-        ok = all([self._sample_one(p) for p in range(self.partitions)])
+        with self.observer.one_look():
+            ok = all([self._sample_one(p) for p in range(self.partitions)])
         with self._lock:
             if ok:
                 self._window.ok += 1
