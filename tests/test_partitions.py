@@ -192,7 +192,7 @@ def test_a_step_on_every_partition_gives_each_lane_its_own_records() -> None:
     assert per_lane[0] == ("r0", "r1") and per_lane[5] == ("r10", "r11")
     assert all(s.record_ids == own for s, own in zip(steps, per_lane, strict=True))
     steps, per_lane = ls.steps_at(2, sc.steps[2].step, ["x"])
-    assert per_lane[4] == ("x",) and steps[0] == S.Await() and ls.targeted(2) == [4]
+    assert per_lane[4] == ("x",) and steps[0] == S.Await() and [ln.label for ln in ls.targeted(2)] == ["t-4"]
     steps, _ = ls.steps_at(1, sc.steps[1].step, [])
     assert all(s == S.Kill(broker=2) for s in steps)  # a broker step: every lane's
 
@@ -203,3 +203,65 @@ def test_lanes_that_read_alike_are_named_together() -> None:
 
     ls = Lockstep(parse_scenario(SIX), "kafka-4.3", True, lambda p, o: None, Runner.model_for)
     assert ls.grouped(["a", "b", "a", "a", "b", "c"]) == "t-{0,2,3}: a; t-{1,4}: b; t-5: c"
+
+
+TWO_TOPICS = """\
+version: 1
+name: two
+cluster: {brokers: 3, controllers: 1}
+topics:
+  - {name: a, replicas: [1, 2, 3], partitions: 2, min_insync_replicas: 2}
+  - {name: b, replicas: [3, 2], min_insync_replicas: 1,
+     config: {unclean.leader.election.enable: "true"}}
+steps:
+  - produce: {count: 1}
+  - produce: {count: 2, topic: b}
+  - kill: {broker: 3}
+  - await: {leader: 2, topic: b, partition: 0}
+"""
+
+
+def test_several_topics_each_with_its_partitions_and_configs() -> None:
+    sc = parse_scenario(TWO_TOPICS)
+    assert [t.name for t in sc.every_topic()] == ["a", "b"] and sc.topic.name == "a"
+    ls = lanes(sc)
+    assert [ln.label for ln in ls] == ["a-0", "a-1", "b-0"]
+    b0 = ls[2].scenario
+    assert b0.topic.replicas == (3, 2) and b0.topic.min_insync_replicas == 1
+    assert dict(b0.topic.config) == {"unclean.leader.election.enable": "true"}
+    assert [s.kind for s in b0.steps] == ["produce", "produce", "kill", "await"]
+    assert [s.kind for s in ls[0].scenario.steps] == ["produce", "await", "kill", "await"]
+    assert ls[0].scenario.steps[3].step == S.Await()
+
+
+@pytest.mark.parametrize("edit, words", [
+    (("produce: {count: 2, topic: b}", "produce: {count: 2, topic: c}"),
+     ("steps[1].produce.topic", "no topic 'c' (topics: a, b)")),
+    (("await: {leader: 2, topic: b, partition: 0}", "await: {leader: 2, partition: 0}"),
+     ("steps[3].await.partition", "several topics: name the partition's topic")),
+    (("- {name: b,", "- {name: a,"), ("topics[1].name", "listed twice")),
+    (("  - kill: {broker: 3}\n", "  - alter_config: {scope: topic, config: {x.y: '1'}}\n"),
+     ("steps[2]", "scope topic", "several topics")),
+    (("topics:\n", "topic: {name: c, replicas: [1], min_insync_replicas: 1}\ntopics:\n"),
+     ("topics", "not both")),
+])
+def test_bad_topics_are_refused_with_the_reason(edit: tuple[str, str],
+                                                words: tuple[str, ...]) -> None:
+    with pytest.raises(ScenarioError) as e:
+        parse_scenario(TWO_TOPICS.replace(*edit))
+    assert all(w in str(e.value) for w in words), str(e.value)
+
+
+def test_a_lane_of_one_topic_leaves_the_other_topics_events_out() -> None:
+    sc = parse_scenario(TWO_TOPICS)
+    b0 = lanes(sc)[2]
+    events = [{"kind": "produce", "record_id": "x", "topic": "a", "partition": 0},
+              {"kind": "produce", "record_id": "y", "topic": "b", "partition": 0},
+              {"kind": "step", "index": 1, "step": {"produce": {"count": 2, "topic": "b",
+                                                                "record_ids": ["y"]}}},
+              {"kind": "step", "index": 0, "step": {"produce": {"count": 1,
+                                                                "record_ids": ["x", "z", "y"]}}}]
+    seen = lane_events(events, sc, b0)
+    assert [e.get("record_id") for e in seen[:1]] == ["y"]
+    assert seen[1]["step"] == {"produce": {"count": 2, "record_ids": ["y"]}}
+    assert seen[2]["step"] == {"produce": {"count": 1, "record_ids": ["y"]}}

@@ -92,7 +92,7 @@ def test_the_sampler_records_every_sample_a_transient_violation_and_its_rate(tmp
             pass
 
     history = History(tmp_path / "run")
-    sampler = Sampler(Fake(), "t", history, interval_s=0.01)  # type: ignore[arg-type]
+    sampler = Sampler(Fake(), history, [("t", 0)], interval_s=0.01)  # type: ignore[arg-type]
     sampler.step(0)
     sampler.start()
     deadline = time.monotonic() + 5

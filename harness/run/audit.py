@@ -35,7 +35,7 @@ from harness.run.judges import (
     RunEvidence,
     judge_run,
 )
-from harness.run.lanes import lane_events, lanes, merge_axes
+from harness.run.lanes import lane_events, lanes, merge_axes, single
 from harness.run.scenario import Scenario, load_scenario
 from harness.run.steps import StepOutcome
 from reference.profiles import Profile
@@ -176,7 +176,7 @@ def judge_lanes(scenario: Scenario, profile: Profile, build: str, meta: dict[str
     per_lane = []
     for lane in lanes(scenario):
         mine = lane_events(events, scenario, lane)
-        checks = raw_checks if scenario.topic.partitions == 1 else datachecks.run_checks(mine)
+        checks = raw_checks if single(scenario) else datachecks.run_checks(mine)
         per_lane.append((lane, judge_axes(lane.scenario, profile, build, meta, mine, checks,
                                           trace_under, elr, mutate)))
     return merge_axes(per_lane)

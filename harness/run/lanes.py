@@ -30,45 +30,58 @@ UNTOUCHED = S.Await()
 
 @dataclass(frozen=True)
 class Lane:
-    """One partition of the scenario's topic and the scenario as seen from it."""
+    """One partition of one of the scenario's topics, and the scenario as seen from it."""
 
     partition: int
     scenario: Any
 
     @property
+    def topic(self) -> str:
+        return str(self.scenario.topic.name)
+
+    @property
     def label(self) -> str:
         """Kafka's name for the partition (TopicPartition.toString)."""
-        return f"{self.scenario.topic.name}-{self.partition}"
+        return f"{self.topic}-{self.partition}"
 
 
 def lanes(scenario: Any) -> list[Lane]:
-    """One lane per partition, partition 0 first."""
-    if scenario.topic.partitions == 1:
+    """One lane per partition of every topic, in the topics' order, partition 0 first."""
+    topics = scenario.every_topic()
+    if len(topics) == 1 and topics[0].partitions == 1:
         return [Lane(0, scenario)]
-    return [Lane(p, lane_scenario(scenario, p)) for p in range(scenario.topic.partitions)]
+    return [Lane(p, lane_scenario(scenario, t.name, p))
+            for t in topics for p in range(t.partitions)]
 
 
-def lane_scenario(scenario: Any, partition: int) -> Any:
-    """The scenario as a single-partition one on ``partition``."""
-    topic = replace(scenario.topic, replicas=scenario.topic.replicas_of(partition),
-                    assignment=())
-    return replace(scenario, topic=topic,
-                   steps=tuple(lane_step(s, partition) for s in scenario.steps))
+def single(scenario: Any) -> bool:
+    """Whether the scenario has one partition (its lane is the scenario itself)."""
+    topics = scenario.every_topic()
+    return len(topics) == 1 and topics[0].partitions == 1
 
 
-def lane_step(loaded: Any, partition: int) -> Any:
-    """One scenario step as the lane of ``partition`` runs it."""
+def lane_scenario(scenario: Any, topic: str, partition: int) -> Any:
+    """The scenario as a single-partition one on ``partition`` of ``topic``."""
+    (named,) = [t for t in scenario.every_topic() if t.name == topic]
+    own = replace(named, replicas=named.replicas_of(partition), assignment=())
+    return replace(scenario, topic=own, topics=(),
+                   steps=tuple(lane_step(s, topic, partition) for s in scenario.steps))
+
+
+def lane_step(loaded: Any, topic: str, partition: int) -> Any:
+    """One scenario step as the lane of ``partition`` of ``topic`` runs it."""
     if not step_kinds.KINDS[loaded.kind].on_partitions:
         return loaded
-    if not loaded.targets(partition):
+    if not loaded.targets(partition, topic):
         return replace(loaded, step=UNTOUCHED, kind="await", mapping={"await": {}},
-                       partition=None)
-    return replace(loaded, mapping=_without_partition(loaded.mapping), partition=None)
+                       partition=None, topic=None)
+    return replace(loaded, mapping=_without_target(loaded.mapping), partition=None, topic=None)
 
 
-def _without_partition(mapping: Mapping[str, Any]) -> dict[str, Any]:
+def _without_target(mapping: Mapping[str, Any]) -> dict[str, Any]:
     ((name, params),) = dict(mapping).items()
-    return {name: {k: v for k, v in dict(params or {}).items() if k != "partition"}}
+    return {name: {k: v for k, v in dict(params or {}).items()
+                   if k not in ("partition", "topic")}}
 
 
 def lane_events(events: Iterable[Mapping[str, Any]], scenario: Any, lane: Lane
@@ -77,13 +90,13 @@ def lane_events(events: Iterable[Mapping[str, Any]], scenario: Any, lane: Lane
     of other partitions left out, step events as the lane's steps (an untouched lane's
     produce is an empty await; a produce's record ids are the lane's own)."""
     copies = [dict(e) for e in events]
-    if scenario.topic.partitions == 1:
+    if single(scenario):
         return copies
     mine = {e["record_id"] for e in copies
-            if e.get("kind") == "produce" and e.get("partition") == lane.partition}
+            if e.get("kind") == "produce" and _of(e, lane)}
     out: list[dict[str, Any]] = []
     for e in copies:
-        if "partition" in e and e.get("partition") != lane.partition:
+        if "partition" in e and not _of(e, lane):
             continue
         if e.get("kind") == "step" and e.get("index") is not None:
             e = {**e, "step": _lane_step_params(e["step"], lane, mine)}
@@ -91,14 +104,22 @@ def lane_events(events: Iterable[Mapping[str, Any]], scenario: Any, lane: Lane
     return out
 
 
+def _of(event: Mapping[str, Any], lane: Lane) -> bool:
+    """Whether an event about a partition is about the lane's."""
+    return (event.get("partition") == lane.partition
+            and event.get("topic", lane.topic) == lane.topic)
+
+
 def _lane_step_params(mapping: Mapping[str, Any], lane: Lane, mine: set[str]
                       ) -> dict[str, Any]:
     ((name, params),) = dict(mapping).items()
     params = dict(params or {})
-    on_partitions = step_kinds.KINDS[name].on_partitions
-    if on_partitions and params.get("partition", lane.partition) != lane.partition:
+    if step_kinds.KINDS[name].on_partitions and (
+            params.get("partition", lane.partition) != lane.partition
+            or params.get("topic", lane.topic) != lane.topic):
         return {"await": {}}  # a step on another partition: an empty await here
     params.pop("partition", None)
+    params.pop("topic", None)
     if "record_ids" in params:
         params["record_ids"] = [r for r in params["record_ids"] if r in mine]
     return {name: params}

@@ -46,13 +46,10 @@ class Lockstep:
         lists them with " | ")."""
         if not self.multi:
             return texts[0]
-        by_text: dict[str, list[int]] = {}
+        by_text: dict[str, dict[str, list[int]]] = {}
         for lm, text in zip(self.lanes, texts, strict=True):
-            by_text.setdefault(text, []).append(lm.lane.partition)
-        topic = self.scenario.topic.name
-        return "; ".join(
-            f"{topic}-{ps[0] if len(ps) == 1 else '{' + ','.join(map(str, ps)) + '}'}: {text}"
-            for text, ps in by_text.items())
+            by_text.setdefault(text, {}).setdefault(lm.lane.topic, []).append(lm.lane.partition)
+        return "; ".join(f"{_names(by_topic)}: {text}" for text, by_topic in by_text.items())
 
     def steps_at(self, index: int, step: Any, record_ids: Sequence[str]
                  ) -> tuple[list[Any], list[tuple[str, ...]]]:
@@ -69,7 +66,7 @@ class Lockstep:
         taken = 0
         for lm in self.lanes:
             own = lm.lane.scenario.steps[index].step
-            if loaded.targets(lm.lane.partition):
+            if loaded.targets(lm.lane.partition, lm.lane.topic):
                 mine = tuple(record_ids[taken:taken + count])
                 taken += count
                 own = kind.with_records(own, mine)
@@ -79,12 +76,14 @@ class Lockstep:
             steps.append(own)
         return steps, ids
 
-    def targeted(self, index: int) -> list[int]:
-        """The partitions step ``index`` acts on."""
+    def targeted(self, index: int) -> list[Lane]:
+        """The lanes step ``index`` acts on (a step not on partitions: the first, where it
+        runs once)."""
         loaded = self.scenario.steps[index]
         if not step_kinds.KINDS[loaded.kind].on_partitions:
-            return [0]
-        return [lm.lane.partition for lm in self.lanes if loaded.targets(lm.lane.partition)]
+            return [self.lanes[0].lane]
+        return [lm.lane for lm in self.lanes
+                if loaded.targets(lm.lane.partition, lm.lane.topic)]
 
     def expects(self, index: int) -> list[Mapping[str, Any]]:
         """What each lane's step ``index`` itself expects (an await's fields)."""
@@ -114,6 +113,12 @@ class Lockstep:
         for i, lm in enumerate(self.lanes):
             lm.kip.step(ObservedStep(index, steps[i], None if observed is None else observed[i],
                                      outcomes[i]))
+
+
+def _names(by_topic: Mapping[str, list[int]]) -> str:
+    """``t-{0,3}`` for partitions 0 and 3 of t; topics joined with commas."""
+    return ",".join(f"{t}-{ps[0]}" if len(ps) == 1 else f"{t}-{{{','.join(map(str, ps))}}}"
+                    for t, ps in by_topic.items())
 
 
 def _factory(model_for: Callable[[Any, Any, bool], Any], scenario: Any, elr: bool

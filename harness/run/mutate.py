@@ -308,11 +308,11 @@ def mutate_run(run: LoadedRun, mutants: Sequence[Mutant]) -> RunResult:
         out.seconds = time.monotonic() - start
         return out
     if base_axes["release"].verdict == CONFORMS:
-        per_lane = [lane_events(run.events, run.scenario, ln) for ln in lanes(run.scenario)]
+        per_lane = [(ln, lane_events(run.events, run.scenario, ln)) for ln in lanes(run.scenario)]
         out.transitions = tuple(sorted(frozenset().union(*(observed_transitions(
-            ev, run.scenario.topic.min_insync_replicas) for ev in per_lane))))
+            ev, ln.scenario.topic.min_insync_replicas) for ln, ev in per_lane))))
         out.unobservable = tuple(sorted(frozenset.intersection(*(
-            unobservable_transitions(ev) for ev in per_lane))))
+            unobservable_transitions(ev) for _, ev in per_lane))))
     base = Judgement.of(base_axes)
     for m in mutants:
         try:

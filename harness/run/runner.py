@@ -28,7 +28,7 @@ from harness.infra.history import History, new_run_id
 from harness.run import steps as step_kinds
 from harness.run import trace_check
 from harness.run.judges import AXES, AxisVerdict, RunEvidence, judge_run
-from harness.run.lanes import lane_events, merge_axes, merge_checks
+from harness.run.lanes import lane_events, merge_axes, merge_checks, single
 from harness.run.lockstep import Lockstep
 from harness.run.sampler import SampleObserver, Sampler
 from harness.run.session import Session, open_session
@@ -181,7 +181,7 @@ class Runner:
         from reference import ClusterSpec, Model, TopicSpec
         sc = scenario
         shape = shape_of(sc)
-        assert sc.topic.partitions == 1, "a model is of one partition: take a lane's scenario"
+        assert single(sc), "a model is of one partition: take a lane's scenario"
         return Model(profile=profile,
                      cluster=ClusterSpec(brokers=shape.broker_ids,
                                          controllers=shape.controller_ids,
@@ -258,8 +258,9 @@ class Runner:
         for index, loaded in enumerate(self.scenario.steps):
             kind, params, line = step_mapping(loaded)
             count = step_kinds.KINDS[kind].records(loaded.step)
-            ids = [f"predicted-{index}-{p}-{i}" if self.lockstep.multi else f"predicted-{index}-{i}"
-                   for p in self.lockstep.targeted(index) for i in range(count)]
+            ids = [f"predicted-{index}-{ln.label}-{i}" if self.lockstep.multi
+                   else f"predicted-{index}-{i}"
+                   for ln in self.lockstep.targeted(index) for i in range(count)]
             steps, _ = self.lockstep.steps_at(index, loaded.step, ids)
             preds = self.lockstep.apply(steps)
             self._record_predictions(history, index, preds)
@@ -308,18 +309,18 @@ class Runner:
         from harness.run.session import current_brokers
         observer = SampleObserver(session.cluster,
                                   lambda: current_brokers(session.cluster, session.faults))
-        return Sampler(observer, self.scenario.topic.name, history,
-                       self.scenario.topic.partitions)
+        return Sampler(observer, history,
+                       [(lm.lane.topic, lm.lane.partition) for lm in self.lockstep.lanes])
 
     def _create_topic(self, session: Session) -> None:
-        sc = self.scenario
-        config = {"min.insync.replicas": str(sc.topic.min_insync_replicas),
-                  **{k: str(v) for k, v in dict(sc.topic.config).items()}}
-        admin.create_topic(session.observer, sc.topic.name, list(sc.topic.replicas), config,
-                           [list(r) for r in sc.topic.assignment[1:]])
-        for p in range(sc.topic.partitions):
-            self._poll(session, p, _fully_replicated(sc.topic.replicas_of(p)),
-                       self.step_timeout_s)
+        for topic in self.scenario.every_topic():
+            config = {"min.insync.replicas": str(topic.min_insync_replicas),
+                      **{k: str(v) for k, v in dict(topic.config).items()}}
+            admin.create_topic(session.observer, topic.name, list(topic.replicas), config,
+                               [list(r) for r in topic.assignment[1:]])
+        for lm in self.lockstep.lanes:
+            self._poll(session, lm.lane.topic, lm.lane.partition,
+                       _fully_replicated(lm.lane.scenario.topic.replicas), self.step_timeout_s)
 
     def _run_step(self, session: Session, history: History, result: RunResult, index: int,
                   loaded: Any) -> str:
@@ -377,13 +378,13 @@ class Runner:
                  ) -> list[Any]:
         """Each lane's outcome: a step on partitions runs once per partition it names (the
         others' outcome is empty), any other step once, its outcome every lane's."""
-        topic = self.scenario.topic.name
         if not step_kinds.KINDS[kind].on_partitions:
-            outcome = step_kinds.execute(session, Target(topic), kind, steps[0])
+            outcome = step_kinds.execute(session, Target(self.scenario.topic.name), kind,
+                                         steps[0])
             return [outcome] * len(steps)
-        targeted = set(self.lockstep.targeted(index))
-        return [step_kinds.execute(session, Target(topic, lm.lane.partition), kind, s)
-                if lm.lane.partition in targeted else StepOutcome()
+        targeted = self.lockstep.targeted(index)
+        return [step_kinds.execute(session, Target(lm.lane.topic, lm.lane.partition), kind, s)
+                if lm.lane in targeted else StepOutcome()
                 for lm, s in zip(self.lockstep.lanes, steps, strict=True)]
 
     def _outcome_mismatch(self, preds: list[Any], outcomes: list[Any]) -> str | None:
@@ -443,8 +444,8 @@ class Runner:
         """Each partition's state, with whether the quorum held an election during the step
         (its epoch moved since the step started)."""
         with session.observer.one_look():
-            states = [session.observer.partition_state(self.scenario.topic.name, p)[0]
-                      for p in range(self.scenario.topic.partitions)]
+            states = [session.observer.partition_state(lm.lane.topic, lm.lane.partition)[0]
+                      for lm in self.lockstep.lanes]
         for state in states:
             epoch = state.get("quorum_epoch")
             if self._epoch_before is not None and epoch is not None:
@@ -488,17 +489,17 @@ class Runner:
                 return self.lockstep.said(lm, why)
         return None
 
-    def _poll(self, session: Session, partition: int, ok: Callable[[dict[str, Any]], bool],
-              timeout_s: float) -> dict[str, Any]:
+    def _poll(self, session: Session, topic: str, partition: int,
+              ok: Callable[[dict[str, Any]], bool], timeout_s: float) -> dict[str, Any]:
         from harness.infra.wait import until
 
         def observe() -> dict[str, Any] | None:
             try:
-                return session.observer.partition_state(self.scenario.topic.name, partition)[0]
+                return session.observer.partition_state(topic, partition)[0]
             except ObserveError:
                 return None
         state = until(observe, lambda st: st is not None and ok(st),
-                      f"initial state of {self.scenario.topic.name}-{partition}",
+                      f"initial state of {topic}-{partition}",
                       timeout_s, CONVERGE_POLL_S)
         assert state is not None
         return state
@@ -513,11 +514,14 @@ class Runner:
 
     def _record_predictions(self, history: History, index: int, preds: list[Any]) -> None:
         for lm, pred in zip(self.lockstep.lanes, preds, strict=True):
-            where = {"partition": lm.lane.partition} if self.lockstep.multi else {}
-            self._record_prediction(history, index, pred, **where)
+            if self.lockstep.multi:
+                self._record_prediction(history, index, pred, topic=lm.lane.topic,
+                                        partition=lm.lane.partition)
+            else:
+                self._record_prediction(history, index, pred)
 
     def _record_prediction(self, history: History, index: int, pred: Any,
-                           **where: int) -> None:
+                           **where: Any) -> None:
         history.record("prediction", index=index, profile=self.profile, **where,
                        allowed=[s.to_json() for s in pred.allowed],
                        must_survive=sorted(pred.must_survive), hwm_may_move=pred.hwm_may_move,
@@ -534,11 +538,11 @@ class Runner:
     def _data_checks(self, history: History, session: Session) -> list[dict[str, Any]]:
         """Final read of every visible record, then the data checks over the whole history."""
         from harness.infra.history import read_events
-        for p in range(self.scenario.topic.partitions):
+        for lm in self.lockstep.lanes:
             try:
-                session.workload.consume_all(self.scenario.topic.name, p)
+                session.workload.consume_all(lm.lane.topic, lm.lane.partition)
             except Exception as exc:  # noqa: BLE001 - a partition with no leader: nothing to read
-                progress.say(f"final read of {self.scenario.topic.name}-{p} failed: {exc}")
+                progress.say(f"final read of {lm.lane.label} failed: {exc}")
         from harness.run import datachecks
         events = list(read_events(history.run_dir))
         self._events, self._raw_checks = events, []

@@ -96,13 +96,14 @@ class SampleObserver(Observer):
 
 
 class Sampler:
-    """Samples every partition of ``topic`` from ``start`` to ``stop``; ``step`` names the
-    step running. A sample is one round over the partitions (one with a single partition);
+    """Samples every partition in ``partitions`` from ``start`` to ``stop``; ``step`` names
+    the step running. A sample is one round over the partitions (one with a single partition);
     it counts as failed if any partition could not be observed."""
 
-    def __init__(self, observer: Observer, topic: str, history: History,
-                 partitions: int = 1, interval_s: float = INTERVAL_S) -> None:
-        self.observer, self.topic, self.history = observer, topic, history
+    def __init__(self, observer: Observer, history: History,
+                 partitions: list[tuple[str, int]], interval_s: float = INTERVAL_S) -> None:
+        self.observer, self.history = observer, history
+        #: (topic, partition) of every partition sampled.
         self.partitions = partitions
         self.interval_s = interval_s
         self._stop = threading.Event()
@@ -112,7 +113,7 @@ class Sampler:
         self._window = _Window(time.monotonic())
         self._total = _Window(time.monotonic())
         self._last: PartitionState | None = None
-        self._max_hwm: dict[int, int] = {}
+        self._max_hwm: dict[tuple[str, int], int] = {}
         self.steps: list[dict[str, Any]] = []
 
     def start(self) -> None:
@@ -156,34 +157,41 @@ class Sampler:
 
     def _sample(self) -> None:
         with self.observer.one_look():
-            ok = all([self._sample_one(p) for p in range(self.partitions)])
+            states = [self._observe(t, p) for t, p in self.partitions]
         with self._lock:
-            if ok:
-                self._window.ok += 1
-                self._total.ok += 1
-            else:
+            # Counted and recorded at once, so that a step boundary never splits a round:
+            # a step's sampling counts exactly the samples recorded with its index.
+            window = self._index
+            if any(s is None for s in states):
                 self._window.failed += 1
                 self._total.failed += 1
+                return
+            self._window.ok += 1
+            self._total.ok += 1
+            for (topic, partition), state in zip(self.partitions, states, strict=True):
+                assert state is not None
+                self._record(window, topic, partition, state)
 
-    def _sample_one(self, partition: int) -> bool:
+    def _observe(self, topic: str, partition: int) -> dict[str, Any] | None:
         try:
-            state = self.observer.partition_state(self.topic, partition)[0]
+            return self.observer.partition_state(topic, partition)[0]
         except Exception:  # noqa: BLE001 - no current broker answered: a failed sample
-            return False
+            return None
+
+    def _record(self, index: int | None, topic: str, partition: int,
+                state: dict[str, Any]) -> None:
         observed = PartitionState.from_json(state)
-        found = observed_violations(observed, self._max_hwm.get(partition))
-        with self._lock:
-            index = self._index
-            self._window.violations += len(found)
-            self._total.violations += len(found)
-        self.history.record("sample", index=index, topic=self.topic, partition=partition,
+        key = (topic, partition)
+        found = observed_violations(observed, self._max_hwm.get(key))
+        self._window.violations += len(found)
+        self._total.violations += len(found)
+        self.history.record("sample", index=index, topic=topic, partition=partition,
                             state=state)
         for name, detail in found:
             self.history.record("sample_violation", index=index, invariant=name,
-                                detail=detail, state=state, partition=partition)
+                                detail=detail, state=state, topic=topic, partition=partition)
         if observed.hwm is not None:
-            self._max_hwm[partition] = max(observed.hwm, self._max_hwm.get(partition, 0))
-        return True
+            self._max_hwm[key] = max(observed.hwm, self._max_hwm.get(key, 0))
 
 
 class _Window:

@@ -52,6 +52,9 @@ class Requires:
 #: At most this many partitions per topic: every partition is a model of its own (each
 #: with up to 256 branches) and one more state per observation.
 MAX_PARTITIONS = 24
+#: At most this many topics, and this many partitions over all of them (each a model).
+MAX_TOPICS = 8
+MAX_LANES = 24
 
 
 @dataclass(frozen=True)
@@ -103,10 +106,14 @@ class ScenarioStep:
     mapping: Mapping[str, Any]
     line: int
     partition: int | None = None
+    #: The topic a step on partitions names (None: every topic).
+    topic: str | None = None
 
-    def targets(self, partition: int) -> bool:
-        """Whether the step acts on (or, an await, expects something of) ``partition``."""
-        return self.partition is None or self.partition == partition
+    def targets(self, partition: int, topic: str | None = None) -> bool:
+        """Whether the step acts on (or, an await, expects something of) ``partition`` of
+        ``topic`` (None: the scenario's only topic)."""
+        return ((self.partition is None or self.partition == partition)
+                and (self.topic is None or topic is None or self.topic == topic))
 
 
 @dataclass(frozen=True)
@@ -122,6 +129,11 @@ class Scenario:
     steps: tuple[ScenarioStep, ...]
     path: str = ""
     expectations: tuple[Expectation, ...] = ()
+    #: Every topic, the first being ``topic`` (empty: ``topic`` is the only one).
+    topics: tuple[Topic, ...] = ()
+
+    def every_topic(self) -> tuple[Topic, ...]:
+        return self.topics or (self.topic,)
 
     def expected(self, axis: str, version: tuple[int, int, int]) -> Expectation | None:
         """The first declared expectation of ``axis`` covering ``version``."""
@@ -142,6 +154,7 @@ class Scenario:
 # --- loader ----------------------------------------------------------------------
 
 TOP_KEYS = ("version", "name", "description", "seed", "profile", "requires", "cluster", "topic",
+            "topics",
             "steps", "expect")
 
 
@@ -184,11 +197,12 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
     profile = _profile(ctx, top["profile"][1]) if "profile" in top else "auto"
     requires = _requires(ctx, top["requires"][1]) if "requires" in top else Requires()
     cluster = _cluster(ctx, ctx.required(top, "cluster", root, ""))
-    topic = _topic(ctx, ctx.required(top, "topic", root, ""), cluster)
-    steps = _steps(ctx, ctx.required(top, "steps", root, ""), cluster, topic)
+    topics = _topics(ctx, top, root, cluster)
+    steps = _steps(ctx, ctx.required(top, "steps", root, ""), cluster, topics)
     expectations = _expectations(ctx, top["expect"][1]) if "expect" in top else ()
     return Scenario(version=version, name=name, description=description, seed=seed,
-                    profile=profile, requires=requires, cluster=cluster, topic=topic,
+                    profile=profile, requires=requires, cluster=cluster, topic=topics[0],
+                    topics=topics if len(topics) > 1 else (),
                     steps=tuple(steps), path=path, expectations=expectations)
 
 
@@ -290,48 +304,72 @@ def _cluster(ctx: Ctx, node: Node) -> ClusterShape:
     return ClusterShape(brokers, controllers, elr, cfg)
 
 
-def _topic(ctx: Ctx, node: Node, cluster: ClusterShape) -> Topic:
-    items = ctx.mapping(node, "topic")
+def _topics(ctx: Ctx, top: Items, root: Node, cluster: ClusterShape) -> tuple[Topic, ...]:
+    """``topic`` (one) or ``topics`` (a list of the same mappings, names distinct)."""
+    if "topic" in top and "topics" in top:
+        raise ctx.fail(top["topics"][1], "topics", "give topic (one) or topics (a list), "
+                       "not both")
+    if "topics" not in top:
+        return (_topic(ctx, ctx.required(top, "topic", root, ""), cluster, "topic"),)
+    tnode = top["topics"][1]
+    nodes = ctx.sequence(tnode, "topics", MAX_TOPICS)
+    if not nodes:
+        raise ctx.fail(tnode, "topics", "lists no topic")
+    out: list[Topic] = []
+    for i, n in enumerate(nodes):
+        t = _topic(ctx, n, cluster, f"topics[{i}]")
+        if any(o.name == t.name for o in out):
+            raise ctx.fail(n, f"topics[{i}].name", f"topic {t.name!r} is listed twice")
+        out.append(t)
+    lanes = sum(t.partitions for t in out)
+    if lanes > MAX_LANES:
+        raise ctx.fail(tnode, "topics", f"{lanes} partitions in all; at most {MAX_LANES}")
+    return tuple(out)
+
+
+def _topic(ctx: Ctx, node: Node, cluster: ClusterShape, where: str) -> Topic:
+    items = ctx.mapping(node, where)
     ctx.unknown(items, ("name", "replicas", "partitions", "assignment", "min_insync_replicas",
-                        "config"), "topic")
-    name = _topic_name(ctx, ctx.required(items, "name", node, "topic"))
-    assignment = _assignment(ctx, node, items, cluster)
-    mir = ctx.int_(ctx.required(items, "min_insync_replicas", node, "topic"),
-                   "topic.min_insync_replicas", 1, MAX_INT)
-    cfg = ctx.props(items["config"][1], "topic.config") if "config" in items else {}
+                        "config"), where)
+    name = _topic_name(ctx, ctx.required(items, "name", node, where), f"{where}.name")
+    assignment = _assignment(ctx, node, items, cluster, where)
+    mir = ctx.int_(ctx.required(items, "min_insync_replicas", node, where),
+                   f"{where}.min_insync_replicas", 1, MAX_INT)
+    cfg = ctx.props(items["config"][1], f"{where}.config") if "config" in items else {}
     if "min.insync.replicas" in cfg:
-        raise ctx.fail(items["config"][1], "topic.config",
-                       "set min.insync.replicas with topic.min_insync_replicas")
+        raise ctx.fail(items["config"][1], f"{where}.config",
+                       f"set min.insync.replicas with {where}.min_insync_replicas")
     return Topic(name, assignment[0], mir, cfg, assignment if len(assignment) > 1 else ())
 
 
-def _assignment(ctx: Ctx, node: Node, items: Items, cluster: ClusterShape
+def _assignment(ctx: Ctx, node: Node, items: Items, cluster: ClusterShape, where: str
                 ) -> tuple[tuple[int, ...], ...]:
     """Every partition's replicas: ``assignment`` as written, or ``replicas`` for partition
     0 and a spread (``spread_assignment``) for the rest."""
-    count = ctx.int_(items["partitions"][1], "topic.partitions", 1, MAX_PARTITIONS) \
+    count = ctx.int_(items["partitions"][1], f"{where}.partitions", 1, MAX_PARTITIONS) \
         if "partitions" in items else None
     if "assignment" not in items:
-        replicas = broker_list(ctx, ctx.required(items, "replicas", node, "topic"),
-                               "topic.replicas", cluster)
+        replicas = broker_list(ctx, ctx.required(items, "replicas", node, where),
+                               f"{where}.replicas", cluster)
         return spread_assignment(replicas, cluster.broker_ids, count or 1)
     anode = items["assignment"][1]
-    rows = ctx.sequence(anode, "topic.assignment", MAX_PARTITIONS)
+    rows = ctx.sequence(anode, f"{where}.assignment", MAX_PARTITIONS)
     if not rows:
-        raise ctx.fail(anode, "topic.assignment", "lists no partition")
-    out = tuple(broker_list(ctx, row, f"topic.assignment[{i}]", cluster)
+        raise ctx.fail(anode, f"{where}.assignment", "lists no partition")
+    out = tuple(broker_list(ctx, row, f"{where}.assignment[{i}]", cluster)
                 for i, row in enumerate(rows))
     if len({len(r) for r in out}) > 1:
-        raise ctx.fail(anode, "topic.assignment", "every partition needs the same number of "
-                       "replicas (Kafka's CreateTopics takes one replication factor)")
+        raise ctx.fail(anode, f"{where}.assignment", "every partition needs the same number "
+                       "of replicas (Kafka's CreateTopics takes one replication factor)")
     if count is not None and count != len(out):
-        raise ctx.fail(items["partitions"][1], "topic.partitions", f"{count} partitions but "
-                       f"topic.assignment lists {len(out)}: leave one out or make them agree")
+        raise ctx.fail(items["partitions"][1], f"{where}.partitions", f"{count} partitions "
+                       f"but {where}.assignment lists {len(out)}: leave one out or make them "
+                       "agree")
     if "replicas" in items:
-        replicas = broker_list(ctx, items["replicas"][1], "topic.replicas", cluster)
+        replicas = broker_list(ctx, items["replicas"][1], f"{where}.replicas", cluster)
         if replicas != out[0]:
-            raise ctx.fail(items["replicas"][1], "topic.replicas", "differs from "
-                           "topic.assignment[0]: leave it out, the assignment says it")
+            raise ctx.fail(items["replicas"][1], f"{where}.replicas", "differs from "
+                           f"{where}.assignment[0]: leave it out, the assignment says it")
     return out
 
 
@@ -345,39 +383,51 @@ def spread_assignment(replicas: tuple[int, ...], brokers: tuple[int, ...], parti
     return tuple(tuple(cycle[(p + i) % n] for i in range(rf)) for p in range(partitions))
 
 
-def _topic_name(ctx: Ctx, node: Node) -> str:
+def _topic_name(ctx: Ctx, node: Node, where: str = "topic.name") -> str:
     """Kafka's rule: 1..249 of [a-zA-Z0-9._-], and not '.' or '..'."""
-    name = ctx.str_(node, "topic.name")
+    name = ctx.str_(node, where)
     if not TOPIC_RE.fullmatch(name) or name in (".", "..") or len(name) > MAX_TOPIC_NAME:
-        raise ctx.fail(node, "topic.name", f"invalid topic name {name[:MAX_TOPIC_NAME + 1]!r}: "
+        raise ctx.fail(node, where, f"invalid topic name {name[:MAX_TOPIC_NAME + 1]!r}: "
                        f"Kafka takes 1..{MAX_TOPIC_NAME} of letters, digits, '.', '_' and '-', "
                        "not '.' or '..'")
     return name
 
 
-def _steps(ctx: Ctx, node: Node, cluster: ClusterShape, topic: Topic) -> list[ScenarioStep]:
+def _steps(ctx: Ctx, node: Node, cluster: ClusterShape, topics: tuple[Topic, ...]
+           ) -> list[ScenarioStep]:
     out: list[ScenarioStep] = []
     down: set[int] = set()
     records = 0
     for i, item in enumerate(ctx.sequence(node, "steps", MAX_STEPS)):
         where = f"steps[{i}]"
-        kind, step, partition = _step(ctx, item, where, cluster, topic)
-        wrong = kind.follows(down, step)
+        kind, step, topic, partition = _step(ctx, item, where, cluster, topics)
+        wrong = kind.follows(down, step) or _one_topic_only(step, topics)
         if wrong:
             raise ctx.fail(item, where, wrong)
-        records += kind.records(step) * (1 if partition is not None else topic.partitions)
+        named = [t for t in topics if topic in (None, t.name)]
+        records += kind.records(step) * (1 if partition is not None else
+                                         sum(t.partitions for t in named))
         if records > MAX_RECORDS:
             raise ctx.fail(item, where, f"{records} records in all; a scenario produces at "
                            f"most {MAX_RECORDS}")
         out.append(ScenarioStep(step, kind.name, ctx.plain(item), item.start_mark.line + 1,
-                                partition))
+                                partition, topic))
     if not out:
         raise ctx.fail(node, "steps", "no steps")
     return out
 
 
-def _step(ctx: Ctx, item: Node, where: str, cluster: ClusterShape, topic: Topic
-          ) -> tuple[step_kinds.StepKind, S.Step, int | None]:
+def _one_topic_only(step: S.Step, topics: tuple[Topic, ...]) -> str | None:
+    """A topic-scope config change names no topic yet: with several topics it is refused
+    rather than applied to one of them."""
+    if isinstance(step, S.AlterConfig) and step.scope == "topic" and len(topics) > 1:
+        return ("alter_config with scope topic changes one topic, and with several topics "
+                "it cannot name which yet: use one topic, or scope cluster")
+    return None
+
+
+def _step(ctx: Ctx, item: Node, where: str, cluster: ClusterShape, topics: tuple[Topic, ...]
+          ) -> tuple[step_kinds.StepKind, S.Step, str | None, int | None]:
     items = ctx.mapping(item, where)
     if len(items) != 1:
         raise ctx.fail(item, where, "a step is a mapping with exactly one key, got "
@@ -388,21 +438,36 @@ def _step(ctx: Ctx, item: Node, where: str, cluster: ClusterShape, topic: Topic
         raise ctx.fail(knode, where, f"unknown step {name!r} (one of "
                        f"{', '.join(step_kinds.KINDS)})")
     params = ctx.mapping(vnode, f"{where}.{name}")
-    partition = _partition(ctx, params, f"{where}.{name}", kind, topic)
-    return kind, kind.parse(ctx, params, item, f"{where}.{name}", cluster), partition
+    topic, partition = _target(ctx, params, f"{where}.{name}", kind, topics)
+    return kind, kind.parse(ctx, params, item, f"{where}.{name}", cluster), topic, partition
 
 
-def _partition(ctx: Ctx, params: Items, where: str, kind: step_kinds.StepKind, topic: Topic
-               ) -> int | None:
-    """The partition a step on partitions names (taken out of ``params``; None: all)."""
+def _target(ctx: Ctx, params: Items, where: str, kind: step_kinds.StepKind,
+            topics: tuple[Topic, ...]) -> tuple[str | None, int | None]:
+    """The topic and partition a step on partitions names (taken out of ``params``; None:
+    every one)."""
+    for key in ("topic", "partition"):
+        if key in params and not kind.on_partitions:
+            raise ctx.fail(params[key][1], f"{where}.{key}", f"{kind.name} acts on brokers "
+                           f"or the cluster, not on a partition: leave {key} out")
+    topic = topics[0]
+    name: str | None = None
+    if "topic" in params:
+        tnode = params.pop("topic")[1]
+        name = ctx.str_(tnode, f"{where}.topic")
+        found = [t for t in topics if t.name == name]
+        if not found:
+            raise ctx.fail(tnode, f"{where}.topic", f"no topic {name!r} (topics: "
+                           f"{', '.join(t.name for t in topics)})")
+        topic = found[0]
     if "partition" not in params:
-        return None
+        return name, None
     pnode = params.pop("partition")[1]
-    if not kind.on_partitions:
-        raise ctx.fail(pnode, f"{where}.partition", f"{kind.name} acts on brokers or the "
-                       "cluster, not on a partition: leave partition out")
+    if name is None and len(topics) > 1:
+        raise ctx.fail(pnode, f"{where}.partition", "several topics: name the partition's "
+                       "topic too (topic: NAME)")
     p = ctx.int_(pnode, f"{where}.partition")
     if not 0 <= p < topic.partitions:
         raise ctx.fail(pnode, f"{where}.partition", f"{p} is not a partition of "
                        f"{topic.name} (it has {topic.partitions}: 0..{topic.partitions - 1})")
-    return p
+    return name, p
