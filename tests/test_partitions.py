@@ -188,13 +188,12 @@ def test_a_step_on_every_partition_gives_each_lane_its_own_records() -> None:
     sc = parse_scenario(SIX)
     ls = Lockstep(sc, "kafka-4.3", True, lambda pred, outcome: None, Runner.model_for)
     ids = [f"r{i}" for i in range(12)]
-    steps, per_lane = ls.steps_at(0, sc.steps[0].step, ids)
-    assert per_lane[0] == ("r0", "r1") and per_lane[5] == ("r10", "r11")
-    assert all(s.record_ids == own for s, own in zip(steps, per_lane, strict=True))
-    steps, per_lane = ls.steps_at(2, sc.steps[2].step, ["x"])
-    assert per_lane[4] == ("x",) and steps[0] == S.Await()
+    steps = ls.steps_at(0, sc.steps[0].step, ids)
+    assert steps[0].record_ids == ("r0", "r1") and steps[5].record_ids == ("r10", "r11")
+    steps = ls.steps_at(2, sc.steps[2].step, ["x"])
+    assert steps[4].record_ids == ("x",) and steps[0] == S.Await()
     assert [ln.label for ln in ls.targeted(2)] == ["t-4"]
-    steps, _ = ls.steps_at(1, sc.steps[1].step, [])
+    steps = ls.steps_at(1, sc.steps[1].step, [])
     assert all(s == S.Kill(broker=2) for s in steps)  # a broker step: every lane's
 
 

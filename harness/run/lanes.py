@@ -47,11 +47,10 @@ class Lane:
 
 def lanes(scenario: Any) -> list[Lane]:
     """One lane per partition of every topic, in the topics' order, partition 0 first."""
-    topics = scenario.every_topic()
-    if len(topics) == 1 and topics[0].partitions == 1:
+    if single(scenario):
         return [Lane(0, scenario)]
     return [Lane(p, lane_scenario(scenario, t.name, p))
-            for t in topics for p in range(t.partitions)]
+            for t in scenario.every_topic() for p in range(t.partitions)]
 
 
 def single(scenario: Any) -> bool:
@@ -99,7 +98,8 @@ def lane_events(events: Iterable[Mapping[str, Any]], scenario: Any, lane: Lane
         if "partition" in e and not _of(e, lane):
             continue
         if e.get("kind") == "step" and e.get("index") is not None:
-            e = {**e, "step": _lane_step_params(e["step"], lane, mine)}
+            loaded = scenario.steps[int(e["index"])]
+            e = {**e, "step": _lane_step_params(e["step"], loaded, lane, mine)}
         out.append(e)
     return out
 
@@ -110,16 +110,12 @@ def _of(event: Mapping[str, Any], lane: Lane) -> bool:
             and event.get("topic", lane.topic) == lane.topic)
 
 
-def _lane_step_params(mapping: Mapping[str, Any], lane: Lane, mine: set[str]
+def _lane_step_params(mapping: Mapping[str, Any], loaded: Any, lane: Lane, mine: set[str]
                       ) -> dict[str, Any]:
-    ((name, params),) = dict(mapping).items()
-    params = dict(params or {})
-    if step_kinds.KINDS[name].on_partitions and (
-            params.get("partition", lane.partition) != lane.partition
-            or params.get("topic", lane.topic) != lane.topic):
+    """A recorded step's mapping as the lane ran it (``loaded``: the scenario's step)."""
+    if lane_step(loaded, lane.topic, lane.partition).step is UNTOUCHED:
         return {"await": {}}  # a step on another partition: an empty await here
-    params.pop("partition", None)
-    params.pop("topic", None)
+    ((name, params),) = _without_target(mapping).items()
     if "record_ids" in params:
         params["record_ids"] = [r for r in params["record_ids"] if r in mine]
     return {name: params}

@@ -51,30 +51,24 @@ class Lockstep:
             by_text.setdefault(text, {}).setdefault(lm.lane.topic, []).append(lm.lane.partition)
         return "; ".join(f"{_names(by_topic)}: {text}" for text, by_topic in by_text.items())
 
-    def steps_at(self, index: int, step: Any, record_ids: Sequence[str]
-                 ) -> tuple[list[Any], list[tuple[str, ...]]]:
+    def steps_at(self, index: int, step: Any, record_ids: Sequence[str]) -> list[Any]:
         """Each lane's step ``index`` (``step``: the scenario's step with its controller
-        roles resolved) and the record ids it writes: ``record_ids`` split, in partition
+        roles resolved), with the records it writes: ``record_ids`` split, in partition
         order, among the lanes the step names."""
         loaded = self.scenario.steps[index]
         kind = step_kinds.KINDS[loaded.kind]
         if not kind.on_partitions:
-            return [step] * len(self.lanes), [()] * len(self.lanes)
+            return [step] * len(self.lanes)
         count = kind.records(loaded.step)
         steps: list[Any] = []
-        ids: list[tuple[str, ...]] = []
         taken = 0
         for lm in self.lanes:
             own = lm.lane.scenario.steps[index].step
             if loaded.targets(lm.lane.partition, lm.lane.topic):
-                mine = tuple(record_ids[taken:taken + count])
+                own = kind.with_records(own, tuple(record_ids[taken:taken + count]))
                 taken += count
-                own = kind.with_records(own, mine)
-                ids.append(mine)
-            else:
-                ids.append(())
             steps.append(own)
-        return steps, ids
+        return steps
 
     def targeted(self, index: int) -> list[Lane]:
         """The lanes step ``index`` acts on (a step not on partitions: the first, where it

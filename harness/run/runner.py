@@ -261,7 +261,7 @@ class Runner:
             ids = [f"predicted-{index}-{ln.label}-{i}" if self.lockstep.multi
                    else f"predicted-{index}-{i}"
                    for ln in self.lockstep.targeted(index) for i in range(count)]
-            steps, _ = self.lockstep.steps_at(index, loaded.step, ids)
+            steps = self.lockstep.steps_at(index, loaded.step, ids)
             preds = self.lockstep.apply(steps)
             self._record_predictions(history, index, preds)
             self._finish_step(history, result, StepResult(
@@ -334,7 +334,7 @@ class Runner:
         step, resolved, self._epoch_before = self._quorum_at_start(session, loaded.step)
         if resolved:
             params = {**params, "resolved": resolved}
-        steps, _ = ls.steps_at(index, step, ids)
+        steps = ls.steps_at(index, step, ids)
         history.record("step", index=index, phase="start", step={kind: params}, line=line)
         preds = ls.apply(steps)
         self._record_predictions(history, index, preds)
