@@ -53,10 +53,12 @@ class SampleObserver(Observer):
                 reconnect_backoff_max_ms=200, bootstrap_timeout_ms=3000)
         return self._admin
 
-    def hwm(self, topic: str, partition: int, leader: int | None) -> int | None:
+    def hwm(self, topic: str, partition: int, leader: int | None,
+            leader_epoch: int | None = None) -> int | None:
         if leader is None or leader not in self._current():
+            self.last_hwm_answer = None
             return None
-        return super().hwm(topic, partition, leader)
+        return super().hwm(topic, partition, leader, leader_epoch)
 
     def quorum_fields(self) -> dict[str, Any]:
         """As the observer's, but a sample must stay cheap: after an unanswered
@@ -89,7 +91,8 @@ class SampleObserver(Observer):
         node, state = self.freshest_view(topic, partition)
         if self.api == "Metadata":
             state["elr"] = state["last_known_elr"] = None
-        state["hwm"] = self.hwm(topic, partition, state["leader"])
+        state["hwm"] = self.hwm(topic, partition, state["leader"], state["leader_epoch"])
+        state["hwm_epoch"] = self._hwm_epoch(state["hwm"])
         state["fenced"] = None
         state.update(self.quorum_fields())  # several controllers: active, epoch, lag
         return state, node
