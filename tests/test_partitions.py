@@ -4,6 +4,7 @@ how the lanes' verdicts and checks make the run's."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -265,3 +266,41 @@ def test_a_lane_of_one_topic_leaves_the_other_topics_events_out() -> None:
     assert [e.get("record_id") for e in seen[:1]] == ["y"]
     assert seen[1]["step"] == {"produce": {"count": 2, "record_ids": ["y"]}}
     assert seen[2]["step"] == {"produce": {"count": 1, "record_ids": ["y"]}}
+
+
+def test_a_write_on_every_partition_runs_the_partitions_at_once() -> None:
+    # Each partition's produce waits until all six have started: run one after another
+    # they would never meet (a refused acks=all write waits out the delivery timeout on
+    # each partition, so the step would take the sum of them).
+    import threading
+    from types import SimpleNamespace
+
+    from harness.cluster.builds import Build, Features
+    from harness.run.runner import Runner
+    from harness.run.steps import Target
+
+    features = Features(elr=True, elr_default_on=True, describe_topic_partitions=True,
+                        hwm_rule=True, unclean_recovery=False, kip1303=False,
+                        previous_broker_epoch=True)
+    runner = Runner(parse_scenario(SIX),
+                    Build("4.3.1", "maven:4.3.1", Path("/nonexistent"), features))
+    all_started = threading.Barrier(6, timeout=10)
+    written: list[Target] = []
+
+    def produce(topic: str, count: int, acks: str, partition: int, record_ids: list[str]
+                ) -> list[Any]:
+        all_started.wait()
+        written.append(Target(topic, partition))
+        return [SimpleNamespace(record_id=r, offset=0, error=None) for r in record_ids]
+
+    session = SimpleNamespace(workload=SimpleNamespace(produce=produce))
+    steps = runner.lockstep.steps_at(0, runner.scenario.steps[0].step,
+                                     [f"r{i}" for i in range(12)])
+    outcomes = runner._execute(session, 0, "produce", steps)  # type: ignore[arg-type]
+    assert sorted(t.partition for t in written) == [0, 1, 2, 3, 4, 5]
+    assert [sorted(o.acks) for o in outcomes][5] == ["r10", "r11"]
+    # A step on one partition runs only there.
+    steps = runner.lockstep.steps_at(2, runner.scenario.steps[2].step, ["x"])
+    all_started = threading.Barrier(1)
+    outcomes = runner._execute(session, 2, "produce", steps)  # type: ignore[arg-type]
+    assert [sorted(o.acks) for o in outcomes] == [[], [], [], [], ["x"], []]

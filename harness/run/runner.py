@@ -14,7 +14,9 @@ import dataclasses
 import shutil
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -383,9 +385,16 @@ class Runner:
                                          steps[0])
             return [outcome] * len(steps)
         targeted = self.lockstep.targeted(index)
-        return [step_kinds.execute(session, Target(lm.lane.topic, lm.lane.partition), kind, s)
-                if lm.lane in targeted else StepOutcome()
-                for lm, s in zip(self.lockstep.lanes, steps, strict=True)]
+        runs = {i: partial(step_kinds.execute, session, Target(lm.lane.topic, lm.lane.partition),
+                           kind, s)
+                for i, (lm, s) in enumerate(zip(self.lockstep.lanes, steps, strict=True))
+                if lm.lane in targeted}
+        if step_kinds.KINDS[kind].concurrent and len(runs) > 1:
+            with ThreadPoolExecutor(max_workers=len(runs), thread_name_prefix=kind) as pool:
+                done = dict(zip(runs, pool.map(lambda run: run(), runs.values()), strict=True))
+        else:
+            done = {i: run() for i, run in runs.items()}
+        return [done.get(i, StepOutcome()) for i in range(len(steps))]
 
     def _outcome_mismatch(self, preds: list[Any], outcomes: list[Any]) -> str | None:
         for lm, pred, outcome in zip(self.lockstep.lanes, preds, outcomes, strict=True):

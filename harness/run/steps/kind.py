@@ -87,6 +87,11 @@ class StepKind:
     #: partition): the runner executes it once per partition it names, and the other
     #: partitions' models see it as an empty await (their state must hold).
     on_partitions: bool = False
+    #: Whether its executions on several partitions may run at once (each on its own
+    #: thread; they share only thread-safe clients): the step then takes as long as its
+    #: slowest partition, not the sum (a refused acks=all write waits out the delivery
+    #: timeout on every partition).
+    concurrent: bool = False
     #: The loader's rule on the steps before it: brokers down so far (the rule keeps the
     #: set up to date) -> what is wrong, or None.
     follows: Callable[[set[int], Step], str | None] = _any_order

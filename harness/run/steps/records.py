@@ -55,7 +55,7 @@ def _consume(s: Any, at: Target, step: S.Consume, out: StepOutcome) -> None:
 KINDS = (
     StepKind("produce", "produce: {count: N, acks: 0|1|all}: write N records with unique ids",
              _parse_produce, _produce,
-             records=_count, with_records=_named, on_partitions=True),
+             records=_count, with_records=_named, on_partitions=True, concurrent=True),
     StepKind("consume", "consume: {}: read every visible record",
-             _parse_consume, _consume, reads=True, on_partitions=True),
+             _parse_consume, _consume, reads=True, on_partitions=True, concurrent=True),
 )
