@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -258,3 +259,32 @@ def test_run_all_cancels_remote_runs_and_drops_queued_ones_on_ctrl_c() -> None:
     with pytest.raises(KeyboardInterrupt):
         run_all([lambda i=i: task(i) for i in range(5)], 2, cancelled.set)
     assert cancelled.is_set() and {0, 1} <= set(started) and not {3, 4} & set(started)
+
+
+def test_run_all_stops_the_running_tasks_on_ctrl_c_or_sigterm() -> None:
+    # Seen on 4.3.1 (kafka-chaos run --jobs 2, SIGTERM): the hook killed the JVMs, but the
+    # two running scenarios kept polling their dead clusters step after step while the
+    # process waited for them. A running task now stops at its next poll.
+    from harness.infra import procs
+    from harness.run.parallel import run_all
+    ended: dict[int, str] = {}
+    polling = threading.Event()
+
+    def task(i: int) -> int:
+        if i == 0:
+            assert polling.wait(5)
+            raise KeyboardInterrupt  # as if Ctrl-C reached the driver while it waited
+        polling.set()
+        try:
+            for _ in range(200):  # bounded: 10 s
+                procs.check_interrupted()
+                time.sleep(0.05)
+            ended[i] = "ran to its end"
+        except procs.Interrupted:
+            ended[i] = "interrupted"
+        return i
+    with pytest.raises(KeyboardInterrupt):
+        run_all([lambda i=i: task(i) for i in range(4)], 2)
+    # Task 1 was polling; a task a freed worker took before the queue was dropped stops
+    # at its first poll.
+    assert ended[1] == "interrupted" and set(ended.values()) == {"interrupted"}

@@ -28,6 +28,24 @@ _live: dict[int, subprocess.Popen[bytes]] = {}
 _cleanups: dict[int, Callable[[], None]] = {}
 _atexit_installed = False
 _sigterm_installed = False
+#: Set once the run is being interrupted (SIGTERM, Ctrl-C): runs on other threads stop at
+#: their next poll instead of stepping on through clusters that are already gone.
+_interrupted = threading.Event()
+
+
+class Interrupted(KeyboardInterrupt):
+    """Raised on a run's thread when the process is being interrupted."""
+
+
+def interrupt() -> None:
+    """Tell every run on every thread to stop (they raise Interrupted at their next poll)."""
+    _interrupted.set()
+
+
+def check_interrupted() -> None:
+    """Raise Interrupted if the process is being interrupted; called wherever a run polls."""
+    if _interrupted.is_set():
+        raise Interrupted("the run was interrupted")
 
 
 def _die_with_parent() -> None:
@@ -121,6 +139,7 @@ def kill_all() -> None:
 
 
 def _on_sigterm(signum: int, frame: object) -> None:
+    interrupt()
     kill_all()
     # Re-raise as KeyboardInterrupt so pytest and the CLI unwind their own teardown too.
     raise KeyboardInterrupt(f"signal {signum}")

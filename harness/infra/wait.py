@@ -7,6 +7,8 @@ from typing import TypeVar
 
 from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
 
+from harness.infra import procs
+
 T = TypeVar("T")
 
 
@@ -24,6 +26,7 @@ def until(observe: Callable[[], T], ok: Callable[[T], bool], what: str,
     last: list[T] = []
 
     def attempt() -> T:
+        procs.check_interrupted()
         value = observe()
         last[:] = [value]
         return value

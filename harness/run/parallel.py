@@ -57,8 +57,10 @@ def run_all(tasks: Sequence[Callable[[], T]], jobs: int,
             on_interrupt: Callable[[], None] | None = None) -> list[T]:
     """Run the tasks, ``jobs`` at a time; results in the tasks' order. An exception in one
     task is raised after every task has finished (their clusters are torn down by their
-    own runners). On Ctrl-C, ``on_interrupt`` (e.g. cancelling remote runs) is called
-    before the running tasks are waited for, and tasks not started yet are dropped."""
+    own runners). On Ctrl-C or SIGTERM, ``on_interrupt`` (e.g. cancelling remote runs) is
+    called, tasks not started yet are dropped and the running ones are told to stop
+    (procs.interrupt: they raise at their next poll and tear their clusters down), so the
+    process ends within a poll and a teardown, not after their remaining steps."""
     if jobs <= 1 or len(tasks) <= 1:
         return [task() for task in tasks]
     procs.install_exit_hooks()  # the SIGTERM hook can only be set from the main thread
@@ -69,6 +71,7 @@ def run_all(tasks: Sequence[Callable[[], T]], jobs: int,
         try:
             return [f.result() for f in futures]
         except KeyboardInterrupt:
+            procs.interrupt()  # the running tasks stop at their next poll
             for f in futures:
                 f.cancel()
             if on_interrupt is not None:

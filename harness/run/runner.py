@@ -24,7 +24,7 @@ from harness.client import admin, metadata_records
 from harness.client.observe import ObserveError
 from harness.cluster.builds import Build, version_tuple
 from harness.cluster.topology import ClusterShape
-from harness.infra import progress
+from harness.infra import procs, progress
 from harness.infra.errors import HarnessError
 from harness.infra.history import History, new_run_id
 from harness.run import steps as step_kinds
@@ -293,6 +293,7 @@ class Runner:
         sampler.start()
         try:
             for index, step in enumerate(self.scenario.steps):
+                procs.check_interrupted()
                 sampler.step(index)
                 verdict = self._run_step(session, history, result, index, step)
                 if verdict != CONFORMS:
@@ -489,6 +490,7 @@ class Runner:
             if time.monotonic() >= deadline:
                 return last, why, blind
             time.sleep(CONVERGE_POLL_S)
+            procs.check_interrupted()
 
     def _await_mismatch(self, expected: list[Mapping[str, Any]],
                         observed: list[dict[str, Any]]) -> str | None:
