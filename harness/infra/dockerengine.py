@@ -89,12 +89,55 @@ def ensure_engine() -> None:
         raise DockerUnavailable("docker.io installed but no dockerd binary found")
     if os.geteuid() != 0:
         raise DockerUnavailable("no Docker engine is running and starting dockerd needs root")
+    if _previous_daemon_answers():
+        return
     log = Path(cache_dir("docker")) / "dockerd.log"
     progress.say(f"starting dockerd (log: {log})")
     _started = procs.spawn([dockerd], log)
     procs.forget(_started)  # outlives cluster teardowns; stopped at exit by our own hook
     atexit.register(stop_engine)
     _wait_ready(_started, log)
+
+
+PID_FILE = Path("/var/run/docker.pid")
+
+
+def _previous_daemon() -> int | None:
+    """The pid in dockerd's pid file while that process lives (a daemon starting up or
+    stopping: another harness process may be stopping the one it started), else None."""
+    try:
+        pid = int(PID_FILE.read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return pid if _alive(pid) else None
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and has not exited (a zombie waiting for its parent has)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] not in (["Z"], ["X"])
+
+
+def _previous_daemon_answers() -> bool:
+    """Wait (bounded) while a daemon that does not answer yet still lives: True if it comes
+    to answer, False once it is gone. A second dockerd would refuse to start beside it
+    ("pid file found"), so starting one before it is gone fails every test after it."""
+    pid = _previous_daemon()
+    if pid is None:
+        return False
+    progress.say(f"a dockerd (pid {pid}) is starting or stopping: waiting for it")
+    deadline = time.monotonic() + _READY_TIMEOUT_S
+    while time.monotonic() < deadline and _previous_daemon() == pid:
+        if _docker_info_ok(5):
+            return True
+        time.sleep(0.5)
+    if _previous_daemon() == pid:
+        raise DockerUnavailable(f"dockerd (pid {pid}, {PID_FILE}) neither answers nor exits "
+                                f"within {_READY_TIMEOUT_S:.0f}s: stop it, then run again")
+    return False
 
 
 def _wait_ready(proc: subprocess.Popen[bytes], log: Path) -> None:
