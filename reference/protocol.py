@@ -32,7 +32,7 @@ from .controller import (
     session_ok,
     unclean_recovery,
 )
-from .state import CLIENT, Broker, Config, World, evolve
+from .state import CLIENT, Broker, Config, Record, World, evolve
 
 MAX_SETTLE = 10_000
 
@@ -187,6 +187,13 @@ def _metadata(w: World, ctx: Ctx) -> list[World] | None:
     return None
 
 
+def same_log(a: tuple[Record, ...], b: tuple[Record, ...]) -> bool:
+    """Whether two logs hold the same records. A follower that fetched holds the leader's
+    very log, so identity answers at once where comparing would walk every record (a
+    10,000-record produce settles in seconds, not minutes)."""
+    return a is b or a == b
+
+
 def _replicate(w: World, ctx: Ctx) -> list[World] | None:
     leader = leader_broker(w)
     if leader is None:
@@ -203,7 +210,7 @@ def _replicate(w: World, ctx: Ctx) -> list[World] | None:
         if not fetching(w, f, leader):
             continue
         hwm = min(leader.hwm, leader.leo)
-        if f.log != leader.log or f.hwm != hwm:
+        if not same_log(f.log, leader.log) or f.hwm != hwm:
             # Truncate to the divergence point (leader epochs), then fetch: the settled
             # follower log equals the leader's.
             w = w.with_broker(evolve(f, log=leader.log, hwm=hwm))
@@ -226,12 +233,12 @@ def _shrink_or_expand(w: World, ctx: Ctx) -> list[World] | None:
     heard = leader.heard_from or frozenset[int]()
     out = frozenset(r for r in p.isr - {leader.id}
                     if not fetching(w, w.broker(r), leader)
-                    and (w.broker(r).log != leader.log or r not in heard))
+                    and (not same_log(w.broker(r).log, leader.log) or r not in heard))
     if out:
         return partition_change(w, ctx, proposed_isr=p.isr - out)
     for r in followers(w):
         f = w.broker(r)
-        if (r not in p.isr and fetching(w, f, leader) and f.log == leader.log
+        if (r not in p.isr and fetching(w, f, leader) and same_log(f.log, leader.log)
                 and acceptable(f)):
             return partition_change(w, ctx, proposed_isr=p.isr | {r})
     return None
@@ -251,7 +258,8 @@ def _advance_hwm(w: World, ctx: Ctx) -> list[World] | None:
         leos = [leader.leo]
         for r in p.isr - {leader.id}:
             f = w.broker(r)
-            known = r in (leader.heard_from or ()) and f.log == leader.log[: f.leo]
+            known = r in (leader.heard_from or ()) and (
+                same_log(f.log, leader.log) or f.log == leader.log[: f.leo])
             leos.append(f.leo if known else 0)
         target = min(leos)
     new = min(max(target, leader.hwm), leader.leo)
