@@ -242,7 +242,15 @@ def test_several_topics_each_with_its_partitions_and_configs() -> None:
      ("steps[3].await.partition", "several topics: name the partition's topic")),
     (("- {name: b,", "- {name: a,"), ("topics[1].name", "listed twice")),
     (("  - kill: {broker: 3}\n", "  - alter_config: {scope: topic, config: {x.y: '1'}}\n"),
-     ("steps[2]", "scope topic", "several topics")),
+     ("steps[2]", "scope topic", "several topics", "topic: NAME")),
+    (("  - kill: {broker: 3}\n",
+      "  - alter_config: {scope: cluster, topic: a, config: {x.y: '1'}}\n"),
+     ("steps[2]", "scope cluster changes every topic", "leave topic out")),
+    (("  - kill: {broker: 3}\n",
+      "  - alter_config: {scope: topic, topic: a, partition: 0, config: {x.y: '1'}}\n"),
+     ("steps[2].alter_config.partition", "not on a topic")),
+    (("  - kill: {broker: 3}\n", "  - kill: {broker: 3, topic: a}\n"),
+     ("steps[2].kill.topic", "not on a partition")),
     (("topics:\n", "topic: {name: c, replicas: [1], min_insync_replicas: 1}\ntopics:\n"),
      ("topics", "not both")),
 ])
@@ -304,3 +312,39 @@ def test_a_write_on_every_partition_runs_the_partitions_at_once() -> None:
     all_started = threading.Barrier(1)
     outcomes = runner._execute(session, 2, "produce", steps)  # type: ignore[arg-type]
     assert [sorted(o.acks) for o in outcomes] == [[], [], [], [], ["x"], []]
+
+
+def test_a_config_change_of_one_topic_runs_once_and_the_other_topics_lanes_await() -> None:
+    from types import SimpleNamespace
+
+    from harness.run.lockstep import Lockstep
+    from harness.run.runner import Runner
+
+    text = TWO_TOPICS.replace(
+        "  - kill: {broker: 3}\n",
+        "  - alter_config: {scope: topic, topic: a, config: {min.insync.replicas: '3'}}\n"
+        "  - kill: {broker: 3}\n")
+    sc = parse_scenario(text)
+    step = sc.steps[2]
+    assert step.topic == "a" and step.names_lanes()
+    ls = Lockstep(sc, "kafka-4.3", True, lambda pred, outcome: None, Runner.model_for)
+    steps = ls.steps_at(2, step.step, [])
+    assert steps[0] == steps[1] == S.AlterConfig("topic", {"min.insync.replicas": "3"})
+    assert steps[2] == S.Await()  # topic b's lane: its state must hold
+    assert [ln.label for ln in ls.targeted(2)] == ["a-0"]
+    ls.apply(steps)
+    assert {w.min_isr for w in ls.lanes[0].model.branches} == {3}
+    assert {w.min_isr for w in ls.lanes[2].model.branches} == {1}  # b's own, unchanged
+    # It runs once, on topic a.
+    runner = Runner.__new__(Runner)
+    runner.scenario, runner.lockstep = sc, ls
+    altered: list[tuple[str, str, dict[str, str]]] = []
+    admin = SimpleNamespace(alter_config=lambda obs, scope, topic, cfg:
+                            altered.append((scope, topic, dict(cfg))))
+    import harness.run.steps.controller as controller
+    real, controller.admin = controller.admin, admin  # type: ignore[assignment]
+    try:
+        runner._execute(SimpleNamespace(observer=None), 2, "alter_config", steps)  # type: ignore[arg-type]
+    finally:
+        controller.admin = real
+    assert altered == [("topic", "a", {"min.insync.replicas": "3"})]

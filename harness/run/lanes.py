@@ -19,7 +19,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from harness.run import steps as step_kinds
 from harness.run.judges import AxisVerdict
 from reference import steps as S
 
@@ -69,7 +68,7 @@ def lane_scenario(scenario: Any, topic: str, partition: int) -> Any:
 
 def lane_step(loaded: Any, topic: str, partition: int) -> Any:
     """One scenario step as the lane of ``partition`` of ``topic`` runs it."""
-    if not step_kinds.KINDS[loaded.kind].on_partitions:
+    if not loaded.names_lanes():
         return loaded
     if not loaded.targets(partition, topic):
         return replace(loaded, step=UNTOUCHED, kind="await", mapping={"await": {}},

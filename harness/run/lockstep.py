@@ -57,8 +57,11 @@ class Lockstep:
         order, among the lanes the step names."""
         loaded = self.scenario.steps[index]
         kind = step_kinds.KINDS[loaded.kind]
-        if not kind.on_partitions:
+        if not loaded.names_lanes():
             return [step] * len(self.lanes)
+        if not kind.on_partitions:  # a step on one topic: the other topics' lanes await
+            return [step if loaded.targets(lm.lane.partition, lm.lane.topic)
+                    else lm.lane.scenario.steps[index].step for lm in self.lanes]
         count = kind.records(loaded.step)
         steps: list[Any] = []
         taken = 0
@@ -74,10 +77,11 @@ class Lockstep:
         """The lanes step ``index`` acts on (a step not on partitions: the first, where it
         runs once)."""
         loaded = self.scenario.steps[index]
-        if not step_kinds.KINDS[loaded.kind].on_partitions:
+        if not loaded.names_lanes():
             return [self.lanes[0].lane]
-        return [lm.lane for lm in self.lanes
-                if loaded.targets(lm.lane.partition, lm.lane.topic)]
+        named = [lm.lane for lm in self.lanes
+                 if loaded.targets(lm.lane.partition, lm.lane.topic)]
+        return named if step_kinds.KINDS[loaded.kind].on_partitions else named[:1]
 
     def expects(self, index: int) -> list[Mapping[str, Any]]:
         """What each lane's step ``index`` itself expects (an await's fields)."""

@@ -382,8 +382,9 @@ class Runner:
         """Each lane's outcome: a step on partitions runs once per partition it names (the
         others' outcome is empty), any other step once, its outcome every lane's."""
         if not step_kinds.KINDS[kind].on_partitions:
-            outcome = step_kinds.execute(session, Target(self.scenario.topic.name), kind,
-                                         steps[0])
+            topic = self.scenario.steps[index].topic or self.scenario.topic.name
+            outcome = step_kinds.execute(session, Target(topic), kind,
+                                         steps[self._first_named(index)])
             return [outcome] * len(steps)
         targeted = self.lockstep.targeted(index)
         runs = {i: partial(step_kinds.execute, session, Target(lm.lane.topic, lm.lane.partition),
@@ -396,6 +397,12 @@ class Runner:
         else:
             done = {i: run() for i, run in runs.items()}
         return [done.get(i, StepOutcome()) for i in range(len(steps))]
+
+    def _first_named(self, index: int) -> int:
+        """The lane whose step ``index`` a step run once executes (a step on one topic: the
+        first lane of that topic; the others' is an empty await)."""
+        (lane,) = self.lockstep.targeted(index)
+        return next(i for i, lm in enumerate(self.lockstep.lanes) if lm.lane == lane)
 
     def _outcome_mismatch(self, preds: list[Any], outcomes: list[Any]) -> str | None:
         for lm, pred, outcome in zip(self.lockstep.lanes, preds, outcomes, strict=True):

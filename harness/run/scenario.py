@@ -109,6 +109,12 @@ class ScenarioStep:
     #: The topic a step on partitions names (None: every topic).
     topic: str | None = None
 
+    def names_lanes(self) -> bool:
+        """Whether the step acts on some partitions only (a step on partitions, or a step
+        on one topic that names it): the lanes it does not name see an empty await."""
+        kind = step_kinds.KINDS[self.kind]
+        return kind.on_partitions or (kind.on_topic and self.topic is not None)
+
     def targets(self, partition: int, topic: str | None = None) -> bool:
         """Whether the step acts on (or, an await, expects something of) ``partition`` of
         ``topic`` (None: the scenario's only topic)."""
@@ -401,7 +407,7 @@ def _steps(ctx: Ctx, node: Node, cluster: ClusterShape, topics: tuple[Topic, ...
     for i, item in enumerate(ctx.sequence(node, "steps", MAX_STEPS)):
         where = f"steps[{i}]"
         kind, step, topic, partition = _step(ctx, item, where, cluster, topics)
-        wrong = kind.follows(down, step) or _one_topic_only(step, topics)
+        wrong = kind.follows(down, step) or _config_target(step, topic, topics)
         if wrong:
             raise ctx.fail(item, where, wrong)
         named = [t for t in topics if topic in (None, t.name)]
@@ -417,12 +423,17 @@ def _steps(ctx: Ctx, node: Node, cluster: ClusterShape, topics: tuple[Topic, ...
     return out
 
 
-def _one_topic_only(step: S.Step, topics: tuple[Topic, ...]) -> str | None:
-    """A topic-scope config change names no topic yet: with several topics it is refused
-    rather than applied to one of them."""
-    if isinstance(step, S.AlterConfig) and step.scope == "topic" and len(topics) > 1:
-        return ("alter_config with scope topic changes one topic, and with several topics "
-                "it cannot name which yet: use one topic, or scope cluster")
+def _config_target(step: S.Step, topic: str | None, topics: tuple[Topic, ...]
+                   ) -> str | None:
+    """A topic-scope config change names its topic when there are several; a cluster-scope
+    one changes every topic and names none."""
+    if not isinstance(step, S.AlterConfig):
+        return None
+    if step.scope == "cluster" and topic is not None:
+        return "alter_config with scope cluster changes every topic: leave topic out"
+    if step.scope == "topic" and topic is None and len(topics) > 1:
+        return ("alter_config with scope topic changes one topic: with several topics, "
+                "name it (topic: NAME)")
     return None
 
 
@@ -447,9 +458,11 @@ def _target(ctx: Ctx, params: Items, where: str, kind: step_kinds.StepKind,
     """The topic and partition a step on partitions names (taken out of ``params``; None:
     every one)."""
     for key in ("topic", "partition"):
-        if key in params and not kind.on_partitions:
+        allowed = kind.on_partitions or (key == "topic" and kind.on_topic)
+        if key in params and not allowed:
             raise ctx.fail(params[key][1], f"{where}.{key}", f"{kind.name} acts on brokers "
-                           f"or the cluster, not on a partition: leave {key} out")
+                           f"or the cluster, not on a {'topic' if kind.on_topic else 'partition'}"
+                           f": leave {key} out")
     topic = topics[0]
     name: str | None = None
     if "topic" in params:

@@ -105,7 +105,8 @@ KINDS = (
     StepKind("local_log", "local_log: {broker: N, age_ms: A, size_bytes: S}: KIP-1303 facts "
              "the replica reports", _parse_local_log, _local_log, on_partitions=True),
     StepKind("alter_config", "alter_config: {scope: topic|cluster, config: {...}}: "
-             "IncrementalAlterConfigs", _parse_alter, _alter),
+             "IncrementalAlterConfigs (scope topic with several topics: topic: NAME)",
+             _parse_alter, _alter, on_topic=True),
     StepKind("elect", "elect: {type: preferred|unclean|..., broker: N}: ElectLeaders",
              _parse_elect, _elect, on_partitions=True),
     StepKind("reassign", "reassign: {replicas: [...]} | {cancel: true}: "

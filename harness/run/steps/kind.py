@@ -87,6 +87,9 @@ class StepKind:
     #: partition): the runner executes it once per partition it names, and the other
     #: partitions' models see it as an empty await (their state must hold).
     on_partitions: bool = False
+    #: Whether the step may act on one topic as a whole (takes ``topic: NAME``, not a
+    #: partition): it runs once, and the lanes of the other topics see an empty await.
+    on_topic: bool = False
     #: Whether its executions on several partitions may run at once (each on its own
     #: thread; they share only thread-safe clients): the step then takes as long as its
     #: slowest partition, not the sum (a refused acks=all write waits out the delivery
