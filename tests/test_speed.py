@@ -240,8 +240,10 @@ def test_run_and_matrix_take_jobs() -> None:
     top = argparse.ArgumentParser(prog="kafka-chaos")
     sub = top.add_subparsers(dest="command", required=True)
     runner_cli.add_subcommands(sub)
+    from harness.run.parallel import default_jobs
     for command in ("run", "matrix"):
-        assert top.parse_args([command, "x.yaml"]).jobs == 1
+        assert top.parse_args([command, "x.yaml"]).jobs == default_jobs()
+        assert top.parse_args([command, "--jobs", "1", "x.yaml"]).jobs == 1
         assert top.parse_args([command, "--jobs", "2", "x.yaml"]).jobs == 2
 
 

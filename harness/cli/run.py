@@ -40,8 +40,9 @@ def jobs_count(text: str) -> int:
     return value
 
 
-_JOBS_HELP = ("clusters run at once (default 1; `auto`: one per core as memory allows, "
-              "2.5 GiB each); each has its own loopback block, Toxiproxy and run dir")
+_JOBS_HELP = ("clusters run at once (default `auto`: one per core as memory allows, "
+              "2.5 GiB each; 1: one after another); each has its own loopback block, "
+              "Toxiproxy and run dir")
 _MASTER_HELP = ("run each scenario as a task on a Spark cluster (spark://HOST:PORT): one "
                 "cluster per executor core, on the executor's machine; --runs-dir must be a "
                 "path every executor shares (--jobs is then the executor cores)")
@@ -97,7 +98,7 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
                      help="seconds a step may take to settle (default 30, at most 600)")
     run.add_argument("--repeat", type=repeat_count, default=1,
                      help="run each scenario N times and summarise the verdicts (flakiness)")
-    run.add_argument("--jobs", type=jobs_count, default=1, help=_JOBS_HELP)
+    run.add_argument("--jobs", type=jobs_count, default="auto", help=_JOBS_HELP)
     add_master_option(run)
     run.set_defaults(func=_run)
     matrix = sub.add_parser("matrix", help="scenarios x builds -> markdown verdict table")
@@ -109,7 +110,7 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     matrix.add_argument("--backend", default="local")
     matrix.add_argument("--runs-dir", type=Path, default=Path("runs"))
     matrix.add_argument("--out", type=Path, help="write the markdown table here too")
-    matrix.add_argument("--jobs", type=jobs_count, default=1, help=_JOBS_HELP)
+    matrix.add_argument("--jobs", type=jobs_count, default="auto", help=_JOBS_HELP)
     add_master_option(matrix)
     matrix.set_defaults(func=_matrix)
 
@@ -146,7 +147,7 @@ def _run(args: argparse.Namespace) -> int:
     check_master(args.master)
     build = builds.resolve(args.kafka_version, args.kafka_dist)
     spark = spark_runs(args.master)
-    jobs = spark.slots if spark else args.jobs
+    jobs = spark.slots if spark else min(args.jobs, len(scenarios) * args.repeat)
 
     def one(sc: Any, attempt: int) -> RunResult:
         what = f"scenario {sc.name} on Kafka {build.version} run {attempt + 1}/{args.repeat}"
@@ -265,7 +266,7 @@ def _matrix(args: argparse.Namespace) -> int:
     resolved = [builds.resolve(v) for v in versions]  # unknown versions fail before any run
     cells: dict[tuple[str, str], RunResult] = {}
     spark = spark_runs(args.master)
-    jobs = spark.slots if spark else args.jobs
+    jobs = spark.slots if spark else min(args.jobs, len(resolved) * len(scenarios))
 
     def one(build: builds.Build, sc: Any) -> RunResult:
         if spark:
