@@ -8,6 +8,7 @@ import time
 
 from harness.client.observe import Observer
 from harness.cluster.backends.base import Cluster
+from harness.infra import procs
 from harness.infra.errors import ClusterError
 
 #: Not a Kafka timeout: how soon after the last broker is unfenced the run goes on. Each
@@ -29,6 +30,7 @@ class BrokersUnfenced:
         seen: set[int] = set()
         with Observer(cluster, record=False) as observer:
             while time.monotonic() < deadline:
+                procs.check_interrupted()
                 seen = observer.unfenced_brokers()
                 if wanted <= seen:
                     return

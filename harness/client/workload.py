@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
+from harness.infra import procs
+
 if TYPE_CHECKING:
     from harness.cluster.backends.base import Cluster
 
@@ -79,6 +81,7 @@ class Workload:
         deadline = time.monotonic() + self.delivery_timeout_ms / 1000 + 10
         while len(acked) < len(ids) and time.monotonic() < deadline:
             producer.poll(0.1)
+            procs.check_interrupted()
         return [acked.get(rid, Ack(rid, None, "NO_DELIVERY_REPORT")) for rid in ids]
 
     def consume_all(self, topic: str, partition: int = 0, timeout_s: float = 15.0,
@@ -97,6 +100,7 @@ class Workload:
             consumer.assign([TopicPartition(topic, partition, 0)])
             deadline = time.monotonic() + timeout_s
             while time.monotonic() < deadline:
+                procs.check_interrupted()
                 msg = consumer.poll(0.2)
                 if msg is None:
                     continue

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.infra import procs
 from harness.infra.errors import NodeNotReady
 
 _POLL_S = 0.1
@@ -25,6 +26,7 @@ def wait_log_line(log: Path, marker: str, offset: int, alive: Callable[[], bool]
     """Wait until `marker` appears in `log` after byte `offset`; fail fast if the process dies."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
+        procs.check_interrupted()
         if log.exists():
             with open(log, "rb") as fh:
                 fh.seek(offset)
