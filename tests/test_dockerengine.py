@@ -27,6 +27,8 @@ def test_a_daemon_still_stopping_is_waited_for_before_a_new_one_starts(
         return subprocess.Popen([sys.executable, "-c", "pass"])
 
     monkeypatch.setattr(dockerengine, "PID_FILE", pid_file)
+    monkeypatch.setattr(dockerengine, "DOCKERD_COMM", Path(f"/proc/{stopping.pid}/comm")
+                        .read_text().strip())
     monkeypatch.setattr(dockerengine, "_docker_info_ok", lambda timeout_s=10.0: False)
     monkeypatch.setattr(dockerengine, "_dockerd", lambda: "/usr/sbin/dockerd")
     monkeypatch.setattr(dockerengine, "_wait_ready", lambda proc, log: None)
@@ -41,3 +43,17 @@ def test_a_daemon_still_stopping_is_waited_for_before_a_new_one_starts(
         stopping.kill()
         stopping.wait()
     assert spawned == [True]
+
+
+def test_a_stale_pid_file_naming_another_program_is_no_daemon(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])
+    try:
+        pid_file = tmp_path / "docker.pid"
+        pid_file.write_text(str(other.pid))  # the pid a dead dockerd left, now reused
+        monkeypatch.setattr(dockerengine, "PID_FILE", pid_file)
+        assert dockerengine._previous_daemon() is None
+    finally:
+        other.kill()
+        other.wait()

@@ -100,6 +100,8 @@ def ensure_engine() -> None:
 
 
 PID_FILE = Path("/var/run/docker.pid")
+#: The daemon's process name (/proc/PID/comm).
+DOCKERD_COMM = "dockerd"
 
 
 def _previous_daemon() -> int | None:
@@ -109,16 +111,18 @@ def _previous_daemon() -> int | None:
         pid = int(PID_FILE.read_text().strip())
     except (OSError, ValueError):
         return None
-    return pid if _alive(pid) else None
+    return pid if _alive_dockerd(pid) else None
 
 
-def _alive(pid: int) -> bool:
-    """The process exists and has not exited (a zombie waiting for its parent has)."""
+def _alive_dockerd(pid: int) -> bool:
+    """The process is a dockerd that has not exited (a zombie waiting for its parent has;
+    a stale pid file may name a pid since reused by another program)."""
     try:
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return False
-    return stat.rpartition(")")[2].split()[:1] not in (["Z"], ["X"])
+    return comm == DOCKERD_COMM and stat.rpartition(")")[2].split()[:1] not in (["Z"], ["X"])
 
 
 def _previous_daemon_answers() -> bool:
