@@ -1,5 +1,5 @@
 """The observer's HWM read: a consumer's ListOffsets, for the leader epoch the metadata view
-showed (KIP-320), with who answered it kept beside the HWM."""
+showed (KIP-320), with the epoch the answer gave beside the HWM."""
 
 from __future__ import annotations
 
@@ -33,18 +33,15 @@ def _answer(error: int, offset: int, epoch: int) -> Any:
 def test_the_hwm_is_asked_for_the_viewed_leader_epoch_as_a_consumer_asks() -> None:
     sent: list[Any] = []
     observer = _observer(_answer(0, 7, 3), sent)
-    assert observer.hwm("t", 0, 2, leader_epoch=3) == 7
+    assert observer.hwm("t", 0, 2, leader_epoch=3) == (7, 3)  # the HWM and its answer's epoch
     request = sent[0]
     assert request.topics[0].partitions[0].current_leader_epoch == 3
     assert request.replica_id == -1 and request.isolation_level == 0
-    assert observer.last_hwm_answer == {"node": 2, "epoch": 3, "version": 7, "error": 0}
-    assert observer._hwm_epoch(7) == 3
 
 
 def test_a_new_leader_below_its_epoch_start_gives_no_hwm() -> None:
     observer = _observer(_answer(78, -1, 3), [])  # OFFSET_NOT_AVAILABLE
-    assert observer.hwm("t", 0, 2, leader_epoch=3) is None
-    assert observer._hwm_epoch(None) is None
+    assert observer.hwm("t", 0, 2, leader_epoch=3) == (None, None)
 
 
 @pytest.mark.parametrize("error", [74, 75])  # FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH
@@ -57,5 +54,5 @@ def test_a_leader_at_another_epoch_is_asked_again(error: int) -> None:
 def test_without_a_viewed_epoch_the_request_names_none() -> None:
     sent: list[Any] = []
     observer = _observer(_answer(0, 5, 1), sent)
-    assert observer.hwm("t", 0, 1) == 5
+    assert observer.hwm("t", 0, 1) == (5, 1)
     assert sent[0].topics[0].partitions[0].current_leader_epoch == -1

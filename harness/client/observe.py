@@ -89,8 +89,6 @@ class Observer:
         self._epochs: dict[tuple[str, int], int] = {}
         #: Answers shared by the partitions of one look (``one_look``), by request.
         self._look: dict[tuple[Any, ...], Any] | None = None
-        #: Who answered the last HWM read: node, leader epoch, ListOffsets version, error.
-        self.last_hwm_answer: dict[str, Any] | None = None
 
     @contextmanager
     def one_look(self) -> Iterator[None]:
@@ -271,9 +269,8 @@ class Observer:
                 state["elr"], state["last_known_elr"] = elr if elr else (None, None)
             try:
                 state["fenced"] = sorted(b for b, f in self.broker_states(node).items() if f)
-                state["hwm"] = self.hwm(topic, partition, state["leader"],
-                                        state["leader_epoch"])
-                state["hwm_epoch"] = self._hwm_epoch(state["hwm"])
+                state["hwm"], state["hwm_epoch"] = self.hwm(topic, partition, state["leader"],
+                                                            state["leader_epoch"])
             except Exception as exc:  # noqa: BLE001 - e.g. a restarted leader not yet known
                 raise ObserveError(
                     f"{topic}-{partition}: HWM/fencing not readable ({exc})") from exc
@@ -295,11 +292,6 @@ class Observer:
             state, controller = from_log
             return self._observed(topic, partition, state, controller), controller
         raise ObserveError(f"no current broker described {topic}-{partition} ({last})")
-
-    def _hwm_epoch(self, hwm: int | None) -> int | None:
-        """The leader epoch the last HWM was answered in (null without a HWM)."""
-        answer = self.last_hwm_answer
-        return None if hwm is None or answer is None else answer.get("epoch")
 
     def freshest_view(self, topic: str, partition: int = 0) -> tuple[int, dict[str, Any]]:
         """(broker, its view) of one partition: the freshest among the current brokers'
@@ -439,33 +431,30 @@ class Observer:
         raise ObserveError(f"{topic}-{partition} not found on broker {node}")
 
     def hwm(self, topic: str, partition: int, leader: int | None,
-            leader_epoch: int | None = None) -> int | None:
-        """The leader's HWM; None when there is no running leader, or when the leader does not
+            leader_epoch: int | None = None) -> tuple[int | None, int | None]:
+        """(the leader's HWM, the leader epoch its answer gave); (None, None) when there is
+        no running leader, or when the leader does not
         know its HWM yet (OFFSET_NOT_AVAILABLE: a new leader whose HWM is below the start of
         its epoch, or cannot advance while the ISR is below min ISR). With ``leader_epoch``
         (the metadata view's) the request carries it as a consumer's does (KIP-320), so the
         HWM is the one of that leader epoch: a leader at another epoch answers
         FENCED/UNKNOWN_LEADER_EPOCH, raised as ObserveError (ask again). Other errors are
-        raised too. ``last_hwm_answer`` keeps who answered, at which epoch and version."""
-        self.last_hwm_answer = None
+        raised too."""
         if leader is None or leader < 0 or not self.cluster.is_running(leader):
-            return None
+            return None, None
         tp = TopicPartition(topic, partition)
         req = KafkaAdminClient._list_partition_offsets_request({tp: OffsetSpec.LATEST}, 0)
         if leader_epoch is not None and leader_epoch >= 0:
             req.topics[0].partitions[0].current_leader_epoch = leader_epoch
         resp = self._send(leader, req)
-        part = resp.topics[0].partitions[0]
-        self.last_hwm_answer = {"node": leader, "epoch": getattr(part, "leader_epoch", None),
-                                "version": getattr(resp, "version", None),
-                                "error": part.error_code}
         try:
-            return int(KafkaAdminClient._list_partition_offsets_process_response(resp)[tp].offset)
+            found = KafkaAdminClient._list_partition_offsets_process_response(resp)[tp]
         except kafka_errors.OffsetNotAvailableError:
-            return None
+            return None, None
         except (kafka_errors.FencedLeaderEpochError, kafka_errors.UnknownLeaderEpochError) as exc:
             raise ObserveError(f"{topic}-{partition}: broker {leader} is not the leader at "
                                f"epoch {leader_epoch} ({type(exc).__name__})") from exc
+        return int(found.offset), found.leader_epoch
 
 
 def elr_from_records(records: list[dict[str, Any]], topic: str, partition: int

@@ -54,10 +54,9 @@ class SampleObserver(Observer):
         return self._admin
 
     def hwm(self, topic: str, partition: int, leader: int | None,
-            leader_epoch: int | None = None) -> int | None:
+            leader_epoch: int | None = None) -> tuple[int | None, int | None]:
         if leader is None or leader not in self._current():
-            self.last_hwm_answer = None
-            return None
+            return None, None
         return super().hwm(topic, partition, leader, leader_epoch)
 
     def quorum_fields(self) -> dict[str, Any]:
@@ -91,8 +90,8 @@ class SampleObserver(Observer):
         node, state = self.freshest_view(topic, partition)
         if self.api == "Metadata":
             state["elr"] = state["last_known_elr"] = None
-        state["hwm"] = self.hwm(topic, partition, state["leader"], state["leader_epoch"])
-        state["hwm_epoch"] = self._hwm_epoch(state["hwm"])
+        state["hwm"], state["hwm_epoch"] = self.hwm(topic, partition, state["leader"],
+                                                    state["leader_epoch"])
         state["fenced"] = None
         state.update(self.quorum_fields())  # several controllers: active, epoch, lag
         return state, node
