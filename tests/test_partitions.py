@@ -248,7 +248,7 @@ def test_several_topics_each_with_its_partitions_and_configs() -> None:
      ("steps[2]", "scope cluster changes every topic", "leave topic out")),
     (("  - kill: {broker: 3}\n",
       "  - alter_config: {scope: topic, topic: a, partition: 0, config: {x.y: '1'}}\n"),
-     ("steps[2].alter_config.partition", "not on a topic")),
+     ("steps[2].alter_config.partition", "acts on a topic or the cluster, not on a partition")),
     (("  - kill: {broker: 3}\n", "  - kill: {broker: 3, topic: a}\n"),
      ("steps[2].kill.topic", "not on a partition")),
     (("topics:\n", "topic: {name: c, replicas: [1], min_insync_replicas: 1}\ntopics:\n"),

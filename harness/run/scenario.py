@@ -460,9 +460,9 @@ def _target(ctx: Ctx, params: Items, where: str, kind: step_kinds.StepKind,
     for key in ("topic", "partition"):
         allowed = kind.on_partitions or (key == "topic" and kind.on_topic)
         if key in params and not allowed:
-            raise ctx.fail(params[key][1], f"{where}.{key}", f"{kind.name} acts on brokers "
-                           f"or the cluster, not on a {'topic' if kind.on_topic else 'partition'}"
-                           f": leave {key} out")
+            acts_on = "a topic or the cluster" if kind.on_topic else "brokers or the cluster"
+            raise ctx.fail(params[key][1], f"{where}.{key}", f"{kind.name} acts on {acts_on}, "
+                           f"not on a partition: leave {key} out")
     topic = topics[0]
     name: str | None = None
     if "topic" in params:
