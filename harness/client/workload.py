@@ -56,6 +56,14 @@ class Workload:
             })
         return self._producers[acks]
 
+    def warm(self, acks: str) -> None:
+        """Make the producer for ``acks`` now. An idempotent producer (acks=all) only sends
+        once it holds a producer id, and librdkafka's first InitProducerId waits for a
+        broker connection and a 1 s retry timer: made early, that second overlaps topic
+        creation instead of the first produce step (measured on 4.3.1: first ack 1.02-1.05 s
+        with idempotence, 0.015-0.023 s without)."""
+        self._producer(acks)
+
     def produce(self, topic: str, count: int, acks: str = "all", partition: int = 0,
                 record_ids: list[str] | None = None) -> list[Ack]:
         """Send `count` records in order and wait (bounded) for every delivery report."""

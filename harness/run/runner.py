@@ -35,6 +35,7 @@ from harness.run.lockstep import Lockstep
 from harness.run.sampler import SampleObserver, Sampler
 from harness.run.session import Session, open_session
 from harness.run.steps import StepOutcome, Target
+from reference.steps import Produce
 
 CONFORMS, DIVERGES, UNSUPPORTED, ERROR = "CONFORMS", "DIVERGES", "UNSUPPORTED", "ERROR"
 _SEVERITY = {CONFORMS: 0, UNSUPPORTED: 1, DIVERGES: 2, ERROR: 3}
@@ -288,6 +289,8 @@ class Runner:
             progress.say(f"metadata log not archived ({exc}): the trace cannot be judged")
 
     def _steps_on_cluster(self, session: Session, history: History, result: RunResult) -> None:
+        for acks in self._acks_used():
+            session.workload.warm(acks)
         self._create_topic(session)
         sampler = self._sampler(session, history)
         sampler.start()
@@ -306,6 +309,9 @@ class Runner:
                          f"(slowest step {rate['slowest_step_rate_per_s']}/s), "
                          f"{rate['violations']} invariant violation(s)")
         result.checks = self._data_checks(history, session)
+
+    def _acks_used(self) -> list[str]:
+        return sorted({s.step.acks for s in self.scenario.steps if isinstance(s.step, Produce)})
 
     def _sampler(self, session: Session, history: History) -> Sampler:
         """Checks on every step: the state sampled while steps run (harness/run/sampler.py)."""
