@@ -1,7 +1,8 @@
 """Time to verdict (issue 15): the old path and the new side by side, in one run, as ratios.
 
     flock /tmp/kafka-chaos-cluster.lock python bench/speed.py [--version 4.3.1]
-        [--bringup N] [--suite] [--jobs N] [--scenarios GLOB] [--runs-dir DIR]
+        [--bringup N] [--suite] [--matrix V1,V2,..] [--jobs N] [--scenarios GLOB]
+        [--runs-dir DIR]
 
 Old path = every change turned off: no class-data archive (KAFKA_CHAOS_CDS=0), the former
 poll intervals (readiness 0.2 s, settling 0.25 s), one cluster at a time. New path = the
@@ -12,6 +13,8 @@ defaults with ``--jobs N`` clusters at once (default: parallel.default_jobs()).
 - each scenario end to end (Runner.run: bring-up, steps, checks, teardown) and the suite
   of every scenario file, old (one at a time) then new (N at a time); the verdicts of the
   two must agree (every axis as the scenario expects), else this says which differ.
+- the matrix (``--matrix 3.7.2,3.9.2,4.1.2,4.3.1``: the issue's 4 builds): every cell, old
+  (one at a time) then new (N at a time), cluster time per build and the whole wall;
 ``--bringup-once`` brings one cluster up and exits (for timing whole processes).
 """
 
@@ -115,10 +118,16 @@ def _java(build: builds.Build) -> str:
 
 def run_suite(build: builds.Build, files: list[Path], runs_dir: Path, jobs: int
               ) -> tuple[float, list[Any]]:
-    scenarios = [load_scenario(p) for p in files]
+    return run_cells([(build, p) for p in files], runs_dir, jobs)
+
+
+def run_cells(cells: list[tuple[builds.Build, Path]], runs_dir: Path, jobs: int
+              ) -> tuple[float, list[Any]]:
+    """Every (build, scenario file) end to end, ``jobs`` at a time: wall and results."""
+    loaded = [(b, load_scenario(p)) for b, p in cells]
     t0 = time.monotonic()
     results = parallel.run_all(
-        [lambda sc=sc: Runner(sc, build, "local", runs_dir).run() for sc in scenarios], jobs)
+        [lambda b=b, sc=sc: Runner(sc, b, "local", runs_dir).run() for b, sc in loaded], jobs)
     return time.monotonic() - t0, results
 
 
@@ -164,6 +173,44 @@ def bench_suite(build: builds.Build, files: list[Path], runs_dir: Path, jobs: in
     return same_all
 
 
+def bench_matrix(versions: list[str], files: list[Path], runs_dir: Path, jobs: int,
+                 paths: tuple[bool, ...]) -> bool:
+    """The matrix of ``versions`` x ``files``, old path (one cell at a time) then new
+    (``jobs`` at a time): per build the cluster time (sum of the cells' walls), the whole
+    matrix's wall, and whether every cell's verdicts agree."""
+    cells = [(builds.resolve(v), p) for v in versions for p in files]
+    for b in {b.version: b for b, _ in cells}.values():
+        with path(True):  # archives made on first use: not part of the figures
+            cds.archive_args(b, Path(_java(b)))
+    walls: dict[bool, float] = {}
+    results: dict[bool, list[Any]] = {}
+    for new in paths:
+        with path(new):
+            walls[new], results[new] = run_cells(
+                cells, runs_dir / ("matrix-new" if new else "matrix-old"), jobs if new else 1)
+        print(f"matrix {'new' if new else 'old'}: {walls[new]:.0f} s", file=sys.stderr)
+    print(f"\n#### The matrix: {len(versions)} builds x {len(files)} scenario files, old 1 "
+          f"at a time, new {jobs} at a time\n")
+    print("| build | old cluster time (s) | new cluster time (s) | cells as expected (new) "
+          "| same verdicts |\n|---|---|---|---|---|")
+    ok = True
+    for v in versions:
+        idx = [i for i, (b, _) in enumerate(cells) if b.version == v]
+        sums = {n: sum(results[n][i].wall_s for i in idx) for n in paths}
+        new_r = [results[paths[-1]][i] for i in idx]
+        same = all(_verdicts(results[False][i]) == _verdicts(results[True][i]) for i in idx) \
+            if len(paths) == 2 else None
+        good = sum(bool(r.as_expected) for r in new_r)
+        ok &= good == len(idx) and same is not False
+        print(f"| {v} | {sums.get(False, 0):.0f} | {sums.get(True, 0):.0f} | {good}/{len(idx)} "
+              f"| {'-' if same is None else 'yes' if same else 'NO'} |")
+    old_w, new_w = walls.get(False), walls.get(True)
+    print(f"| **whole matrix (wall)** | {f'{old_w:.0f}' if old_w else '-'} | "
+          f"{f'{new_w:.0f}' if new_w else '-'} | "
+          f"{_ratio(old_w, new_w) if old_w and new_w else '-'} old/new | |")
+    return ok
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--version", default=builds.DEFAULT_KAFKA_VERSION)
@@ -172,6 +219,8 @@ def main() -> int:
     ap.add_argument("--paths", default="old,new", help="the suite's paths, in this order")
     ap.add_argument("--jobs", type=int, default=parallel.default_jobs())
     ap.add_argument("--scenarios", default="*.yaml", help="glob under fixtures/scenarios")
+    ap.add_argument("--matrix", metavar="VERSIONS",
+                    help="also the matrix of these builds (comma-separated) x the scenarios")
     ap.add_argument("--runs-dir", type=Path)
     ap.add_argument("--bringup-once", action="store_true")
     ap.add_argument("--old", action="store_true", help="with --bringup-once: the old path")
@@ -193,6 +242,11 @@ def main() -> int:
             files = sorted(SCENARIOS.glob(args.scenarios))
             paths = tuple(p.strip() == "new" for p in args.paths.split(",") if p.strip())
             ok = bench_suite(build, files, args.runs_dir or root / "runs", args.jobs, paths)
+        if args.matrix:
+            files = sorted(SCENARIOS.glob(args.scenarios))
+            paths = tuple(p.strip() == "new" for p in args.paths.split(",") if p.strip())
+            versions = [v.strip() for v in args.matrix.split(",") if v.strip()]
+            ok &= bench_matrix(versions, files, args.runs_dir or root / "runs", args.jobs, paths)
     return 0 if ok else 1
 
 
