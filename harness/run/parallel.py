@@ -8,8 +8,9 @@ waiting on Kafka's timeouts, not on Python.
 Budget per cluster (3 brokers + 1 controller + Toxiproxy): CPU is what start-up and
 produce bursts need, about one core for a few seconds, then little; memory is bounded by
 the JVM options, 4 heaps of at most 512 MiB (config.JVM_OPTS) plus metaspace, code cache
-and thread stacks, so CLUSTER_MEMORY (2.5 GiB) per cluster. The default N is one cluster
-per core, fewer when the memory available does not hold that many.
+and thread stacks, so CLUSTER_MEMORY (2.5 GiB) per cluster. The default N is
+CLUSTERS_PER_CORE clusters per core, fewer when the memory available does not hold that
+many.
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ from harness.infra import procs
 
 T = TypeVar("T")
 CLUSTER_MEMORY = int(2.5 * 2**30)
+#: Measured on 2 cores (bench/RESULTS-speed.md, 2026-11-25): the suite takes 6:07 at 2
+#: clusters, 4:50 at 3 (cores busy 84% of the time), 4:26 at 4 (97%: every JVM start slows,
+#: restarts 2.5 s -> 5.2 s). 3 on 2 cores uses the cores without saturating them.
+CLUSTERS_PER_CORE = 1.5
 MAX_JOBS = 16
 
 
@@ -46,11 +51,13 @@ def cores() -> int:
 
 
 def default_jobs(ncores: int | None = None, memory: int | None = None) -> int:
-    """One cluster per core, no more than the available memory holds (at least 1)."""
+    """CLUSTERS_PER_CORE clusters per core (rounded down), no more than the available
+    memory holds (at least 1)."""
     ncores = cores() if ncores is None else ncores
     memory = available_memory() if memory is None else memory
-    by_memory = ncores if memory is None else memory // CLUSTER_MEMORY
-    return max(1, min(ncores, by_memory, MAX_JOBS))
+    by_cores = int(ncores * CLUSTERS_PER_CORE)
+    by_memory = by_cores if memory is None else memory // CLUSTER_MEMORY
+    return max(1, min(by_cores, by_memory, MAX_JOBS))
 
 
 def run_all(tasks: Sequence[Callable[[], T]], jobs: int,
