@@ -77,11 +77,13 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["KAFKA_CHAOS_KAFKA_IMAGE"] = config.getoption("--kafka-image")
 
 
-@pytest.hookimpl(optionalhook=True)
+# tryfirst: the hook takes the first answer, and xdist's own (the core count) was asked
+# before this one, so `-n auto` gave one worker per core whatever default_jobs said.
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``pytest -n auto`` runs as many clusters at once as ``--jobs auto`` would: one per
-    core, no more than the memory holds (harness.run.parallel); each worker's clusters
-    lease their own loopback blocks."""
+    """``pytest -n auto`` runs as many clusters at once as ``--jobs auto`` would
+    (harness.run.parallel.default_jobs: 1.5 per core as memory allows); each worker's
+    clusters lease their own loopback blocks."""
     from harness.run.parallel import default_jobs
     return default_jobs()
 

@@ -291,3 +291,12 @@ def test_run_all_stops_the_running_tasks_on_ctrl_c_or_sigterm() -> None:
     # Task 1 was polling; a task a freed worker took before the queue was dropped stops
     # at its first poll.
     assert ended[1] == "interrupted" and set(ended.values()) == {"interrupted"}
+
+
+def test_pytest_n_auto_asks_the_harness_first(pytestconfig: pytest.Config,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pytest -n auto` takes the first answer to this hook: the harness's, not xdist's own
+    core count (which answered first before, so -n auto ignored default_jobs)."""
+    import harness.run.parallel as parallel
+    monkeypatch.setattr(parallel, "default_jobs", lambda: 7)
+    assert pytestconfig.hook.pytest_xdist_auto_num_workers(config=pytestconfig) == 7
