@@ -91,8 +91,7 @@ def _ratio(old: float, new: float) -> str:
 
 
 def bench_bringup(build: builds.Build, root: Path, repeats: int) -> None:
-    with path(True):  # the first use makes the archive: not part of the figures
-        cds.archive_args(build, Path(_java(build)))
+    _make_archive(build)
     figures: dict[bool, dict[str, list[float]]] = {m: {"up": [], "restart": []}
                                                    for m in (False, True)}
     for i in range(repeats):
@@ -109,6 +108,12 @@ def bench_bringup(build: builds.Build, root: Path, repeats: int) -> None:
         print(f"| {label} | {_med(old)} ({', '.join(f'{v:.1f}' for v in old)}) | "
               f"{_med(new)} ({', '.join(f'{v:.1f}' for v in new)}) | "
               f"{_ratio(statistics.median(old), statistics.median(new))} |")
+
+
+def _make_archive(build: builds.Build) -> None:
+    """The first use makes the build's class-data archive: kept out of the figures."""
+    with path(True):
+        cds.archive_args(build, Path(_java(build)))
 
 
 def _java(build: builds.Build) -> str:
@@ -180,8 +185,7 @@ def bench_matrix(versions: list[str], files: list[Path], runs_dir: Path, jobs: i
     matrix's wall, and whether every cell's verdicts agree."""
     cells = [(builds.resolve(v), p) for v in versions for p in files]
     for b in {b.version: b for b, _ in cells}.values():
-        with path(True):  # archives made on first use: not part of the figures
-            cds.archive_args(b, Path(_java(b)))
+        _make_archive(b)
     walls: dict[bool, float] = {}
     results: dict[bool, list[Any]] = {}
     for new in paths:
@@ -238,15 +242,14 @@ def main() -> int:
         if args.bringup:
             bench_bringup(build, root, args.bringup)
         ok = True
+        files = sorted(SCENARIOS.glob(args.scenarios))
+        paths = tuple(p.strip() == "new" for p in args.paths.split(",") if p.strip())
+        runs = args.runs_dir or root / "runs"
         if args.suite:
-            files = sorted(SCENARIOS.glob(args.scenarios))
-            paths = tuple(p.strip() == "new" for p in args.paths.split(",") if p.strip())
-            ok = bench_suite(build, files, args.runs_dir or root / "runs", args.jobs, paths)
+            ok = bench_suite(build, files, runs, args.jobs, paths)
         if args.matrix:
-            files = sorted(SCENARIOS.glob(args.scenarios))
-            paths = tuple(p.strip() == "new" for p in args.paths.split(",") if p.strip())
             versions = [v.strip() for v in args.matrix.split(",") if v.strip()]
-            ok &= bench_matrix(versions, files, args.runs_dir or root / "runs", args.jobs, paths)
+            ok &= bench_matrix(versions, files, runs, args.jobs, paths)
     return 0 if ok else 1
 
 
