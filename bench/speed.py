@@ -5,7 +5,8 @@
         [--runs-dir DIR]
 
 Old path = every change turned off: no class-data archive (KAFKA_CHAOS_CDS=0), the former
-poll intervals (readiness 0.2 s, settling 0.25 s), one cluster at a time. New path = the
+poll intervals (readiness 0.2 s, settling 0.25 s), Kafka's own sizes for the internal state
+no scenario judges (config.LEAN_INTERNALS off), one cluster at a time. New path = the
 defaults with ``--jobs N`` clusters at once (default: parallel.default_jobs()).
 
 - bring-up: 3 brokers + 1 controller to every broker unfenced (Cluster.start), and one
@@ -37,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness.client import readiness  # noqa: E402
 from harness.cluster import builds, cds  # noqa: E402
+from harness.cluster import config as kafkaconfig  # noqa: E402
 from harness.cluster.topology import ClusterShape  # noqa: E402
 from harness.infra.history import History  # noqa: E402
 from harness.run import parallel, runner  # noqa: E402
@@ -51,11 +53,13 @@ OLD_POLLS = {"readiness": 0.2, "converge": 0.25}
 @contextmanager
 def path(new: bool) -> Iterator[None]:
     """Every change on (new) or off (old) for what runs inside."""
-    saved = (os.environ.get(cds.ENV), readiness.POLL_S, runner.CONVERGE_POLL_S)
+    saved = (os.environ.get(cds.ENV), readiness.POLL_S, runner.CONVERGE_POLL_S,
+             kafkaconfig.LEAN_INTERNALS)
     if not new:
         os.environ[cds.ENV] = "0"
         readiness.POLL_S = OLD_POLLS["readiness"]
         runner.CONVERGE_POLL_S = OLD_POLLS["converge"]
+        kafkaconfig.LEAN_INTERNALS = {}  # Kafka's defaults: 50 offsets partitions, 128 MiB
     else:
         os.environ.pop(cds.ENV, None)
     try:
@@ -65,7 +69,7 @@ def path(new: bool) -> Iterator[None]:
             os.environ.pop(cds.ENV, None)
         else:
             os.environ[cds.ENV] = saved[0]
-        readiness.POLL_S, runner.CONVERGE_POLL_S = saved[1], saved[2]
+        readiness.POLL_S, runner.CONVERGE_POLL_S, kafkaconfig.LEAN_INTERNALS = saved[1:]
 
 
 def bring_up(build: builds.Build, root: Path, tag: str, restart: bool = True

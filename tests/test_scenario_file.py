@@ -391,6 +391,7 @@ def test_reserved_keys_cover_everything_the_harness_writes() -> None:
     written = set(kafkaconfig.broker_props(1, shape, addr)) | set(
         kafkaconfig.controller_props(100, shape, addr)) | {"log.dirs"}
     presets = (set(kafkaconfig.TEST_FRIENDLY_BROKER) | set(kafkaconfig.TEST_FRIENDLY_CONTROLLER)
+               | set(kafkaconfig.LEAN_INTERNALS)
                | {"offsets.topic.replication.factor", "transaction.state.log.replication.factor",
                   "transaction.state.log.min.isr"})
     assert written - presets <= kafkaconfig.HARNESS_OWNED

@@ -300,3 +300,37 @@ def test_pytest_n_auto_asks_the_harness_first(pytestconfig: pytest.Config,
     import harness.run.parallel as parallel
     monkeypatch.setattr(parallel, "default_jobs", lambda: 7)
     assert pytestconfig.hook.pytest_xdist_auto_num_workers(config=pytestconfig) == 7
+
+
+def _speed_module():  # type: ignore[no-untyped-def]
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "bench_speed", Path(__file__).resolve().parent.parent / "bench" / "speed.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_brokers_get_lean_internals_and_the_old_path_turns_them_off() -> None:
+    from harness.cluster import config as kafkaconfig
+    from harness.cluster.topology import ClusterShape
+    shape = ClusterShape(brokers=3)
+    addr = kafkaconfig.NodeAddresses("h", "h:1", "h:2")
+    speed = _speed_module()
+
+    def broker_lines() -> list[str]:
+        return kafkaconfig.render(1, shape, addr, "/d").splitlines()
+
+    assert "offsets.topic.num.partitions=1" in broker_lines()
+    assert "log.cleaner.dedupe.buffer.size=2097152" in broker_lines()
+    assert not any(line.startswith("offsets.topic.num.partitions")
+                   for line in kafkaconfig.render(100, shape, addr, "/d").splitlines())
+    with speed.path(new=False):
+        assert not any(line.startswith(("offsets.topic.num.partitions",
+                                        "log.cleaner.dedupe.buffer.size"))
+                       for line in broker_lines())
+    assert "offsets.topic.num.partitions=1" in broker_lines()
+    # a scenario's broker_config still wins over the harness's sizes
+    mine = kafkaconfig.render(1, shape, addr, "/d", {"offsets.topic.num.partitions": "3"})
+    assert "offsets.topic.num.partitions=3" in mine.splitlines()

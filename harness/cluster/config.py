@@ -45,6 +45,21 @@ TEST_FRIENDLY_BROKER = {
     "unclean.leader.election.interval.ms": "1000",
     "log.flush.interval.messages": str(2**63 - 1),
 }
+#: Internal state no scenario judges, kept small because every run pays for it in CPU (on
+#: 2 cores the suite is CPU-bound: bench/RESULTS-speed.md). Kafka's own test brokers do the
+#: same (core/src/test/scala/unit/kafka/utils/TestUtils.scala, createBrokerConfig:
+#: offsets.topic.num.partitions 5, log.cleaner.dedupe.buffer.size 2097152).
+LEAN_INTERNALS = {
+    # The read's consumer needs a group.id (confluent-kafka refuses one without), so its
+    # coordinator lookup creates __consumer_offsets: 50 partitions x RF 3 by default, 150
+    # replicas to create, elect, fetch and recover after each kill, for a group that never
+    # commits. One partition: about 10% less CPU per run (4 scenarios, 4.3.1).
+    "offsets.topic.num.partitions": "1",
+    # The log cleaner allocates and zeroes this buffer at every broker start (128 MiB by
+    # default: ~3% of a broker JVM's CPU); only the offsets topic is compacted, and it is
+    # empty.
+    "log.cleaner.dedupe.buffer.size": "2097152",
+}
 TEST_FRIENDLY_CONTROLLER = {
     "auto.leader.rebalance.enable": "false",  # the controller rebalances; as the brokers say
     "broker.session.timeout.ms": "3000",  # the controller fences: same values as above
@@ -180,6 +195,7 @@ def broker_props(node: int, shape: ClusterShape, addr: NodeAddresses) -> dict[st
         "offsets.topic.replication.factor": internal_rf,
         "transaction.state.log.replication.factor": internal_rf,
         "transaction.state.log.min.isr": "1",
+        **LEAN_INTERNALS,
         **TEST_FRIENDLY_BROKER,
     }
 
