@@ -82,7 +82,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``pytest -n auto`` runs as many clusters at once as ``--jobs auto`` would
-    (harness.run.parallel.default_jobs: 1.5 per core as memory allows); each worker's
+    (harness.run.parallel.default_jobs: 2 per core as memory allows); each worker's
     clusters lease their own loopback blocks."""
     from harness.run.parallel import default_jobs
     return default_jobs()

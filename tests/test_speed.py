@@ -151,11 +151,11 @@ def test_real_jvm_refuses_a_garbage_archive(tmp_path: Path) -> None:
 # -- parallel clusters ------------------------------------------------------------------------
 def test_default_jobs_follows_cores_and_memory() -> None:
     from harness.run.parallel import CLUSTER_MEMORY, default_jobs
-    assert default_jobs(2, 24 * 2**30) == 3  # 1.5 per core
+    assert default_jobs(2, 24 * 2**30) == 4  # 2 per core
     assert default_jobs(1, 24 * 2**30) == 1
     assert default_jobs(8, 3 * CLUSTER_MEMORY + 1) == 3
     assert default_jobs(4, CLUSTER_MEMORY // 2) == 1  # never 0
-    assert default_jobs(2, None) == 3  # no /proc/meminfo: by cores
+    assert default_jobs(2, None) == 4  # no /proc/meminfo: by cores
     assert default_jobs(64, 2**40) == 16
     assert default_jobs() >= 1
 

@@ -46,7 +46,7 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
                           "a rule no run of the build covers is the one to target)")
     cmd.add_argument("--jobs", type=jobs_count, default=1,
                      help="generated runs side by side, one cluster each (default 1; `auto`: "
-                          "1.5 per core as memory allows); re-runs and shrinking go one at a time")
+                          "2 per core as memory allows); re-runs and shrinking go one at a time")
     add_master_option(cmd)
     cmd.add_argument("--print", dest="print_only", action="store_true",
                      help="print the first schedules as scenario files and start nothing")

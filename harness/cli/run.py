@@ -27,7 +27,7 @@ MAX_REPEAT = 1000
 
 
 def jobs_count(text: str) -> int:
-    """--jobs N (1..MAX_JOBS) or `auto` (1.5 clusters per core, as memory allows)."""
+    """--jobs N (1..MAX_JOBS) or `auto` (2 clusters per core, as memory allows)."""
     from harness.run.parallel import MAX_JOBS, default_jobs
     if text == "auto":
         return default_jobs()
@@ -40,7 +40,7 @@ def jobs_count(text: str) -> int:
     return value
 
 
-_JOBS_HELP = ("clusters run at once (default `auto`: 1.5 per core as memory allows, "
+_JOBS_HELP = ("clusters run at once (default `auto`: 2 per core as memory allows, "
               "2.5 GiB each; 1: one after another); each has its own loopback block, "
               "Toxiproxy and run dir")
 _MASTER_HELP = ("run each scenario as a task on a Spark cluster (spark://HOST:PORT): one "

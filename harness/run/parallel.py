@@ -24,10 +24,11 @@ from harness.infra import procs
 
 T = TypeVar("T")
 CLUSTER_MEMORY = int(2.5 * 2**30)
-#: Measured on 2 cores (bench/RESULTS-speed.md, 2026-11-25): the suite takes 6:07 at 2
-#: clusters, 4:50 at 3 (cores busy 84% of the time), 4:26 at 4 (97%: every JVM start slows,
-#: restarts 2.5 s -> 5.2 s). 3 on 2 cores uses the cores without saturating them.
-CLUSTERS_PER_CORE = 1.5
+#: Measured on 2 cores (bench/RESULTS-speed.md, 2026-11-25), the suite of one build: 6:07 at
+#: 2 clusters, 4:50 at 3, 4:26 at 4 with the cores saturated (97% busy); once brokers kept
+#: their internal state small (config.LEAN_INTERNALS), 4:28 at 3 (82% busy) and 4:00 at 4
+#: (median of the repetitions, 92% busy), every run as expected: 2 per core.
+CLUSTERS_PER_CORE = 2.0
 MAX_JOBS = 16
 
 
@@ -51,11 +52,13 @@ def cores() -> int:
 
 
 def default_jobs(ncores: int | None = None, memory: int | None = None) -> int:
-    """CLUSTERS_PER_CORE clusters per core (rounded down), no more than the available
-    memory holds (at least 1)."""
+    """CLUSTERS_PER_CORE clusters per core (rounded down; 1 on one core), no more than the
+    available memory holds (at least 1)."""
     ncores = cores() if ncores is None else ncores
     memory = available_memory() if memory is None else memory
-    by_cores = int(ncores * CLUSTERS_PER_CORE)
+    # A single core keeps one cluster: the density was measured on 2 cores, where two JVM
+    # starts at once still get a core each.
+    by_cores = int(ncores * CLUSTERS_PER_CORE) if ncores > 1 else 1
     by_memory = by_cores if memory is None else memory // CLUSTER_MEMORY
     return max(1, min(by_cores, by_memory, MAX_JOBS))
 
