@@ -26,8 +26,8 @@ T = TypeVar("T")
 CLUSTER_MEMORY = int(2.5 * 2**30)
 #: Measured on 2 cores (bench/RESULTS-speed.md, 2026-11-25), the suite of one build: 6:07 at
 #: 2 clusters, 4:50 at 3, 4:26 at 4 with the cores saturated (97% busy); once brokers kept
-#: their internal state small (config.LEAN_INTERNALS), 4:28 at 3 (82% busy) and 4:00 at 4
-#: (median of the repetitions, 92% busy), every run as expected: 2 per core.
+#: their internal state small (config.LEAN_INTERNALS), 4:28 at 3 (82% busy) and 4:04 at 4
+#: (median of 20 repetitions, 92% busy), every run as expected: 2 per core.
 CLUSTERS_PER_CORE = 2.0
 MAX_JOBS = 16
 
