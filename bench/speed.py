@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 # This tree's harness, not whichever is installed (an editable install may point elsewhere).
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -52,24 +53,17 @@ OLD_POLLS = {"readiness": 0.2, "converge": 0.25}
 
 @contextmanager
 def path(new: bool) -> Iterator[None]:
-    """Every change on (new) or off (old) for what runs inside."""
-    saved = (os.environ.get(cds.ENV), readiness.POLL_S, runner.CONVERGE_POLL_S,
-             kafkaconfig.LEAN_INTERNALS)
-    if not new:
-        os.environ[cds.ENV] = "0"
-        readiness.POLL_S = OLD_POLLS["readiness"]
-        runner.CONVERGE_POLL_S = OLD_POLLS["converge"]
-        kafkaconfig.LEAN_INTERNALS = {}  # Kafka's defaults: 50 offsets partitions, 128 MiB
-    else:
+    """Every change on (new) or off (old) for what runs inside; all restored after."""
+    with patch.dict(os.environ):
         os.environ.pop(cds.ENV, None)
-    try:
-        yield
-    finally:
-        if saved[0] is None:
-            os.environ.pop(cds.ENV, None)
-        else:
-            os.environ[cds.ENV] = saved[0]
-        readiness.POLL_S, runner.CONVERGE_POLL_S, kafkaconfig.LEAN_INTERNALS = saved[1:]
+        if new:
+            yield
+            return
+        os.environ[cds.ENV] = "0"
+        with patch.object(readiness, "POLL_S", OLD_POLLS["readiness"]), \
+                patch.object(runner, "CONVERGE_POLL_S", OLD_POLLS["converge"]), \
+                patch.object(kafkaconfig, "LEAN_INTERNALS", {}):  # Kafka's own sizes
+            yield
 
 
 def bring_up(build: builds.Build, root: Path, tag: str, restart: bool = True

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import importlib.util
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -15,3 +19,18 @@ def _not_interrupted() -> Iterator[None]:
     real interrupt does; the next test starts from a process that is not."""
     yield
     procs._interrupted.clear()
+
+
+@pytest.fixture
+def bench_script() -> Callable[[str], ModuleType]:
+    """A script under bench/ (not a package) loaded as a module by its stem; registered in
+    sys.modules so what it defines pickles (Spark ships generated histories' classes)."""
+    def load(stem: str) -> ModuleType:
+        path = Path(__file__).resolve().parent.parent / "bench" / f"{stem}.py"
+        spec = importlib.util.spec_from_file_location(stem, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[stem] = module
+        spec.loader.exec_module(module)
+        return module
+    return load

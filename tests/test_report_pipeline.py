@@ -3,12 +3,10 @@ bad histories are named and skipped, and the page loads in a real headless brows
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,16 +18,6 @@ from harness.run.datachecks import run_checks
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "histories"
 pyspark = pytest.importorskip("pyspark")
-
-
-def _gen() -> Any:
-    spec = importlib.util.spec_from_file_location("gen_histories",
-                                                  ROOT / "bench" / "gen_histories.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gen_histories"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +40,8 @@ def _spark_findings(spark: Any, run_dirs: list[Path]) -> dict[str, dict[str, lis
 
 
 def test_the_report_job_finds_what_the_runner_finds_on_real_and_generated_histories(
-        spark: Any, tmp_path: Path) -> None:
-    gen = _gen()
+        spark: Any, tmp_path: Path, bench_script: Any) -> None:
+    gen = bench_script("gen_histories")
     generated = [gen.write_run(tmp_path, i, 400, seed=3, loss=0.02, dup=0.02) for i in range(4)]
     # interleaved partitions and short reads: the read, gap and nearest-HWM logic
     mixed = [gen.write_mixed_run(tmp_path, i, 3000, seed=5, read_events=i > 0)

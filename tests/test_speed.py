@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -302,22 +303,12 @@ def test_pytest_n_auto_asks_the_harness_first(pytestconfig: pytest.Config,
     assert pytestconfig.hook.pytest_xdist_auto_num_workers(config=pytestconfig) == 7
 
 
-def _speed_module():  # type: ignore[no-untyped-def]
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(
-        "bench_speed", Path(__file__).resolve().parent.parent / "bench" / "speed.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_brokers_get_lean_internals_and_the_old_path_turns_them_off() -> None:
+def test_brokers_get_lean_internals_and_the_old_path_turns_them_off(bench_script: Any) -> None:
     from harness.cluster import config as kafkaconfig
     from harness.cluster.topology import ClusterShape
     shape = ClusterShape(brokers=3)
     addr = kafkaconfig.NodeAddresses("h", "h:1", "h:2")
-    speed = _speed_module()
+    speed = bench_script("speed")
 
     def broker_lines() -> list[str]:
         return kafkaconfig.render(1, shape, addr, "/d").splitlines()
