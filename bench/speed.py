@@ -6,7 +6,8 @@
 
 Old path = every change turned off: no class-data archive (KAFKA_CHAOS_CDS=0), the former
 poll intervals (readiness 0.2 s, settling 0.25 s), Kafka's own sizes for the internal state
-no scenario judges (config.LEAN_INTERNALS off), one cluster at a time. New path = the
+no scenario judges (config.LEAN_INTERNALS off), bring-ups free to overlap
+(KAFKA_CHAOS_START_SLOTS=0), one cluster at a time. New path = the
 defaults with ``--jobs N`` clusters at once (default: parallel.default_jobs()).
 
 - bring-up: 3 brokers + 1 controller to every broker unfenced (Cluster.start), and one
@@ -41,6 +42,7 @@ from harness.client import readiness  # noqa: E402
 from harness.cluster import builds, cds  # noqa: E402
 from harness.cluster import config as kafkaconfig  # noqa: E402
 from harness.cluster.topology import ClusterShape  # noqa: E402
+from harness.infra import startslots  # noqa: E402
 from harness.infra.history import History  # noqa: E402
 from harness.run import parallel, runner  # noqa: E402
 from harness.run.runner import Runner  # noqa: E402
@@ -56,10 +58,12 @@ def path(new: bool) -> Iterator[None]:
     """Every change on (new) or off (old) for what runs inside; all restored after."""
     with patch.dict(os.environ):
         os.environ.pop(cds.ENV, None)
+        os.environ.pop(startslots.ENV, None)
         if new:
             yield
             return
         os.environ[cds.ENV] = "0"
+        os.environ[startslots.ENV] = "0"  # bring-ups overlap freely
         with patch.object(readiness, "POLL_S", OLD_POLLS["readiness"]), \
                 patch.object(runner, "CONVERGE_POLL_S", OLD_POLLS["converge"]), \
                 patch.object(kafkaconfig, "LEAN_INTERNALS", {}):  # Kafka's own sizes

@@ -325,3 +325,154 @@ def test_brokers_get_lean_internals_and_the_old_path_turns_them_off(bench_script
     # a scenario's broker_config still wins over the harness's sizes
     mine = kafkaconfig.render(1, shape, addr, "/d", {"offsets.topic.num.partitions": "3"})
     assert "offsets.topic.num.partitions=3" in mine.splitlines()
+
+
+def test_start_slots_default_follows_cores_and_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.infra import startslots
+    from harness.infra.errors import UsageError
+    monkeypatch.delenv(startslots.ENV, raising=False)
+    assert startslots.default_slots(2) == 1  # one bring-up at a time on 2 cores
+    assert startslots.default_slots(1) == 1
+    assert startslots.default_slots(8) == 4
+    monkeypatch.setenv(startslots.ENV, "0")
+    assert startslots.default_slots(2) == 0  # no limit
+    monkeypatch.setenv(startslots.ENV, "3")
+    assert startslots.default_slots(2) == 3
+    for bad in ("two", "-1", "1.5"):
+        monkeypatch.setenv(startslots.ENV, bad)
+        with pytest.raises(UsageError, match=startslots.ENV):
+            startslots.default_slots(2)
+
+
+def test_a_start_slot_is_held_by_one_cluster_at_a_time(tmp_path: Path) -> None:
+    from harness.infra import startslots
+    inside: list[int] = []
+    most = [0]
+    lock = threading.Lock()
+    waits: list[float] = []
+
+    def bring_up() -> None:
+        with startslots.start_slot(1, directory=tmp_path) as waited:
+            with lock:
+                inside.append(1)
+                most[0] = max(most[0], len(inside))
+            time.sleep(0.2)
+            with lock:
+                inside.pop()
+        waits.append(waited)
+    threads = [threading.Thread(target=bring_up) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert most[0] == 1 and len(waits) == 3
+    assert max(waits) >= 0.3  # the last one waited for the other two
+
+
+def test_two_start_slots_let_two_in_and_none_limits_nothing(tmp_path: Path) -> None:
+    from harness.infra import startslots
+    from harness.infra.errors import ClusterError
+    with startslots.start_slot(2, directory=tmp_path), \
+            startslots.start_slot(2, directory=tmp_path) as second:
+        assert second < 0.5
+        with pytest.raises(ClusterError, match="no cluster start slot free"), \
+                startslots.start_slot(2, wait_s=0.2, directory=tmp_path):
+            pass
+    with startslots.start_slot(0, directory=tmp_path) as waited, \
+            startslots.start_slot(0, directory=tmp_path):
+        assert waited == 0.0
+
+
+def test_a_start_slot_excludes_another_process_and_frees_when_it_dies(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from harness.infra import startslots
+    from harness.infra.errors import ClusterError
+    code = ("import sys, time\nfrom pathlib import Path\nfrom harness.infra import startslots\n"
+            f"with startslots.start_slot(1, directory=Path({str(tmp_path)!r})):\n"
+            "    print('held', flush=True)\n    time.sleep(30)\n")
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(ClusterError, match="no cluster start slot free"), \
+                startslots.start_slot(1, wait_s=0.3, directory=tmp_path):
+            pass
+        holder.kill()
+        holder.wait(10)
+        with startslots.start_slot(1, wait_s=5, directory=tmp_path) as waited:
+            assert waited < 5
+    finally:
+        holder.kill()
+        holder.wait(10)
+
+
+def test_a_wait_for_a_start_slot_stops_on_interrupt(tmp_path: Path) -> None:
+    from harness.infra import procs, startslots
+    with startslots.start_slot(1, directory=tmp_path):
+        procs.interrupt()
+        with pytest.raises(procs.Interrupted), startslots.start_slot(1, directory=tmp_path):
+            pass
+
+
+def test_a_cluster_comes_up_only_inside_a_start_slot(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.cluster.backends.base import Cluster
+    from harness.cluster.topology import ClusterShape
+    from harness.infra import startslots
+    from harness.infra.history import History
+    monkeypatch.setenv("KAFKA_CHAOS_LEASES", str(tmp_path / "leases"))
+    monkeypatch.setenv(startslots.ENV, "1")
+    brought_up = threading.Event()
+
+    class Quick(Cluster):
+        def _check_prerequisites(self) -> None: ...
+        def _bring_up(self) -> None:
+            brought_up.set()
+        teardown = _provision = _where = _launch = _relaunch = kill = stop_node = \
+            pause = resume = is_running = lambda *a, **k: None  # type: ignore[assignment]
+    Quick.__abstractmethods__ = frozenset()
+    history = History(tmp_path / "run")
+    cluster = Quick(None, ClusterShape(), tmp_path / "run", history, None)  # type: ignore[arg-type]
+    with startslots.start_slot(1):
+        starter = threading.Thread(target=cluster.start)
+        starter.start()
+        assert not brought_up.wait(0.3), "the cluster came up while another held the slot"
+    starter.join(10)
+    assert brought_up.is_set()
+    assert history.meta["timings"]["start_slot_wait_s"] >= 0.3
+
+
+def test_wait_log_line_finds_a_marker_written_in_pieces_and_only_after_offset(
+        tmp_path: Path) -> None:
+    from harness.cluster.backends import readiness
+    from harness.infra.errors import NodeNotReady
+    log = tmp_path / "node.log"
+    log.write_bytes(b"old run: Kafka Server started\n")
+    offset = log.stat().st_size
+
+    def writer() -> None:
+        for piece in (b"starting...\nKafka Ser", b"ver sta", b"rted (broker)\n"):
+            time.sleep(0.15)  # more than one poll between the pieces
+            with open(log, "ab") as fh:
+                fh.write(piece)
+    thread = threading.Thread(target=writer)
+    thread.start()
+    readiness.wait_log_line(log, "Kafka Server started", offset, alive=lambda: True,
+                            what="node", timeout_s=5)
+    thread.join(5)
+    with pytest.raises(NodeNotReady, match="not ready"):  # the old run's line does not count
+        readiness.wait_log_line(log, "Kafka Server started", log.stat().st_size,
+                                alive=lambda: True, what="node", timeout_s=0.3)
+
+
+def test_the_bench_old_path_lets_bring_ups_overlap(bench_script: Any,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.infra import startslots
+    monkeypatch.delenv(startslots.ENV, raising=False)
+    speed = bench_script("speed")
+    with speed.path(new=False):
+        assert startslots.default_slots(2) == 0
+    with speed.path(new=True):
+        assert startslots.default_slots(2) == 1
+    assert startslots.ENV not in __import__("os").environ

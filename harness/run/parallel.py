@@ -15,12 +15,12 @@ many.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from harness.infra import procs
+from harness.infra.machine import available_memory, cores
 
 T = TypeVar("T")
 CLUSTER_MEMORY = int(2.5 * 2**30)
@@ -30,25 +30,6 @@ CLUSTER_MEMORY = int(2.5 * 2**30)
 #: (median of 20 repetitions, 92% busy), every run as expected: 2 per core.
 CLUSTERS_PER_CORE = 2.0
 MAX_JOBS = 16
-
-
-def available_memory() -> int | None:
-    """MemAvailable from /proc/meminfo in bytes (None where there is none)."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
-def cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
 
 
 def default_jobs(ncores: int | None = None, memory: int | None = None) -> int:

@@ -20,7 +20,7 @@ from harness.cluster import storage
 from harness.cluster.backends.readiness import wait_log_line
 from harness.cluster.builds import Build
 from harness.cluster.topology import CLIENT, ClusterShape, host_alias, node_name
-from harness.infra import procs, progress
+from harness.infra import procs, progress, startslots
 from harness.infra.errors import ClusterError
 from harness.infra.history import History
 from harness.infra.toxiproxy import ToxiproxyApi
@@ -62,25 +62,32 @@ class Cluster(abc.ABC):
         """Bring up proxies and every node; return when the readiness strategy says the
         cluster is ready. On failure everything already started is stopped before raising."""
         self._check_prerequisites()
-        procs.register_cleanup(self, self.teardown)
-        t0 = time.monotonic()
-        try:
-            self._provision()
-            for node in self.shape.nodes:
-                self._prepare_node(node)
-            progress.say(f"starting {self.shape.brokers} brokers + {self.shape.controllers} "
-                         f"controller(s), Kafka {self.build.version}, {self._where()}")
-            for node in self.shape.controller_ids + self.shape.broker_ids:
-                self._launch(node)
-            for node in self.shape.nodes:
-                self._wait_started(node, offset=0)
-            self.readiness.wait(self, timeout_s=self.READY_S)
-        except BaseException:
-            self.teardown()
-            raise
-        self.history.meta["timings"]["bring_up_s"] = round(time.monotonic() - t0, 2)
+        with startslots.start_slot() as waited:
+            procs.register_cleanup(self, self.teardown)
+            t0 = time.monotonic()
+            try:
+                self._bring_up()
+            except BaseException:
+                self.teardown()
+                raise
+        timings = self.history.meta["timings"]
+        timings["bring_up_s"] = round(time.monotonic() - t0, 2)
+        timings["start_slot_wait_s"] = round(waited, 2)
         self.history.write_meta()
-        progress.say(f"cluster up in {time.monotonic() - t0:.1f}s")
+        queued = f" (after {waited:.1f}s waiting for a start slot)" if waited >= 1 else ""
+        progress.say(f"cluster up in {time.monotonic() - t0:.1f}s{queued}")
+
+    def _bring_up(self) -> None:
+        self._provision()
+        for node in self.shape.nodes:
+            self._prepare_node(node)
+        progress.say(f"starting {self.shape.brokers} brokers + {self.shape.controllers} "
+                     f"controller(s), Kafka {self.build.version}, {self._where()}")
+        for node in self.shape.controller_ids + self.shape.broker_ids:
+            self._launch(node)
+        for node in self.shape.nodes:
+            self._wait_started(node, offset=0)
+        self.readiness.wait(self, timeout_s=self.READY_S)
 
     @abc.abstractmethod
     def _check_prerequisites(self) -> None:

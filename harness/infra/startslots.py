@@ -1,0 +1,99 @@
+"""Start slots: how many clusters may be coming up at once on this machine.
+
+A bring-up is the CPU-heaviest moment of a run (every node's JVM starts at once: class
+loading, JIT, Kafka's start-up). Clusters run side by side (``--jobs``, pytest-xdist
+workers, two users) that come up together oversubscribe the cores, and every JVM start
+then costs more CPU, not only more time (2 cores, 4 clusters: the suite took 772 CPU-s
+with bring-ups free to overlap and 560 with one at a time: bench/RESULTS-speed.md,
+2026-11-26). So a cluster holds a start slot from its first process to "ready", and at
+most ``default_slots()`` clusters hold one at a time; the others wait their turn before
+starting anything. Nothing a scenario judges has started then, so the wait changes no
+verdict; steps (restarts included) never wait for a slot.
+
+A slot is an exclusive flock on one of N files in the lease directory (the kernel drops
+it when the holder dies), so the limit holds across processes as well as threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import random
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from harness.infra import procs
+from harness.infra.blocks import lease_dir
+from harness.infra.errors import ClusterError, UsageError
+from harness.infra.machine import cores
+
+ENV = "KAFKA_CHAOS_START_SLOTS"
+#: Bring-ups at once per core. On 2 cores one at a time beat two at a time (4 clusters:
+#: 4:49 vs 5:19 wall, 560 vs 620 CPU-s) and both beat no limit (6:35, 772 CPU-s).
+SLOTS_PER_CORE = 0.5
+_POLL_S = 0.05
+#: A waiter gives up after this: longer than any bring-up the backends allow (node start
+#: 90 s + ready 60 s) times the clusters that can be ahead of it.
+WAIT_S = 1800.0
+
+
+def default_slots(ncores: int | None = None) -> int:
+    """Slots from ``KAFKA_CHAOS_START_SLOTS`` (0: no limit), else SLOTS_PER_CORE per core
+    (at least 1)."""
+    explicit = os.environ.get(ENV)
+    if explicit is not None and explicit.strip() != "":
+        try:
+            value = int(explicit)
+        except ValueError:
+            value = -1
+        if value < 0:
+            raise UsageError(f"{ENV}={explicit!r}: give a whole number of clusters that may "
+                             "start at once (0: no limit)")
+        return value
+    ncores = cores() if ncores is None else ncores
+    return max(1, int(ncores * SLOTS_PER_CORE))
+
+
+def _try(path: Path) -> IO[str] | None:
+    fh = open(path, "a")  # noqa: SIM115 - held while the slot is
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.close()
+        return None
+    return fh
+
+
+@contextlib.contextmanager
+def start_slot(slots: int | None = None, wait_s: float = WAIT_S,
+               directory: Path | None = None) -> Iterator[float]:
+    """Hold one of ``slots`` start slots (default ``default_slots()``; 0: no limit) for the
+    block; yields the seconds waited for it. Polls, so Ctrl-C/SIGTERM stop the wait."""
+    slots = default_slots() if slots is None else slots
+    if slots <= 0:
+        yield 0.0
+        return
+    where = directory or lease_dir()
+    files = [where / f"start-slot-{i}.lock" for i in range(slots)]
+    t0 = time.monotonic()
+    held = None
+    while held is None:
+        for path in random.sample(files, len(files)):
+            held = _try(path)
+            if held is not None:
+                break
+        else:
+            procs.check_interrupted()
+            if time.monotonic() - t0 > wait_s:
+                raise ClusterError(f"no cluster start slot free after {wait_s:.0f}s "
+                                   f"({slots} slot(s) under {where}); another run's "
+                                   f"bring-up is stuck, or set {ENV}=0")
+            time.sleep(_POLL_S)
+    try:
+        yield time.monotonic() - t0
+    finally:
+        fcntl.flock(held, fcntl.LOCK_UN)
+        held.close()
