@@ -476,3 +476,63 @@ def test_the_bench_old_path_lets_bring_ups_overlap(bench_script: Any,
     with speed.path(new=True):
         assert startslots.default_slots(2) == 1
     assert startslots.ENV not in __import__("os").environ
+
+
+class _SlowProducer:
+    """Delivers one record per poll slice, in order, as a producer with one request in
+    flight and one record per request does; records the most ever outstanding."""
+
+    def __init__(self, deliver: bool = True) -> None:
+        self.queue: list[tuple[str, Any]] = []
+        self.most_outstanding = 0
+        self.deliver = deliver
+
+    def produce(self, topic: str, key: str, value: str, partition: int, on_delivery: Any) -> None:
+        self.queue.append((key, on_delivery))
+        self.most_outstanding = max(self.most_outstanding, len(self.queue))
+
+    def poll(self, timeout: float) -> None:
+        if self.deliver and self.queue and timeout > 0:  # poll(0) only serves callbacks
+            key, report = self.queue.pop(0)
+
+            class Msg:
+                def key(self) -> bytes:
+                    return key.encode()
+
+                def offset(self) -> int:
+                    return int(key[1:])
+            report(None, Msg())
+
+
+def _workload(tmp_path: Path, producer: _SlowProducer) -> Any:
+    from harness.client.workload import Workload
+    from harness.infra.history import History
+
+    class FakeCluster:
+        history = History(tmp_path / "run")
+    load = Workload(FakeCluster())  # type: ignore[arg-type]
+    load._producers["all"] = producer  # type: ignore[assignment]
+    return load
+
+
+def test_a_large_produce_keeps_a_window_of_records_ahead_of_their_reports(
+        tmp_path: Path) -> None:
+    from harness.client import workload
+    producer = _SlowProducer()
+    load = _workload(tmp_path, producer)
+    ids = [f"r{i}" for i in range(250)]
+    acks = load.produce("t", 250, acks="all", record_ids=ids)
+    assert [a.offset for a in acks] == list(range(250))
+    assert producer.most_outstanding == workload.SEND_WINDOW  # not all 250 at once
+
+
+def test_a_produce_whose_reports_stop_gives_up_after_the_grace(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.client import workload
+    monkeypatch.setattr(workload, "REPORT_GRACE_S", 0.3)
+    load = _workload(tmp_path, _SlowProducer(deliver=False))
+    load.delivery_timeout_ms = 0
+    t0 = time.monotonic()
+    acks = load.produce("t", 3, acks="all", record_ids=["r0", "r1", "r2"])
+    assert {a.error for a in acks} == {"NO_DELIVERY_REPORT"}
+    assert time.monotonic() - t0 < 5

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,12 @@ if TYPE_CHECKING:
     from harness.cluster.backends.base import Cluster
 
 ACKS = ("0", "1", "all")
+#: Records a produce step enqueues ahead of their delivery reports (see _send_windowed):
+#: every produce of a scenario or of the fuzzer (1..5 records) fits in one window, so a
+#: refused write still fails after one delivery timeout.
+SEND_WINDOW = 100
+#: How long past the delivery timeout a produce waits for a report that does not come.
+REPORT_GRACE_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -81,16 +88,39 @@ class Workload:
             history.record("ack", record_id=rid, topic=topic, partition=partition, acks=str(acks),
                            offset=ack.offset, error=ack.error)
 
-        for rid in ids:
+        def enqueue(rid: str) -> None:
             history.record("produce", record_id=rid, topic=topic, partition=partition,
                            acks=str(acks))
             producer.produce(topic, key=rid, value=rid, partition=partition, on_delivery=report)
             producer.poll(0)
-        deadline = time.monotonic() + self.delivery_timeout_ms / 1000 + 10
-        while len(acked) < len(ids) and time.monotonic() < deadline:
+
+        self._send_windowed(ids, enqueue, producer, acked)
+        return [acked.get(rid, Ack(rid, None, "NO_DELIVERY_REPORT")) for rid in ids]
+
+    def _send_windowed(self, ids: list[str], enqueue: Callable[[str], None], producer: Any,
+                       acked: dict[str, Ack]) -> None:
+        """Enqueue ``ids`` in order, at most SEND_WINDOW ahead of their delivery reports, and
+        wait for the reports; gives up once none has come for a delivery timeout + 10 s.
+
+        The delivery timeout runs from a record's enqueueing, and records go one per request,
+        one request at a time: enqueued all at once, a large produce timed its last records
+        out while the first were still being sent (2,000 acks=all records on 2 loaded cores:
+        246 _MSG_TIMED_OUT after 13.7 s). In a window each record's timeout covers its own
+        send, as it does for a produce of a few records."""
+        grace = self.delivery_timeout_ms / 1000 + REPORT_GRACE_S
+        sent, last_progress = 0, time.monotonic()
+        while len(acked) < len(ids):
+            while sent < len(ids) and sent - len(acked) < SEND_WINDOW:
+                enqueue(ids[sent])
+                sent += 1
+                last_progress = time.monotonic()
+            before = len(acked)
             producer.poll(0.1)
             procs.check_interrupted()
-        return [acked.get(rid, Ack(rid, None, "NO_DELIVERY_REPORT")) for rid in ids]
+            if len(acked) > before:
+                last_progress = time.monotonic()
+            elif time.monotonic() - last_progress > grace:
+                return
 
     def consume_all(self, topic: str, partition: int = 0, timeout_s: float = 15.0,
                     bootstrap: str | None = None) -> list[tuple[int, str]]:
