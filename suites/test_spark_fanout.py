@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.infra import startslots
 from harness.infra.sparkstandalone import StandaloneSpark
 from suites.test_cleanup import _alive, _processes_mentioning, _started_brokers, _wait_for
 
@@ -52,8 +53,14 @@ def test_a_matrix_runs_one_cluster_per_spark_worker(tmp_path: Path, kafka_build)
     assert _wait_for(lambda: not _processes_mentioning(str(runs)), 15)
 
 
-def test_an_interrupted_fan_out_leaves_nothing_running(tmp_path: Path, kafka_build) -> None:
+def test_an_interrupted_fan_out_leaves_nothing_running(tmp_path: Path, kafka_build,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     runs, spark_dir = tmp_path / "runs", tmp_path / "spark"
+    # The interrupt must find both clusters up. With the machine's start slots (one bring-up
+    # per 2 cores, shared with the other xdist workers' clusters) the second executor's
+    # cluster could come up only after the first one's scenario had ended (seen in CI):
+    # the executors, started by these workers, bring theirs up at once.
+    monkeypatch.setenv(startslots.ENV, "0")
     with StandaloneSpark(spark_dir, workers=2, cores=1) as master:
         child = subprocess.Popen(_matrix_args(kafka_build, master, runs, tmp_path / "m.md"),
                                  cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
