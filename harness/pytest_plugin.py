@@ -38,7 +38,8 @@ with warnings.catch_warnings():
     from harness.cluster.backends import BACKENDS
     from harness.cluster.backends.base import Cluster
     from harness.cluster.topology import ClusterShape
-    from harness.infra.errors import HarnessError
+    from harness.infra import startslots
+    from harness.infra.errors import HarnessError, UsageError
     from harness.infra.history import History, new_run_id
     from harness.nemesis.faults import Faults
     from harness.run.session import Session, open_session
@@ -75,6 +76,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # process, so a pytest run that never does keeps its own SIGTERM and exit handling.
     if config.getoption("--kafka-image", None):
         os.environ["KAFKA_CHAOS_KAFKA_IMAGE"] = config.getoption("--kafka-image")
+    try:
+        startslots.default_slots()  # a bad KAFKA_CHAOS_START_SLOTS fails before any test
+    except UsageError as exc:
+        raise pytest.UsageError(f"kafka-chaos: {exc}") from exc
 
 
 # tryfirst: the hook takes the first answer, and xdist's own (the core count) was asked

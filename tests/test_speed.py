@@ -14,6 +14,8 @@ import pytest
 
 from harness.cluster import builds, cds
 
+pytest_plugins = ["pytester"]
+
 
 def _dist(tmp_path: Path) -> builds.Build:
     libs = tmp_path / "dist" / "libs"
@@ -536,3 +538,17 @@ def test_a_produce_whose_reports_stop_gives_up_after_the_grace(
     acks = load.produce("t", 3, acks="all", record_ids=["r0", "r1", "r2"])
     assert {a.error for a in acks} == {"NO_DELIVERY_REPORT"}
     assert time.monotonic() - t0 < 5
+
+
+def test_a_bad_start_slots_value_fails_before_any_cluster(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        pytester: pytest.Pytester) -> None:
+    from harness.cli.app import main
+    from harness.infra import startslots
+    monkeypatch.setenv(startslots.ENV, "lots")
+    assert main(["run", "fixtures/scenarios/last-replica-standing.yaml"]) == 2
+    assert "KAFKA_CHAOS_START_SLOTS='lots'" in capsys.readouterr().err
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "KAFKA_CHAOS_START_SLOTS" in result.stderr.str()

@@ -8,6 +8,7 @@ import sys
 from harness.cli import audit, fuzz, model, mutate, report, run
 from harness.cli.options import add_build_options
 from harness.cluster import builds
+from harness.infra import startslots
 from harness.infra.errors import HarnessError
 
 
@@ -41,6 +42,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
+        startslots.default_slots()  # a bad KAFKA_CHAOS_START_SLOTS fails before any cluster
         return int(args.func(args))
     except HarnessError as exc:
         print(f"kafka-chaos: error: {exc}", file=sys.stderr)
