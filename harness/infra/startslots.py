@@ -3,12 +3,13 @@
 A bring-up is the CPU-heaviest moment of a run (every node's JVM starts at once: class
 loading, JIT, Kafka's start-up). Clusters run side by side (``--jobs``, pytest-xdist
 workers, two users) that come up together oversubscribe the cores, and every JVM start
-then costs more CPU, not only more time (2 cores, 4 clusters: the suite took 772 CPU-s
-with bring-ups free to overlap and 560 with one at a time: bench/RESULTS-speed.md,
-2026-11-26). So a cluster holds a start slot from its first process to "ready", and at
-most ``default_slots()`` clusters hold one at a time; the others wait their turn before
-starting anything. Nothing a scenario judges has started then, so the wait changes no
-verdict; steps (restarts included) never wait for a slot.
+then costs more CPU, not only more time (2 cores, 4 clusters, 4 bring-ups at once: 8-33 s
+each instead of 3.4 s alone; the suite 8% faster on average with one at a time, from 17%
+faster to 3% slower per interleaved pair on a host whose speed drifted as much:
+bench/RESULTS-speed.md, 2026-11-26). So a cluster holds a start slot from its first
+process to "ready", and at most ``default_slots()`` clusters hold one at a time; the others
+wait their turn before starting anything. Nothing a scenario judges has started then, so
+the wait changes no verdict; steps (restarts included) never wait for a slot.
 
 A slot is an exclusive flock on one of N files in the lease directory (the kernel drops
 it when the holder dies), so the limit holds across processes as well as threads.
@@ -31,8 +32,9 @@ from harness.infra.errors import ClusterError, UsageError
 from harness.infra.machine import cores
 
 ENV = "KAFKA_CHAOS_START_SLOTS"
-#: Bring-ups at once per core. On 2 cores one at a time beat two at a time (4 clusters:
-#: 4:49 vs 5:19 wall, 560 vs 620 CPU-s) and both beat no limit (6:35, 772 CPU-s).
+#: Bring-ups at once per core. On 2 cores, 4 clusters: one at a time 4:49 and 560 CPU-s,
+#: two 5:19 and 620, no limit 6:35 and 772 (one run each, in a row); interleaved with no
+#: limit, one at a time was 8% faster on average (4 + 3 repetitions).
 SLOTS_PER_CORE = 0.5
 _POLL_S = 0.05
 #: A waiter gives up after this: longer than any bring-up the backends allow (node start
