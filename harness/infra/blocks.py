@@ -32,19 +32,31 @@ class BlockLease:
         self.net, self.block, self._fh = net, block, fh
 
     def release(self) -> None:
-        if self._fh is not None and not self._fh.closed:
-            fcntl.flock(self._fh, fcntl.LOCK_UN)
-            self._fh.close()
+        release(self._fh)
 
 
-def try_lease(net: str, block: int) -> BlockLease | None:
-    fh = open(lease_dir() / f"{net}.{block}.lock", "a")  # noqa: SIM115 - held by the lease
+def try_exclusive(path: Path) -> IO[str] | None:
+    """An exclusive flock on ``path`` (made if missing), or None when another holds it; the
+    holder gives it up with ``release`` (or by dying)."""
+    fh = open(path, "a")  # noqa: SIM115 - held until release
     try:
         fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         fh.close()
         return None
-    return BlockLease(net, block, fh)
+    return fh
+
+
+def release(fh: IO[str]) -> None:
+    """Give up a hold from ``try_exclusive``; idempotent."""
+    if not fh.closed:
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        fh.close()
+
+
+def try_lease(net: str, block: int) -> BlockLease | None:
+    fh = try_exclusive(lease_dir() / f"{net}.{block}.lock")
+    return None if fh is None else BlockLease(net, block, fh)
 
 
 def lease_free_block(net: str, low: int, high: int, is_free: Callable[[int], bool],

@@ -18,7 +18,6 @@ it when the holder dies), so the limit holds across processes as well as threads
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import random
 import time
@@ -26,8 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from harness.infra import procs
-from harness.infra.blocks import lease_dir
+from harness.infra import blocks, wait
 from harness.infra.errors import ClusterError, UsageError
 from harness.infra.machine import cores
 
@@ -59,16 +57,6 @@ def default_slots(ncores: int | None = None) -> int:
     return max(1, int(ncores * SLOTS_PER_CORE))
 
 
-def _try(path: Path) -> IO[str] | None:
-    fh = open(path, "a")  # noqa: SIM115 - held while the slot is
-    try:
-        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        fh.close()
-        return None
-    return fh
-
-
 @contextlib.contextmanager
 def start_slot(slots: int | None = None, wait_s: float = WAIT_S,
                directory: Path | None = None) -> Iterator[float]:
@@ -78,24 +66,22 @@ def start_slot(slots: int | None = None, wait_s: float = WAIT_S,
     if slots <= 0:
         yield 0.0
         return
-    where = directory or lease_dir()
+    where = directory or blocks.lease_dir()
     files = [where / f"start-slot-{i}.lock" for i in range(slots)]
+
+    def any_free() -> IO[str] | None:
+        return next((fh for fh in map(blocks.try_exclusive, random.sample(files, slots))
+                     if fh is not None), None)
     t0 = time.monotonic()
-    held = None
-    while held is None:
-        for path in random.sample(files, len(files)):
-            held = _try(path)
-            if held is not None:
-                break
-        else:
-            procs.check_interrupted()
-            if time.monotonic() - t0 > wait_s:
-                raise ClusterError(f"no cluster start slot free after {wait_s:.0f}s "
-                                   f"({slots} slot(s) under {where}); another run's "
-                                   f"bring-up is stuck, or set {ENV}=0")
-            time.sleep(_POLL_S)
+    try:
+        held = wait.until(any_free, lambda fh: fh is not None, "a cluster start slot",
+                          timeout_s=wait_s, interval_s=_POLL_S)
+    except wait.WaitTimeout:
+        raise ClusterError(f"no cluster start slot free after {wait_s:.0f}s ({slots} slot(s) "
+                           f"under {where}); another run's bring-up is stuck, or set "
+                           f"{ENV}=0") from None
+    assert held is not None  # until returned only once any_free found one
     try:
         yield time.monotonic() - t0
     finally:
-        fcntl.flock(held, fcntl.LOCK_UN)
-        held.close()
+        blocks.release(held)

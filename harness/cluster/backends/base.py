@@ -70,12 +70,12 @@ class Cluster(abc.ABC):
             except BaseException:
                 self.teardown()
                 raise
+        took = time.monotonic() - t0
         timings = self.history.meta["timings"]
-        timings["bring_up_s"] = round(time.monotonic() - t0, 2)
-        timings["start_slot_wait_s"] = round(waited, 2)
+        timings["bring_up_s"], timings["start_slot_wait_s"] = round(took, 2), round(waited, 2)
         self.history.write_meta()
         queued = f" (after {waited:.1f}s waiting for a start slot)" if waited >= 1 else ""
-        progress.say(f"cluster up in {time.monotonic() - t0:.1f}s{queued}")
+        progress.say(f"cluster up in {took:.1f}s{queued}")
 
     def _bring_up(self) -> None:
         self._provision()
