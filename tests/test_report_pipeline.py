@@ -221,6 +221,36 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def test_the_shipped_package_is_removed_when_the_process_ends(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Executors fetch the harness zip while the context lives; it must not outlive the
+    process (every report on a cluster left one in the temporary directory)."""
+    import atexit
+    import tempfile
+    import zipfile
+
+    from harness.report import spark_jobs
+
+    at_exit: list[Any] = []
+    monkeypatch.setattr(atexit, "register", lambda f, *a, **kw: at_exit.append((f, a, kw)))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    shipped: list[str] = []
+
+    class Context:
+        def addPyFile(self, path: str) -> None:  # noqa: N802 (Spark's name)
+            shipped.append(path)
+
+    class Session:
+        sparkContext = Context()  # noqa: N815
+
+    spark_jobs._ship_package(Session())  # type: ignore[arg-type]
+    archive = Path(shipped[0])
+    assert "harness/run/datachecks.py" in zipfile.ZipFile(archive).namelist()
+    for f, args, kwargs in at_exit:
+        f(*args, **kwargs)
+    assert not archive.exists() and list(tmp_path.iterdir()) == []
+
+
 def test_report_runs_on_a_standalone_spark_cluster(tmp_path: Path) -> None:
     """`--master`: a real standalone master and worker on loopback, executors that import the
     checks from the shipped package, the same findings as the runner's. Last in this file:
@@ -266,3 +296,4 @@ def test_report_runs_on_a_standalone_spark_cluster(tmp_path: Path) -> None:
             active.stop()
         for proc in reversed(daemons):
             procs.kill(proc, signal.SIGTERM)
+
