@@ -42,7 +42,7 @@ from harness.client import readiness  # noqa: E402
 from harness.cluster import builds, cds  # noqa: E402
 from harness.cluster import config as kafkaconfig  # noqa: E402
 from harness.cluster.topology import ClusterShape  # noqa: E402
-from harness.infra import startslots  # noqa: E402
+from harness.infra import machine, startslots  # noqa: E402
 from harness.infra.history import History  # noqa: E402
 from harness.run import parallel, runner  # noqa: E402
 from harness.run.runner import Runner  # noqa: E402
@@ -238,8 +238,10 @@ def main() -> int:
             with path(not args.old):
                 bring_up(build, root, "once", restart=False)
             return 0
+        host = machine.describe()
         print(f"### Kafka {build.version}, {time.strftime('%Y-%m-%d %H:%M')} UTC, "
-              f"{parallel.cores()} cores, {(parallel.available_memory() or 0) / 2**30:.0f} GiB "
+              f"{host['cpu']}, {host['cores']} cores, "
+              f"{(parallel.available_memory() or 0) / 2**30:.0f} GiB "
               f"available, Python {platform.python_version()}, jobs {args.jobs}")
         if args.bringup:
             bench_bringup(build, root, args.bringup)

@@ -178,6 +178,15 @@ def test_history_records_the_real_client_library_version(tmp_path: Path) -> None
     assert versions["confluent-kafka"].count(".") >= 1  # "2.16.1", not "2"
 
 
+
+def test_history_records_the_machine_its_timings_were_taken_on(tmp_path: Path) -> None:
+    History(tmp_path / "r6").close(None)
+    host = json.loads((tmp_path / "r6" / "run.json").read_text())["machine"]
+    cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    assert host["cpu"] and (not cpuinfo or host["cpu"] in cpuinfo)
+    assert host["cores"] == len(os.sched_getaffinity(0))
+    assert host["memory_gib"] is None or host["memory_gib"] > 0
+
 def test_a_run_json_that_is_not_an_object_is_a_schema_error(tmp_path: Path) -> None:
     (tmp_path / "run.json").write_text("[1, 2]")
     with pytest.raises(SchemaError, match="not a JSON object"):

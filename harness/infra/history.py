@@ -16,7 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-SCHEMA_VERSION = "1.2"
+from harness.infra import machine
+
+SCHEMA_VERSION = "1.3"
 
 
 class SchemaError(ValueError):
@@ -44,7 +46,7 @@ class History:
             "schema_version": SCHEMA_VERSION, "run_id": self.run_id, "scenario": None,
             "build": None, "backend": None, "seed": None, "profile": None,
             "started_wall": time.time(), "ended_wall": None, "timings": {}, "verdict": None,
-            "versions": _versions(),
+            "versions": _versions(), "machine": machine.describe(),
         }
         self.write_meta()
         self.record("run_start", schema_version=SCHEMA_VERSION)
