@@ -357,6 +357,48 @@ def test_observer_starts_over_when_its_client_does_not_know_a_broker() -> None:
     assert stale.closed and observer._admin is None  # the next call bootstraps afresh
 
 
+
+def test_observer_asks_several_brokers_at_once_and_keeps_each_answer() -> None:
+    """A look's views go out together in one hand-off to the client's I/O thread; one
+    broker's failure (raised when sent, or answered) is that broker's alone."""
+    import kafka.errors as kafka_errors
+    from kafka.future import Future
+
+    from harness.client.observe import Observer
+
+    class Manager:
+        def __init__(self) -> None:
+            self.cluster, self.runs, self.updates = self, 0, 0
+
+        def request_update(self) -> None:
+            self.updates += 1
+
+        def send(self, request: object, node_id: int) -> Future:
+            if node_id == 3:
+                raise kafka_errors.NodeNotReadyError(3)
+            if node_id == 2:
+                return Future().failure(kafka_errors.RequestTimedOutError())
+            return Future().success(f"answer of {node_id}")
+
+        def run(self, call: Callable[[], Coroutine[None, None, object]]) -> object:
+            self.runs += 1
+            try:
+                call().send(None)
+            except StopIteration as done:
+                return done.value
+            raise AssertionError("every future here is already done")
+
+    class Admin:
+        _manager = Manager()
+
+    observer = Observer(cluster=None)  # type: ignore[arg-type]
+    observer._admin = Admin()  # type: ignore[assignment]
+    answers = observer._send_each({1: "r1", 2: "r2", 3: "r3"})
+    assert answers[1] == "answer of 1"
+    assert isinstance(answers[2], kafka_errors.RequestTimedOutError)
+    assert isinstance(answers[3], kafka_errors.NodeNotReadyError)
+    assert Admin._manager.runs == 1 and Admin._manager.updates == 2
+
 def test_observer_bootstraps_only_from_running_brokers(monkeypatch: pytest.MonkeyPatch) -> None:
     # A killed container's address drops packets; kafka-python would spend its whole
     # bootstrap deadline on one such connect if it picked that address.

@@ -145,3 +145,33 @@ def test_lines_before_39_ignore_the_unclean_election_config() -> None:
         assert PROFILES[profile_for_build(version, False)].unclean_election_config == "config"
     assert profile_for_build((3, 8, 1), False) == "kafka-3.8"
     assert any("KAFKA-12670" in c for c in PROFILES["kafka-3.8"].cites)
+
+
+def test_a_look_asks_each_broker_for_its_view_once_and_all_at_once() -> None:
+    """The views of every partition in a look come from one batch of requests, one per
+    broker; a broker that failed is that broker's failure only."""
+    def dtp_answer(leader: int) -> Any:
+        parts = [SimpleNamespace(partition_index=i, error_code=0, leader_id=leader,
+                                 leader_epoch=2, replica_nodes=[1, 2, 3], isr_nodes=[1, 2, 3],
+                                 eligible_leader_replicas=[], last_known_elr=[])
+                 for i in range(2)]
+        return SimpleNamespace(topics=[SimpleNamespace(name="t", partitions=parts)])
+
+    observer = Observer(_cluster(dtp=True))
+    batches: list[dict[int, Any]] = []
+
+    def send_each(requests: dict[int, Any]) -> dict[int, Any]:
+        batches.append(requests)
+        return {n: RuntimeError("cut off") if n == 3 else dtp_answer(leader=1)
+                for n in requests}
+
+    observer._send_each = send_each  # type: ignore[method-assign]
+    with observer.one_look():
+        first, failed = observer._views([1, 2, 3], "t", 0)
+        second, _ = observer._views([1, 2, 3], "t", 1)
+    assert [len(b) for b in batches] == [3, 1]  # the failed broker is asked again, alone
+    assert {type(r).__name__ for r in batches[0].values()} == {
+        "DescribeTopicPartitionsRequest"}
+    assert len({id(r) for r in batches[0].values()}) == 3  # a request object per broker
+    assert [n for n, _ in first] == [1, 2] and str(failed) == "cut off"
+    assert [v["leader"] for _, v in second] == [1, 1]
