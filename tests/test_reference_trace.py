@@ -483,9 +483,9 @@ def test_validation_is_cheap() -> None:
         log.batch(("NO_OP_RECORD", {}))
         log.batch(unfence(1, E[1]))
     assert len(log.records) > 1_200
-    start = time.perf_counter()
+    start = time.process_time()  # CPU, not wall: other processes' load must not count
     result = validate(log.records, TraceContext(profile="kafka-4.1", brokers=(1, 2, 3)))
-    assert result.ok and time.perf_counter() - start < 1.0
+    assert result.ok and time.process_time() - start < 1.0
 
 
 def replace_partition(rec: Rec, k: int) -> Rec:

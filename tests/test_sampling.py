@@ -109,7 +109,8 @@ def test_the_sampler_records_every_sample_a_transient_violation_and_its_rate(tmp
     assert [(e["invariant"], e["index"]) for e in bad] == [("LeaderInIsr", 0)]
     assert [f["invariant"] for f in sampled_findings(events)] == ["LeaderInIsr"]
     (step,) = [e for e in events if e["kind"] == "sampling"]
-    assert step["index"] == 0 and step["samples"] == len(samples)
+    # a sample may still land between step(None) and stop(), outside step 0
+    assert step["index"] == 0 and step["samples"] == len([s for s in samples if s["index"] == 0])
     assert history.meta["sampling"]["violations"] == 1
 
 

@@ -38,6 +38,8 @@ SCENARIOS = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
 FIXTURES = sorted(SCENARIOS.glob("*.yaml"))
 TEXTS = [f.read_text(encoding="utf-8") for f in FIXTURES]
 EXAMPLES = int(os.environ.get("KAFKA_CHAOS_FUZZ_EXAMPLES", "200"))
+#: CPU seconds of this process, not wall time: the bound is on the loader's work, which must
+#: not depend on what else the machine runs (under a suite's load wall time doubled).
 LOAD_SECONDS = 2.0
 LOAD_BYTES = 500 * 2**20
 #: What the bench run reports (printed at the end of the module with -s).
@@ -79,12 +81,12 @@ def check(data: bytes, tmp_path: Path) -> None:
 
 
 def _timed_load(path: Path) -> Any:
-    started = time.perf_counter()
+    started = time.process_time()
     rss_before = _rss_bytes()
     try:
         return load_scenario(path)
     finally:
-        took = time.perf_counter() - started
+        took = time.process_time() - started
         # The process's peak RSS bounds this load's peak from above; measure exactly (with
         # tracemalloc, which slows allocation-heavy code ~6x) only when that bound is high.
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - rss_before
@@ -92,7 +94,7 @@ def _timed_load(path: Path) -> Any:
             peak = _traced_peak(path)
         STATS["max_load_s"] = max(STATS["max_load_s"], took)
         if path.stat().st_size <= MAX_FILE_BYTES:
-            assert took < LOAD_SECONDS, f"loading took {took:.2f} s"
+            assert took < LOAD_SECONDS, f"loading took {took:.2f} CPU-s"
             assert peak < LOAD_BYTES, f"loading peaked at {peak / 2**20:.0f} MB"
 
 
@@ -371,6 +373,6 @@ WORST = {
 
 
 @pytest.mark.parametrize("name", sorted(WORST))
-def test_worst_inputs_within_2_s_and_500_mb(name: str, tmp_path: Path) -> None:
+def test_worst_inputs_within_2_cpu_s_and_500_mb(name: str, tmp_path: Path) -> None:
     data = WORST[name].encode()[:MAX_FILE_BYTES]
     check(data, tmp_path)
