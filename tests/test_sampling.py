@@ -138,3 +138,40 @@ def test_the_audit_rejudges_a_transient_violation_from_the_samples(tmp_path) -> 
     assert r.axes["safety"].verdict == "UNSAFE"
     assert r.axes["safety"].details[-1]["rule"] == "sampled-state-invariants"
     assert r.axes["safety"].details[-1]["records"][0]["invariant"] == "ElrIsrDisjoint"
+
+
+def test_the_sampler_counts_the_steps_it_sampled_below_its_floor(tmp_path) -> None:
+    import time
+
+    from harness.infra.history import History
+    from harness.run.sampler import MIN_RATE, Sampler
+
+    state = {"leader": 1, "leader_epoch": 1, "replicas": [1], "isr": [1], "elr": [],
+             "last_known_elr": [], "hwm": 0, "fenced": None}
+
+    class Slow:
+        looks = 0
+
+        def one_look(self) -> contextlib.nullcontext[None]:
+            return contextlib.nullcontext()
+
+        def partition_state(self, topic: str, partition: int = 0) -> tuple[dict[str, Any], int]:
+            Slow.looks += 1
+            time.sleep(1.5 / MIN_RATE)  # a look slower than the floor allows
+            return dict(state), 1
+
+        def close(self) -> None:
+            pass
+
+    history = History(tmp_path / "run")
+    sampler = Sampler(Slow(), history, [("t", 0)], interval_s=0.01)  # type: ignore[arg-type]
+    sampler.step(0)
+    sampler.start()
+    deadline = time.monotonic() + 10
+    while Slow.looks < 5 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    sampler.step(None)
+    summary = sampler.stop()
+    history.close("CONFORMS")
+    assert summary["slowest_step_rate_per_s"] < MIN_RATE
+    assert summary["steps_below_min_rate"] == 1

@@ -190,13 +190,14 @@ class Observer:
             return exc
 
     def _after_failure(self, admin: KafkaAdminClient, exc: Exception) -> None:
+        manager = admin._manager
         if isinstance(exc, kafka_errors.UnknownBrokerIdError):
             # The client's broker list came from brokers that are gone (the last ones died
             # while the restarted one was still fenced) and its metadata refresh only asks
             # brokers on that list: start over from the bootstrap addresses.
             self.close()
         elif self._admin is admin:  # not one closed by an earlier failure of the same batch
-            admin._manager.cluster.request_update()
+            manager.cluster.request_update()
 
     # -- brokers --------------------------------------------------------------------
     def broker_states(self, via: int | None = None) -> dict[int, bool]:

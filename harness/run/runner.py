@@ -32,7 +32,7 @@ from harness.run import trace_check
 from harness.run.judges import AXES, AxisVerdict, RunEvidence, judge_run
 from harness.run.lanes import lane_events, merge_axes, merge_checks, single
 from harness.run.lockstep import Lockstep
-from harness.run.sampler import SampleObserver, Sampler
+from harness.run.sampler import MIN_RATE, SampleObserver, Sampler
 from harness.run.session import Session, open_session
 from harness.run.steps import StepOutcome, Target
 from reference.steps import Produce
@@ -305,8 +305,10 @@ class Runner:
         finally:
             sampler.step(None)
             rate = sampler.stop()
+            below = (f", {rate['steps_below_min_rate']} below {MIN_RATE:g}/s"
+                     if rate["steps_below_min_rate"] else "")
             progress.say(f"sampled {rate['samples']} states at {rate['rate_per_s']}/s "
-                         f"(slowest step {rate['slowest_step_rate_per_s']}/s), "
+                         f"(slowest step {rate['slowest_step_rate_per_s']}/s{below}), "
                          f"{rate['violations']} invariant violation(s)")
         result.checks = self._data_checks(history, session)
 

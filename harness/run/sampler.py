@@ -138,6 +138,9 @@ class Sampler:
         rated = [s for s in self.steps if s["seconds"] >= 1.0]
         summary["slowest_step_rate_per_s"] = min((s["rate_per_s"] for s in rated), default=None)
         summary["min_rate_per_s"] = MIN_RATE
+        # A floor, not a guarantee: a step with every broker down samples nothing, and a
+        # saturated machine slows every look; say how often it was not met.
+        summary["steps_below_min_rate"] = sum(s["rate_per_s"] < MIN_RATE for s in rated)
         summary["violations"] = self._total.violations
         self.history.update(sampling=summary)
         return summary
