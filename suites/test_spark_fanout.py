@@ -20,13 +20,37 @@ ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ("elr-maintenance", "hwm-frozen-under-min-isr")
 
 
-def _matrix_args(build, master: str, runs: Path, out: Path) -> list[str]:
+def _matrix_args(build, master: str, runs: Path, out: Path,
+                 scenarios: list[Path] | None = None) -> list[str]:
     if not build.source.startswith("maven:"):
         pytest.skip(f"UNSUPPORTED: `matrix` takes Maven versions; this build is {build.source}")
-    return [sys.executable, "-m", "harness.cli", "matrix",
-            *(str(ROOT / "fixtures" / "scenarios" / f"{s}.yaml") for s in SCENARIOS),
+    files = scenarios or [ROOT / "fixtures" / "scenarios" / f"{s}.yaml" for s in SCENARIOS]
+    return [sys.executable, "-m", "harness.cli", "matrix", *map(str, files),
             "--versions", build.version, "--master", master, "--runs-dir", str(runs),
             "--out", str(out)]
+
+
+_HOLD = """version: 1
+name: {name}
+description: A cluster held up long enough for an interrupt to find it running.
+seed: 1
+cluster: {{brokers: 3, controllers: 1}}
+topic: {{name: t, replicas: [1, 2, 3], min_insync_replicas: 2}}
+steps:
+  - produce: {{count: 1, acks: all}}
+  - sleep: {{seconds: 100}}
+"""
+
+
+def _held_clusters(where: Path) -> list[Path]:
+    """Two scenarios whose clusters stay up for 100 s: the interrupt test needs both up at
+    once, and the suite's own scenarios (20-25 s) could end on one executor before the other
+    had its cluster up when the machine was loaded (seen with 8 clusters on 2 cores)."""
+    files = []
+    for name in ("hold-a", "hold-b"):
+        (path := where / f"{name}.yaml").write_text(_HOLD.format(name=name))
+        files.append(path)
+    return files
 
 
 def _executor_logs(spark_dir: Path, worker: int) -> str:
@@ -62,7 +86,8 @@ def test_an_interrupted_fan_out_leaves_nothing_running(tmp_path: Path, kafka_bui
     # the executors, started by these workers, bring theirs up at once.
     monkeypatch.setenv(startslots.ENV, "0")
     with StandaloneSpark(spark_dir, workers=2, cores=1) as master:
-        child = subprocess.Popen(_matrix_args(kafka_build, master, runs, tmp_path / "m.md"),
+        child = subprocess.Popen(_matrix_args(kafka_build, master, runs, tmp_path / "m.md",
+                                              _held_clusters(tmp_path)),
                                  cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             # Both clusters up at once: 2 x (3 brokers + 1 controller) JVMs in the runs dir.
