@@ -67,10 +67,8 @@ def test_each_observed_invariant_fails_on_its_own_state() -> None:
 
 
 def test_the_sampler_records_every_sample_a_transient_violation_and_its_rate(tmp_path) -> None:
-    import time
 
     from harness.infra.history import History, read_events
-    from harness.run.sampler import Sampler
 
     good = {"leader": 1, "leader_epoch": 1, "replicas": [1, 2, 3], "isr": [1, 2, 3],
             "elr": [], "last_known_elr": [], "hwm": 5, "fenced": None}
@@ -92,15 +90,7 @@ def test_the_sampler_records_every_sample_a_transient_violation_and_its_rate(tmp
             pass
 
     history = History(tmp_path / "run")
-    sampler = Sampler(Fake(), history, [("t", 0)], interval_s=0.01)  # type: ignore[arg-type]
-    sampler.step(0)
-    sampler.start()
-    deadline = time.monotonic() + 5
-    while Fake.calls < 30 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    sampler.step(None)
-    summary = sampler.stop()
-    history.close("CONFORMS")
+    summary = _sample_step_0(Fake(), history, lambda: Fake.calls >= 30, 5)
     events = list(read_events(tmp_path / "run"))
     samples = [e for e in events if e["kind"] == "sample"]
     assert summary["samples"] == len(samples) >= 20 and summary["failed"] == 1
@@ -144,7 +134,7 @@ def test_the_sampler_counts_the_steps_it_sampled_below_its_floor(tmp_path) -> No
     import time
 
     from harness.infra.history import History
-    from harness.run.sampler import MIN_RATE, Sampler
+    from harness.run.sampler import MIN_RATE
 
     state = {"leader": 1, "leader_epoch": 1, "replicas": [1], "isr": [1], "elr": [],
              "last_known_elr": [], "hwm": 0, "fenced": None}
@@ -163,15 +153,25 @@ def test_the_sampler_counts_the_steps_it_sampled_below_its_floor(tmp_path) -> No
         def close(self) -> None:
             pass
 
-    history = History(tmp_path / "run")
-    sampler = Sampler(Slow(), history, [("t", 0)], interval_s=0.01)  # type: ignore[arg-type]
+    summary = _sample_step_0(Slow(), History(tmp_path / "run"), lambda: Slow.looks >= 5, 10)
+    assert summary["slowest_step_rate_per_s"] < MIN_RATE
+    assert summary["steps_below_min_rate"] == 1
+
+
+def _sample_step_0(observer: Any, history: Any, done: Any, timeout_s: float) -> Any:
+    """Samples with ``observer`` as step 0 until ``done()`` (bounded), then stops; the
+    sampler's summary."""
+    import time
+
+    from harness.run.sampler import Sampler
+
+    sampler = Sampler(observer, history, [("t", 0)], interval_s=0.01)
     sampler.step(0)
     sampler.start()
-    deadline = time.monotonic() + 10
-    while Slow.looks < 5 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    deadline = time.monotonic() + timeout_s
+    while not done() and time.monotonic() < deadline:
+        time.sleep(0.01)
     sampler.step(None)
     summary = sampler.stop()
     history.close("CONFORMS")
-    assert summary["slowest_step_rate_per_s"] < MIN_RATE
-    assert summary["steps_below_min_rate"] == 1
+    return summary
