@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
+from harness.run import nodes
 from harness.run.scenario import ScenarioError, load_scenario, parse_scenario
 from reference import steps as S
 
@@ -293,9 +295,32 @@ def test_control_characters_name_the_line() -> None:
     bad(edit("name: ok", "name: o\x1bk"), 2, "U+001B")
 
 
-@pytest.mark.parametrize("depth", [17, 3000, 100_000])
+LOADERS = [yaml.SafeLoader] + ([yaml.CSafeLoader] if hasattr(yaml, "CSafeLoader") else [])
+
+
+@pytest.fixture(params=LOADERS, ids=lambda loader: loader.__name__)
+def yaml_loader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both YAML parsers PyYAML may use: libyaml's has a nesting limit of its own (1,000
+    levels since PyYAML 6.0.4) and stops before the loader sees 17 levels."""
+    monkeypatch.setattr(nodes, "_LOADER", request.param)
+
+
+@pytest.mark.usefixtures("yaml_loader")
+@pytest.mark.parametrize("depth", [17, 999, 1001, 3000, 100_000])
 def test_deep_nesting_is_an_error_not_a_recursion_error(depth: int) -> None:
     bad(GOOD + "x: " + "[" * depth + "]" * depth + "\n", 34, "nested deeper than 16")
+
+
+@pytest.mark.usefixtures("yaml_loader")
+@pytest.mark.parametrize("depth", [17, 1001, 1400])
+def test_deep_block_nesting_names_the_projects_limit(depth: int) -> None:
+    text = "".join(" " * i + "a:\n" for i in range(depth))
+    bad(text, 17, "nested deeper than 16")
+
+
+@pytest.mark.usefixtures("yaml_loader")
+def test_a_syntax_error_is_still_the_parsers_after_the_limits_are_checked() -> None:
+    bad(GOOD + "x: [1, 2\n", 35, "invalid YAML")
 
 
 def test_alias_bombs_and_cycles_are_rejected_fast() -> None:

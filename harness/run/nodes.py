@@ -96,12 +96,33 @@ class Composer:
         return ScenarioError(f"{self.path}:{_line(mark)}: {reason}")
 
     def compose(self, text: str) -> Node | None:
-        for count, event in enumerate(_events(text, self.path)):
+        _check_characters(text, self.path)
+        try:
+            return self.compose_events(_events(text, _LOADER))
+        except _ParserStopped as stopped:
+            self.check_limits_before(text, stopped)
+            raise stopped.error(self.path, text) from None
+
+    def compose_events(self, events: Iterator[Event]) -> Node | None:
+        for count, event in enumerate(events):
             if count > MAX_YAML_EVENTS:
                 raise self.fail(event.start_mark, f"more than {MAX_YAML_EVENTS} YAML values; "
                                 "a scenario is far smaller (split it)")
             self.event(event)
         return self.root
+
+    def check_limits_before(self, text: str, stopped: _ParserStopped) -> None:
+        """The project's limits come first, whichever layer notices a breach first.
+        libyaml has limits of its own (1,000 nesting levels in the one PyYAML 6.0.4
+        bundles) and looks ahead, so it may stop before this composer has seen the value
+        that breaks ours (nesting 16). The pure-Python parser has no such limit: it
+        re-reads what libyaml had read, and a breach of ours there is the error."""
+        if _LOADER is yaml.SafeLoader:
+            return
+        try:
+            Composer(self.path).compose_events(_events(text[:stopped.index], yaml.SafeLoader))
+        except _ParserStopped:
+            pass  # the prefix ends mid-value: nothing of ours was broken before it
 
     def event(self, event: Event) -> None:
         if isinstance(event, DocumentStartEvent):
@@ -195,16 +216,29 @@ def _lines(text: str) -> int:
     return text.count("\n") + text.count("\r") - text.count("\r\n") + 1
 
 
-def _events(text: str, path: str) -> Iterator[Event]:
-    _check_characters(text, path)
-    try:
-        yield from yaml.parse(text, Loader=_LOADER)
-    except yaml.MarkedYAMLError as e:
+class _ParserStopped(Exception):
+    """The YAML parser refused the text; ``error`` words it as the scenario's error."""
+
+    def __init__(self, cause: yaml.YAMLError) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+        mark = getattr(cause, "problem_mark", None) or getattr(cause, "context_mark", None)
+        self.mark: Mark | None = mark
+        self.index: int = mark.index if mark is not None else 0
+
+    def error(self, path: str, text: str) -> ScenarioError:
+        if not isinstance(self.cause, yaml.MarkedYAMLError):
+            return ScenarioError(f"{path}:1: invalid YAML: {self.cause}")
         # libyaml may place the mark of an error at the end of the stream one line past it
-        line = min(_line(e.problem_mark or e.context_mark), _lines(text))
-        raise ScenarioError(f"{path}:{line}: invalid YAML: {e.problem or e}") from None
+        line = min(_line(self.mark), _lines(text))
+        return ScenarioError(f"{path}:{line}: invalid YAML: {self.cause.problem or self.cause}")
+
+
+def _events(text: str, loader: Any) -> Iterator[Event]:
+    try:
+        yield from yaml.parse(text, Loader=loader)
     except yaml.YAMLError as e:
-        raise ScenarioError(f"{path}:1: invalid YAML: {e}") from None
+        raise _ParserStopped(e) from None
 
 
 # --- node helpers -----------------------------------------------------------------
