@@ -13,7 +13,15 @@ from kafka.protocol.admin import (
     IncrementalAlterConfigsRequest,
     ListPartitionReassignmentsRequest,
 )
+from tenacity import (
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    stop_after_delay,
+    wait_fixed,
+)
 
+from harness.infra import procs
 from harness.infra.errors import HarnessError
 
 if TYPE_CHECKING:
@@ -27,16 +35,64 @@ class AdminError(HarnessError):
     """The cluster rejected an administrative request."""
 
 
+#: Topic creation retries while the admin client does not yet know a broker of the
+#: assignment: at most this many attempts, this long in all, this far apart.
+CREATE_ATTEMPTS, CREATE_WITHIN_S, CREATE_INTERVAL_S = 20, 30.0, 0.5
+
+
 def create_topic(observer: Observer, name: str, replicas: list[int],
                  config: Mapping[str, str], more: Sequence[Sequence[int]] = ()) -> None:
-    """``replicas``: partition 0's; ``more``: partitions 1, 2, ...'s."""
+    """``replicas``: partition 0's; ``more``: partitions 1, 2, ...'s.
+
+    kafka-python sends CreateTopics to a broker its metadata names and raises
+    UnknownBrokerIdError when that metadata does not list it yet: a client that
+    bootstrapped while brokers were still registering (seen on 3.8.1 with 5 controllers
+    under load). That, and only that, is retried, bounded; any other error fails at once."""
     assignment = {p: list(r) for p, r in enumerate([replicas, *more])}
+    brokers = {b for r in assignment.values() for b in r}
     topic = NewTopic(name, replica_assignments=assignment,
                      topic_configs={k: str(v) for k, v in config.items()})
     try:
-        observer.admin().create_topics([topic], timeout_ms=30000)
+        for attempt in Retrying(
+                stop=stop_after_attempt(CREATE_ATTEMPTS) | stop_after_delay(CREATE_WITHIN_S),
+                wait=wait_fixed(CREATE_INTERVAL_S), reraise=True,
+                retry=retry_if_exception(lambda e: _client_lacks_broker(observer, e, brokers)),
+                before_sleep=lambda _: _refresh_metadata(observer)):
+            with attempt:
+                procs.check_interrupted()
+                observer.admin().create_topics([topic], timeout_ms=30000)
     except Exception as exc:
-        raise AdminError(f"creating topic {name} with replicas {replicas} failed: {exc}") from exc
+        raise AdminError(f"creating topic {name} with replicas {replicas} failed: "
+                         f"{type(exc).__name__}: {exc}") from exc
+
+
+def _client_lacks_broker(observer: Observer, exc: BaseException, brokers: set[int]) -> bool:
+    """The admin client refused to send because its metadata lacks a broker, and a broker
+    of the assignment is that one or is still missing from it."""
+    if not isinstance(exc, kafka_errors.UnknownBrokerIdError):
+        return False
+    unknown = exc.args[0] if exc.args else None
+    return unknown in brokers or bool(_unknown_brokers(observer, brokers))
+
+
+def _client_metadata(observer: Observer) -> Any:
+    """The admin client's cluster metadata (kafka-python keeps it on its client manager)."""
+    client = observer.admin()
+    manager = getattr(client, "_manager", None) or getattr(client, "_client", None)
+    return getattr(manager, "cluster", None)
+
+
+def _unknown_brokers(observer: Observer, brokers: set[int]) -> set[int]:
+    cluster = _client_metadata(observer)
+    if cluster is None:
+        return set()
+    return {b for b in brokers if cluster.broker_metadata(b) is None}
+
+
+def _refresh_metadata(observer: Observer) -> None:
+    cluster = _client_metadata(observer)
+    if cluster is not None:
+        cluster.request_update()
 
 
 def alter_config(observer: Observer, scope: str, name: str, config: Mapping[str, str]) -> None:
