@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import logging
 import subprocess
+import time
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -35,6 +37,7 @@ from kafka.protocol.metadata import MetadataRequest
 from kafka.structs import TopicPartition
 
 from harness.client import admin
+from harness.client.answers import AnswerBook, book_for, describe
 
 if TYPE_CHECKING:
     from harness.cluster.backends.base import Cluster
@@ -89,6 +92,10 @@ class Observer:
         self._epochs: dict[tuple[str, int], int] = {}
         #: Answers shared by the partitions of one look (``one_look``), by request.
         self._look: dict[tuple[Any, ...], Any] | None = None
+        #: Every answer is checked to come from this cluster (and logged on request).
+        self.answers: AnswerBook = book_for(cluster)
+        #: Connections whose broker said which cluster it belongs to (DescribeCluster).
+        self._verified: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
     @contextmanager
     def one_look(self) -> Iterator[None]:
@@ -141,15 +148,36 @@ class Observer:
 
     def _send(self, node: int, request: Any) -> Any:
         admin = self.admin()
+        manager = admin._manager
 
-        async def call() -> Any:
-            return await admin._manager.send(request, node_id=node)
+        async def call() -> tuple[Any, Any]:
+            future = manager.send(request, node_id=node)
+            return manager._conns.get(node), await future
 
+        sent = time.monotonic()
         try:
-            return admin._manager.run(call)
+            conn, response = manager.run(call)
         except Exception as exc:
             self._after_failure(admin, exc)
             raise
+        return self._take(node, request, response, conn, sent)
+
+    def _take(self, node: int, request: Any, response: Any, conn: Any, sent: float) -> Any:
+        """``response`` once its connection is known to reach this cluster's broker
+        ``node``; ForeignAnswer (a harness ERROR) otherwise."""
+        answer = describe(node, request, response, _peer(conn), sent, time.monotonic())
+        if conn is not None and conn not in self._verified:
+            if answer.api == "DescribeCluster" and answer.cluster_id is not None:
+                self._verified[conn] = answer.cluster_id
+            else:
+                self._verify(node)
+        answer.verified_cluster_id = self._verified.get(conn) if conn is not None else None
+        self.answers.take(answer)
+        return response
+
+    def _verify(self, node: int) -> None:
+        """Ask broker ``node`` which cluster it belongs to, on the connection in use."""
+        self._send(node, DescribeClusterRequest(include_fenced_brokers=True))
 
     def _send_each(self, requests: dict[int, Any]) -> dict[int, Any]:
         """``_send`` to several brokers at once: node -> its answer, or the exception its
@@ -162,25 +190,35 @@ class Observer:
         admin = self.admin()
         manager = admin._manager
 
-        async def call() -> dict[int, Any]:
-            sent: dict[int, Any] = {}
+        async def call() -> dict[int, tuple[Any, Any]]:
+            sent: dict[int, tuple[Any, Any]] = {}
             for node, request in requests.items():
                 try:
-                    sent[node] = manager.send(request, node_id=node)
+                    future = manager.send(request, node_id=node)
+                    sent[node] = (manager._conns.get(node), future)
                 except Exception as exc:  # noqa: BLE001 - answered as that node's failure
-                    sent[node] = exc
-            answers: dict[int, Any] = {}
-            for node, future in sent.items():
+                    sent[node] = (None, exc)
+            answers: dict[int, tuple[Any, Any]] = {}
+            for node, (conn, future) in sent.items():
                 try:
-                    answers[node] = future if isinstance(future, Exception) else await future
+                    answers[node] = (conn, future if isinstance(future, Exception)
+                                     else await future)
                 except Exception as exc:  # noqa: BLE001 - the other nodes' answers stand
-                    answers[node] = exc
+                    answers[node] = (conn, exc)
             return answers
 
-        answers: dict[int, Any] = manager.run(call)
-        for answer in answers.values():
+        t_sent = time.monotonic()
+        raw: dict[int, tuple[Any, Any]] = manager.run(call)
+        answers: dict[int, Any] = {}
+        for node, (conn, answer) in raw.items():
             if isinstance(answer, Exception):
                 self._after_failure(admin, answer)
+                answers[node] = answer
+                continue
+            try:
+                answers[node] = self._take(node, requests[node], answer, conn, t_sent)
+            except admin_errors() as exc:
+                answers[node] = exc
         return answers
 
     def _answer(self, node: int, request: Any) -> Any:
@@ -526,6 +564,25 @@ class Observer:
             raise ObserveError(f"{topic}-{partition}: broker {leader} is not the leader at "
                                f"epoch {leader_epoch} ({type(exc).__name__})") from exc
         return int(found.offset), found.leader_epoch
+
+
+def _peer(conn: Any) -> str | None:
+    """host:port a kafka-python connection reached, or None when it has none (closed)."""
+    transport = getattr(conn, "transport", None)
+    get_peer = getattr(transport, "getPeer", None)
+    if get_peer is None:
+        return None
+    try:
+        host, port = get_peer()[0:2]
+    except Exception:  # noqa: BLE001 - a transport being torn down
+        return None
+    return f"{host}:{port}"
+
+
+def admin_errors() -> tuple[type[Exception], ...]:
+    """What taking a batch answer may raise for that broker alone: a failed check of its
+    connection (ObserveError, a client error). A foreign answer is not among them."""
+    return (ObserveError, kafka_errors.KafkaError, OSError)
 
 
 def elr_from_records(records: list[dict[str, Any]], topic: str, partition: int

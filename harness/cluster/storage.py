@@ -82,13 +82,24 @@ def _format_template(build: Build, args: list[str], tdir: Path) -> None:
     (tdir / ".complete").write_text(cluster_id)
 
 
-def format_node(build: Build, elr: bool | None, node: int, data_dir: Path) -> None:
-    """Give `data_dir` formatted storage for `node` (a fresh directory.id each time)."""
+def new_cluster_id() -> str:
+    """A cluster's own id. Every cluster of a build starts from one formatted template, so
+    without this they would all share the template's id, and a request that reached a
+    broker of another cluster would be answered as if it were this one's."""
+    return _random_uuid()
+
+
+def format_node(build: Build, elr: bool | None, node: int, data_dir: Path,
+                cluster_id: str | None = None) -> None:
+    """Give `data_dir` formatted storage for `node` (a fresh directory.id each time) of the
+    cluster ``cluster_id`` (default: the template's)."""
     src = template(build, elr)
     shutil.copytree(src, data_dir, dirs_exist_ok=True)
     meta = data_dir / "meta.properties"
     text = meta.read_text()
     text = re.sub(r"^node\.id=.*$", f"node.id={node}", text, flags=re.M)
+    if cluster_id is not None:
+        text = re.sub(r"^cluster\.id=.*$", f"cluster.id={cluster_id}", text, flags=re.M)
     text = re.sub(r"^directory\.id=.*$", f"directory.id={_random_uuid()}", text, flags=re.M)
     meta.write_text(text)
 

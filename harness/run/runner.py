@@ -299,6 +299,9 @@ class Runner:
                 procs.check_interrupted()
                 sampler.step(index)
                 verdict = self._run_step(session, history, result, index, step)
+                # An answer from another cluster, even one the sampler took and dropped,
+                # makes the run an ERROR: nothing observed after it can be trusted.
+                session.observer.answers.check_foreign()
                 if verdict != CONFORMS:
                     result.reason = result.steps[-1].reason
                     break
@@ -310,6 +313,7 @@ class Runner:
             progress.say(f"sampled {rate['samples']} states at {rate['rate_per_s']}/s "
                          f"(slowest step {rate['slowest_step_rate_per_s']}/s{below}), "
                          f"{rate['violations']} invariant violation(s)")
+        session.observer.answers.check_foreign()
         result.checks = self._data_checks(history, session)
 
     def _acks_used(self) -> list[str]:

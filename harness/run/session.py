@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.client.answers import book_for
 from harness.client.observe import Observer
 from harness.client.readiness import BrokersUnfenced
 from harness.client.workload import Workload
@@ -71,3 +72,4 @@ def open_session(build: Build, shape: ClusterShape, run_dir: Path, backend: str 
                 load.close()
     finally:
         cluster.teardown()
+        book_for(cluster).close()

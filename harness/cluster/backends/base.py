@@ -53,6 +53,9 @@ class Cluster(abc.ABC):
         self.readiness = readiness
         self.run_dir = run_dir.resolve()
         self.block = 0
+        #: This cluster's own id (meta.properties cluster.id of every node): the observer
+        #: refuses an answer that carries another.
+        self.cluster_id = storage.new_cluster_id()
         self._api: ToxiproxyApi | None = None
         #: JVM flags a backend adds for its nodes (local: the AppCDS archive, cluster.cds).
         self.extra_jvm_opts: list[str] = []
@@ -128,7 +131,8 @@ class Cluster(abc.ABC):
         peer's name resolves to this node's proxy towards it) and log configs."""
         ndir = self.node_dir(node)
         ndir.mkdir(parents=True, exist_ok=True)
-        storage.format_node(self.build, self.shape.elr, node, self.data_dir(node))
+        storage.format_node(self.build, self.shape.elr, node, self.data_dir(node),
+                            self.cluster_id)
         addr = kafkaconfig.NodeAddresses(
             bind_host=self.ip(0, node),
             client_advertised=f"{self.ip(CLIENT, node)}:{kafkaconfig.CLIENT_PORT}",
