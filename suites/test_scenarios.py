@@ -5,7 +5,8 @@ with the reason; the run's history still holds the model's predicted timeline.
 Each run is judged on three axes (release, kip, safety; harness/run/judges.py). A test passes
 only when every axis is clean or gives exactly the verdict the scenario declares for the
 build (``expect:`` with a reason): a known-unsafe build stays green here and still shows
-UNSAFE in the report; an undeclared failure on any axis fails the test."""
+UNSAFE in the report; an undeclared failure on any axis fails the test, its message (and
+pytest's JUnit message) starting with the run's headline (harness/run/headline.py)."""
 
 from __future__ import annotations
 
@@ -41,10 +42,7 @@ def test_scenario_conforms(path: Path, kafka_build, request: pytest.FixtureReque
     result = runner.run()
     with capsys.disabled():
         print_table(result)
-    if result.verdict == UNSUPPORTED:
+    head = result.headline  # harness/run/headline.py: from the three axes, not the lockstep
+    if head.verdict == UNSUPPORTED:
         pytest.skip(f"UNSUPPORTED on Kafka {kafka_build.version}: {result.reason}")
-    wrong = [a for a in result.axes.values() if not a.as_expected]
-    assert not wrong, "; ".join(
-        f"{a.axis} {a.verdict}" + (f" (declared {a.expected['verdict']})" if a.expected else "")
-        + f": {a.reason}" for a in wrong) + f" ({result.run_dir})"
-    assert result.as_expected
+    assert head.passed, f"{head.message} ({result.run_dir})"

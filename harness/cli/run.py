@@ -14,14 +14,14 @@ from harness.infra import progress
 from harness.infra.errors import UsageError
 from harness.report.matrix import axes_matrix
 from harness.run.fanout import spec_for
+from harness.run.headline import lockstep_label
 from harness.run.judges import fields_note
 from harness.run.parallel import run_all
-from harness.run.runner import CONFORMS, DIVERGES, ERROR, UNSUPPORTED, Runner, RunResult, StepResult
+from harness.run.runner import CONFORMS, Runner, RunResult, StepResult
 
 if TYPE_CHECKING:
     from harness.run.fanout import SparkRuns
 
-EXIT_CODES = {CONFORMS: 0, UNSUPPORTED: 0, DIVERGES: 1, ERROR: 2}
 MAX_STEP_TIMEOUT_S = 600
 MAX_REPEAT = 1000
 
@@ -155,7 +155,7 @@ def _run(args: argparse.Namespace) -> int:
             progress.say(f"{what}: sent to Spark")
             result = spark.run(spec_for(Path(sc.path), build, args.backend, args.runs_dir,
                                         args.profile, args.step_timeout))
-            progress.say(f"{what}: {result.verdict} ({result.wall_s:.0f} s)")
+            progress.say(f"{what}: {result.headline.verdict} ({result.wall_s:.0f} s)")
             return result
         runner = Runner(sc, build, args.backend, args.runs_dir, args.profile,
                         args.step_timeout, on_step=_step_printer(sc.name, jobs))
@@ -180,11 +180,10 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def exit_code(result: RunResult) -> int:
-    """2 on a harness error; 1 when an axis is neither clean nor as the scenario declares
-    for this build; else 0 (UNSUPPORTED included)."""
-    if result.verdict == ERROR:
-        return EXIT_CODES[ERROR]
-    return 0 if result.as_expected else 1
+    """The run's headline's (harness/run/headline.py): 2 on a harness error; 1 when an
+    axis is neither clean nor as the scenario declares for this build; else 0
+    (UNSUPPORTED included)."""
+    return result.headline.exit_code
 
 
 def print_repeat_summary(results: list[RunResult]) -> None:
@@ -195,7 +194,7 @@ def print_repeat_summary(results: list[RunResult]) -> None:
     for name, runs in by_name.items():
         counts: dict[str, int] = {}
         for r in runs:
-            counts[r.verdict] = counts.get(r.verdict, 0) + 1
+            counts[r.headline.verdict] = counts.get(r.headline.verdict, 0) + 1
         walls = sorted(r.wall_s for r in runs)
         print(f"{name} | {len(runs)} | "
               f"{', '.join(f'{v} {n}' for v, n in sorted(counts.items()))} | "
@@ -211,7 +210,8 @@ def _step_printer(name: str, jobs: int) -> Any:
     return _print_step if jobs <= 1 else partial(_print_step, prefix=f"[{name}]")
 
 
-def print_table(result: RunResult, out: Any = sys.stdout) -> None:
+def print_table(result: RunResult, out: Any = None) -> None:
+    out = out or sys.stdout  # the stdout of the call, not of the import (captured in tests)
     rows = [("#", "step", "predicted", "observed", "verdict")]
     rows += [(str(s.index + 1), s.kind, s.predicted, s.observed,
               s.verdict + (f" ({s.reason})" if s.reason and s.verdict != CONFORMS else ""))
@@ -228,8 +228,8 @@ def print_table(result: RunResult, out: Any = sys.stdout) -> None:
             extra = f" ({_describe_findings(check)}"
             extra += ", as the model predicts)" if check["ok"] else ")"
         print(f"check {check['name']}: {status}{extra}", file=out)
-    print(f"VERDICT {result.verdict}" + (f": {result.reason}" if result.reason else ""),
-          file=out)
+    print(f"VERDICT {result.headline.text}", file=out)
+    print(f"  {lockstep_label(result.verdict, result.reason)}", file=out)
     fields = next((a.fields for a in result.axes.values() if a.fields is not None), None)
     if result.axes:
         print(f"  {fields_note(fields)}", file=out)
@@ -274,7 +274,7 @@ def _matrix(args: argparse.Namespace) -> int:
         else:
             result = Runner(sc, build, args.backend, args.runs_dir,
                             on_step=_step_printer(f"{sc.name}@{build.version}", jobs)).run()
-        progress.say(f"{sc.name} on {build.version}: {result.verdict} "
+        progress.say(f"{sc.name} on {build.version}: {result.headline.verdict} "
                      f"({result.wall_s:.0f} s; "
                      f"{fields_note(result.axes['release'].fields if result.axes else None)})")
         return result

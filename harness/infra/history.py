@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 from harness.infra import machine
 
-SCHEMA_VERSION = "1.3"
+SCHEMA_VERSION = "1.4"
 
 
 class SchemaError(ValueError):

@@ -21,6 +21,7 @@ from harness.infra.history import SchemaError, check_schema, read_events
 from harness.run import datachecks, trace_check
 from harness.run import steps as step_kinds
 from harness.run.datachecks import CheckResult
+from harness.run.headline import Headline, headline
 from harness.run.judges import (
     AXES,
     CONFORMS,
@@ -55,13 +56,19 @@ class AuditResult:
     recorded: dict[str, str] = field(default_factory=dict)
 
     @property
+    def headline(self) -> Headline:
+        """The run's verdict re-derived from the re-judged axes (harness/run/headline.py),
+        whatever the history recorded."""
+        return headline(self.axes)
+
+    @property
     def as_expected(self) -> bool:
-        return all(a.as_expected for a in self.axes.values()) and \
-            self.axes["release"].verdict != ERROR
+        return self.headline.passed
 
     def to_json(self) -> dict[str, Any]:
         return {"run_dir": str(self.run_dir), "scenario": self.scenario, "build": self.build,
-                "profile": self.profile, "axes": {a: v.to_json() for a, v in self.axes.items()},
+                "profile": self.profile, "headline": self.headline.to_json(),
+                "axes": {a: v.to_json() for a, v in self.axes.items()},
                 "trace": self.trace, "recorded": self.recorded}
 
 
@@ -289,4 +296,4 @@ def summary_line(r: AuditResult) -> str:
         mark = "" if v.as_expected else " (!)"
         cells.append(f"{axis} {v.verdict}{mark}")
     trace = r.trace.get("summary", "trace: no metadata log")
-    return f"{r.run_dir.name}: {', '.join(cells)}; {trace}"
+    return f"{r.run_dir.name}: {r.headline.text}; {', '.join(cells)}; {trace}"

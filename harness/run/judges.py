@@ -46,6 +46,17 @@ STATE_FIELDS = ("leader", "leader_epoch", "replicas", "isr", "elr", "last_known_
 REASSIGNMENT_FIELDS = ("adding", "removing")
 
 
+def axis_as_expected(axis: str, verdict: str, expected: Mapping[str, Any] | None) -> bool:
+    """An axis verdict is as expected when it is the scenario's declared verdict for the
+    build, or, with no declaration, clean; UNSUPPORTED always is. Offline readers (report,
+    headline) derive it from a history's stored ``verdict`` and ``expected`` with this."""
+    if verdict == UNSUPPORTED:
+        return True  # the build cannot run the scenario: a declaration has nothing to meet
+    if expected is not None:
+        return verdict == expected.get("verdict")
+    return verdict in CLEAN.get(axis, ())
+
+
 @dataclass
 class AxisVerdict:
     axis: str
@@ -60,11 +71,7 @@ class AxisVerdict:
 
     @property
     def as_expected(self) -> bool:
-        if self.verdict == UNSUPPORTED:
-            return True  # the build cannot run the scenario: a declaration has nothing to meet
-        if self.expected is not None:
-            return self.verdict == self.expected["verdict"]
-        return self.verdict in CLEAN[self.axis]
+        return axis_as_expected(self.axis, self.verdict, self.expected)
 
     def to_json(self) -> dict[str, Any]:
         return {"axis": self.axis, "verdict": self.verdict, "reason": self.reason,

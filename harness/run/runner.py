@@ -29,6 +29,7 @@ from harness.infra.errors import HarnessError
 from harness.infra.history import History, new_run_id
 from harness.run import steps as step_kinds
 from harness.run import trace_check
+from harness.run.headline import Headline, headline
 from harness.run.judges import AXES, AxisVerdict, RunEvidence, judge_run
 from harness.run.lanes import lane_events, merge_axes, merge_checks, single
 from harness.run.lockstep import Lockstep
@@ -69,6 +70,8 @@ class RunResult:
     build: str
     run_dir: Path
     profile: str
+    #: The step-wise lockstep result (settled states against the model), not the run's
+    #: verdict: that is ``headline``.
     verdict: str
     steps: list[StepResult] = field(default_factory=list)
     checks: list[dict[str, Any]] = field(default_factory=list)
@@ -77,9 +80,15 @@ class RunResult:
     axes: dict[str, AxisVerdict] = field(default_factory=dict)
 
     @property
+    def headline(self) -> Headline:
+        """The run's verdict, from its three axes and the scenario's declarations
+        (harness/run/headline.py); ``verdict`` is the step-wise lockstep result only."""
+        return headline(self.axes, self.verdict, self.reason)
+
+    @property
     def as_expected(self) -> bool:
         """Every axis clean or as the scenario declares for this build; no ERROR."""
-        return self.verdict != ERROR and all(a.as_expected for a in self.axes.values())
+        return self.headline.passed
 
 
 def worst(verdicts: list[str]) -> str:
@@ -252,7 +261,8 @@ class Runner:
         for axis in AXES:
             history.record("axis", **result.axes[axis].to_json())
         history.update(axes={a: result.axes[a].to_json() for a in AXES},
-                       trace=trace_check.describe(result.axes["release"].details, logs))
+                       trace=trace_check.describe(result.axes["release"].details, logs),
+                       headline=result.headline.to_json())
 
     def _predict_only(self, history: History, result: RunResult, gap: str) -> None:
         """UNSUPPORTED: the history still holds the model's predicted timeline."""

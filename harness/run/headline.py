@@ -1,0 +1,156 @@
+"""A run's headline verdict: one rule over its three axes and the scenario's declarations.
+
+Every surface that shows or stores a run's overall verdict takes it from ``headline``: the
+`kafka-chaos run` VERDICT line and exit code, `run --repeat`'s summary, `matrix`'s progress
+lines, `audit`, fuzz's harness errors, the scenario suite's assertion (pytest's JUnit
+message), and the report (its matrix, "Repeated runs", "Trends per build", each run's
+section, junit.xml, summary.json). Offline readers derive it from the axes as re-judged or
+stored (``verdict`` and ``expected`` of each), never from a stored headline.
+
+The rule, first match wins:
+
+1. INCOMPLETE: the history was cut short (no run_end), or an axis says so.
+2. ERROR: the run or an axis errored (a harness failure, never blamed on the build).
+3. The worst verdict among the axes that are neither clean nor as the scenario declares for
+   the build (``judges.axis_as_expected``): UNSAFE, then DIVERGES (release), then
+   KIP-DIVERGES, then NOT-AS-DECLARED (the scenario declares a verdict the axis did not give,
+   e.g. declared UNSAFE and the run was SAFE).
+4. UNSUPPORTED: the build cannot run the scenario (or the model cannot follow a step).
+5. CONFORMS: every axis clean or as declared; a declared failure that held is named in the
+   text, e.g. ``CONFORMS (as declared: safety UNSAFE)``.
+
+A run without axes (a schema 1.0/1.1 history the audit cannot re-judge, a pytest-plugin
+run whose verdict is its test's outcome) has only its recorded verdict.
+
+The step-wise lockstep verdict (run.json ``verdict``: each step's settled state against the
+model) is not the headline: it feeds the release axis, and is shown as ``lockstep_label``.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harness.run.judges import (
+    AXES,
+    CLEAN,
+    CONFORMS,
+    DIVERGES,
+    ERROR,
+    INCOMPLETE,
+    KIP_DIVERGES,
+    UNSAFE,
+    UNSUPPORTED,
+    axis_as_expected,
+)
+
+#: An axis that gave another verdict than the one its scenario declares for the build.
+NOT_AS_DECLARED = "NOT-AS-DECLARED"
+#: Which failing axis names the headline (highest first); a verdict this module does not
+#: know ranks with DIVERGES, so an odd history can never pass.
+_RANK = {UNSAFE: 4, DIVERGES: 3, KIP_DIVERGES: 2, NOT_AS_DECLARED: 1}
+_UNKNOWN_RANK = 3
+PASSING = (CONFORMS, UNSUPPORTED)
+
+
+@dataclass(frozen=True)
+class Headline:
+    verdict: str
+    #: One line: the verdict and the axes behind it (the CLI's VERDICT line, report cells).
+    text: str
+    #: The text and each failing axis's reason (junit.xml, the suite's assertion).
+    message: str
+
+    @property
+    def passed(self) -> bool:
+        """CONFORMS or UNSUPPORTED: a test passes (or skips), the exit code is 0."""
+        return self.verdict in PASSING
+
+    @property
+    def exit_code(self) -> int:
+        """`kafka-chaos run`/`matrix`: 0 passed, 1 an axis neither clean nor as declared,
+        2 the harness could not judge the run (ERROR, INCOMPLETE)."""
+        if self.verdict in (ERROR, INCOMPLETE):
+            return 2
+        return 0 if self.passed else 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "text": self.text, "passed": self.passed}
+
+
+def headline(axes: Mapping[str, Any] | None, lockstep: str | None = None,
+             lockstep_reason: str = "", ended: bool = True) -> Headline:
+    """The run's headline from its axes (``judges.AxisVerdict`` objects or their JSON:
+    ``verdict``, ``reason``, ``expected``), its lockstep verdict (run.json ``verdict``) and
+    whether its history is complete."""
+    if not ended:
+        return _plain(INCOMPLETE, lockstep_reason, "the history was cut short: no run_end")
+    views = _views(axes)
+    if views is None:  # no axes: the recorded verdict is all there is
+        verdict = lockstep or "NONE"
+        return _plain(verdict, lockstep_reason, "no axes recorded")
+    for stop in (INCOMPLETE, ERROR):
+        hit = [(a, r) for a, v, r, _ in views if v == stop]
+        if stop == ERROR and lockstep == ERROR and not hit:
+            hit = [("run", lockstep_reason)]
+        if hit:
+            return _plain(stop, "; ".join(f"{a}: {r}" if r else a for a, r in hit))
+    failing, declared = [], []
+    for axis, verdict, reason, expected in views:
+        if not axis_as_expected(axis, verdict, expected):
+            clean = verdict in CLEAN.get(axis, ())
+            failing.append((_RANK.get(NOT_AS_DECLARED if clean else verdict, _UNKNOWN_RANK),
+                            NOT_AS_DECLARED if clean else verdict, axis, verdict, reason,
+                            expected))
+        elif expected is not None and verdict != UNSUPPORTED and verdict not in CLEAN[axis]:
+            declared.append(f"{axis} {verdict}")
+    if failing:
+        failing.sort(key=lambda f: -f[0])  # stable: ties keep the axes' order
+        undeclared = [f"{a} {v}" for _, _, a, v, _, e in failing if e is None]
+        other = [f"{a} {v}, declared {e.get('verdict')}" for _, _, a, v, _, e in failing
+                 if e is not None]
+        parts = ([f"undeclared: {', '.join(undeclared)}"] if undeclared else []) + other \
+            + ([f"as declared: {', '.join(declared)}"] if declared else [])
+        text = f"{failing[0][1]} ({'; '.join(parts)})"
+        why = [f"{a} {v}: {r or 'see run'}" + ("" if e is None else
+                                                 f" (declared {e.get('verdict')}: "
+                                                 f"{e.get('reason')})")
+               for _, _, a, v, r, e in failing]
+        return Headline(failing[0][1], text, "; ".join([text, *why]))
+    unsupported = [r for a, v, r, _ in views if v == UNSUPPORTED]
+    if unsupported:
+        return _plain(UNSUPPORTED, unsupported[0])
+    text = CONFORMS + (f" (as declared: {', '.join(declared)})" if declared else "")
+    return Headline(CONFORMS, text, text)
+
+
+def lockstep_label(verdict: str | None, reason: str = "") -> str:
+    """The step-wise lockstep result under its own name, so it is never read as the run's
+    verdict: each step's settled state compared with the model."""
+    return (f"lockstep {verdict or 'NONE'} (settled states, step by step)"
+            + (f": {reason}" if reason else ""))
+
+
+def _plain(verdict: str, reason: str, note: str = "") -> Headline:
+    text = verdict + (f" ({note})" if note else "") + (f": {reason}" if reason else "")
+    return Headline(verdict, text, text)
+
+
+def _views(axes: Mapping[str, Any] | None
+           ) -> list[tuple[str, str, str, Mapping[str, Any] | None]] | None:
+    """(axis, verdict, reason, expected) of the three axes, in order; None unless all three
+    are there."""
+    if not axes or not all(a in axes and axes[a] is not None for a in AXES):
+        return None
+    out = []
+    for axis in AXES:
+        v = axes[axis]
+        if isinstance(v, Mapping):
+            expected = v.get("expected")
+            out.append((axis, str(v.get("verdict")), str(v.get("reason") or ""),
+                        expected if isinstance(expected, Mapping) else None))
+        else:
+            out.append((axis, str(v.verdict), str(v.reason or ""), v.expected))
+    return out
