@@ -125,7 +125,8 @@ def test_hostile_history_is_text_in_the_page_and_valid_xml_in_junit(tmp_path: Pa
     summary = make_report([runs], tmp_path / "out")
 
     verdicts = {Path(r["dir"]).name[:5]: r["verdict"] for r in summary["runs"]}
-    assert verdicts == {"craft": h("verdict"), "cut-s": "INCOMPLETE"}
+    # the headline: the worst axis neither clean nor as declared (an unknown verdict fails)
+    assert verdicts == {"craft": h("release"), "cut-s": "INCOMPLETE"}
     skipped = {Path(s["dir"]).name: s["reason"] for s in summary["skipped"]}
     assert "started_wall" in skipped["bad-start"]  # named, not shown with a fake date
     assert summary["corrupt_lines"] == 2 * 3  # per run: bad observation, bad t_wall, surrogate
@@ -144,7 +145,7 @@ def test_hostile_history_is_text_in_the_page_and_valid_xml_in_junit(tmp_path: Pa
                   "profile", "verdict", "r2", "topic"):
         assert f"{field}:{shown}" in text, field
     titles = [attrs.get("title") or "" for _, attrs in page.tags]
-    assert any(f"verdict:{shown}" in t for t in titles)  # the trend cell's hover text
+    assert any(f"release:{shown}" in t for t in titles)  # the trend cell's hover text
 
     junit = ET.fromstring((tmp_path / "out" / "junit.xml").read_bytes())
     cases = junit.findall("testcase")
@@ -152,7 +153,7 @@ def test_hostile_history_is_text_in_the_page_and_valid_xml_in_junit(tmp_path: Pa
     failures = [c.find("failure") for c in cases]
     assert all(f is not None for f in failures)
     messages = " ".join(f.get("message") or "" for f in failures if f is not None)
-    assert f"INCOMPLETE: reason:{shown}" in messages  # the cut-short run
+    assert f"INCOMPLETE (the history was cut short: no run_end): reason:{shown}" in messages
     assert all(shown in (f.get("message") or "") for f in failures if f is not None)
     assert all((c.get("classname") or "").startswith("kafka-chaos.build:") for c in cases)
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["runs"]

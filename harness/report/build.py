@@ -11,7 +11,8 @@ from typing import Any
 from harness.infra.errors import UsageError
 from harness.report import html, junit, spark_jobs
 from harness.report.load import Runs, discover
-from harness.run.judges import AXES
+from harness.run.headline import headline, lockstep_label
+from harness.run.judges import AXES, CONFORMS, INCOMPLETE, UNSUPPORTED, axis_as_expected
 
 MAX_POINTS_PER_RUN = 4000
 
@@ -80,17 +81,25 @@ def _run_row(index: int, run_dir: Path, meta: dict[str, Any],
     first = next((e for e in facts["timelines"].get(key, [])
                   if e["kind"] == "verdict" and e.get("verdict") in ("DIVERGES", "ERROR")),
                  None)
+    ended = facts["ended"].get(key, False)
+    axes = run_axes(meta, facts["axes"].get(key), ended)
+    lockstep = run_verdict(meta, ended)
+    # The run's verdict is its headline, derived here from its axes (re-judged, else as
+    # recorded): never run.json's `verdict` (the lockstep's) nor a stored headline.
+    head = headline(axes, lockstep, (first or {}).get("reason") or "",
+                    lockstep != INCOMPLETE)
     return {
         "run_id": rid, "anchor": f"run-{index}", "dir": key,
         "scenario": (meta.get("scenario") or {}).get("name") or rid,
         "build": (meta.get("build") or {}).get("version") or "?",
         "backend": meta.get("backend"), "profile": meta.get("profile"),
-        "verdict": run_verdict(meta, facts["ended"].get(key, False)),
+        "verdict": head.verdict, "headline": head.text, "message": head.message,
+        "passed": head.passed, "lockstep": lockstep_label(lockstep),
         "started": meta.get("started_wall"),
         "first_divergence": (first or {}).get("reason"),
         "events": facts["counts"].get(key, 0),
         "checks": dict(facts["checks"].get(key, {})),
-        "axes": run_axes(meta, facts["axes"].get(key), facts["ended"].get(key, False)),
+        "axes": axes,
         "axes_note": facts["audit_problems"].get(key),
         "trace": facts["trace"].get(key, []),
     }
@@ -106,14 +115,20 @@ def run_axes(meta: dict[str, Any], rejudged: dict[str, dict[str, Any]] | None,
     axes = rejudged or (recorded if isinstance(recorded, dict) else None)
     if not axes or not all(isinstance(axes.get(a), dict) for a in AXES):
         return None
-    return {a: {"verdict": str(axes[a].get("verdict")), "reason": str(axes[a].get("reason") or ""),
-                "as_expected": axes[a].get("as_expected") is True,
-                "expected": axes[a].get("expected")} for a in AXES}
+    out = {}
+    for a in AXES:
+        verdict, expected = str(axes[a].get("verdict")), axes[a].get("expected")
+        expected = expected if isinstance(expected, dict) else None
+        out[a] = {"verdict": verdict, "reason": str(axes[a].get("reason") or ""),
+                  "as_expected": axis_as_expected(a, verdict, expected), "expected": expected}
+    return out
 
 
 def run_verdict(meta: dict[str, Any], has_run_end: bool) -> str:
-    """The verdict the report shows. A history cut short (no run_end event, or ended_wall
-    null) proves nothing whatever its run.json says: INCOMPLETE."""
+    """The recorded step-wise lockstep verdict (run.json `verdict`; a pytest-plugin run's:
+    its test's outcome). A history cut short (no run_end event, or ended_wall null) proves
+    nothing whatever its run.json says: INCOMPLETE. Not the run's verdict: that is the
+    headline (`_run_row`)."""
     if meta.get("ended_wall") is None or not has_run_end:
         return "INCOMPLETE"
     return str(meta.get("verdict") or "NONE")
@@ -125,6 +140,8 @@ def _matrix(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
     for r in sorted(rows, key=lambda r: r["started"] or 0):
         cells[r["scenario"]][r["build"]] = {"verdict": r["verdict"], "run_id": r["run_id"],
                                             "anchor": r["anchor"],
+                                            "headline": r["headline"],
+                                            "message": r["message"], "passed": r["passed"],
                                             "reason": r["first_divergence"],
                                             "axes": r["axes"]}
     return cells
@@ -140,9 +157,9 @@ def _flakiness(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _trends(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """build -> one entry per UTC day with runs (oldest first): how many ran, their
-    verdicts and the share that conformed among the runs that were judged (UNSUPPORTED
-    and unfinished runs judge nothing), so a release manager sees a build getting better
-    or worse across nightly runs."""
+    verdicts (headlines) and the share that conformed (every axis clean or as declared)
+    among the runs that were judged (UNSUPPORTED and unfinished runs judge nothing), so a
+    release manager sees a build getting better or worse across nightly runs."""
     per_day: dict[str, dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
     for r in rows:
         per_day[r["build"]][_day(r["started"])][r["verdict"]] += 1
@@ -158,7 +175,7 @@ def _day(started: float | None) -> str:
 
 
 def _trend_point(day: str, verdicts: Counter[str]) -> dict[str, Any]:
-    judged = sum(n for v, n in verdicts.items() if v in ("CONFORMS", "DIVERGES", "ERROR"))
-    rate = round(verdicts["CONFORMS"] / judged, 3) if judged else None
+    judged = sum(n for v, n in verdicts.items() if v not in (UNSUPPORTED, INCOMPLETE))
+    rate = round(verdicts[CONFORMS] / judged, 3) if judged else None
     return {"day": day, "runs": sum(verdicts.values()), "verdicts": dict(verdicts),
             "conform_rate": rate}

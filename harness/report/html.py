@@ -13,7 +13,7 @@ from harness.report.text import html_text as escape
 
 COLOURS = {"CONFORMS": "#2e7d32", "DIVERGES": "#c62828", "UNSUPPORTED": "#757575",
            "ERROR": "#6a1b9a", "INCOMPLETE": "#ef6c00", "SAFE": "#2e7d32", "UNSAFE": "#b71c1c",
-           "DEVIATES": "#558b2f", "KIP-DIVERGES": "#c62828"}
+           "DEVIATES": "#558b2f", "KIP-DIVERGES": "#c62828", "NOT-AS-DECLARED": "#e65100"}
 _CSS = """body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;
 margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}
 .v{color:#fff;font-weight:bold}a{color:inherit}section{border-top:2px solid #ddd;
@@ -52,9 +52,10 @@ def _matrix(s: dict[str, Any]) -> str:
     for scenario, cells in sorted(s["matrix"].items()):
         tds = "".join(_cell(cells[b]) if b in cells else "<td></td>" for b in builds)
         rows.append(f"<tr><th>{escape(scenario)}</th>{tds}</tr>")
-    return (f"<h2>Build × scenario</h2><p class='small'>Each cell: the run's verdict, then its "
-            "three axes (release / kip / safety); a cell can conform to its release and be "
-            "unsafe at once. Italics: as the scenario declares for that build.</p>"
+    return (f"<h2>Build × scenario</h2><p class='small'>Each cell: the run's verdict (the "
+            "worst axis neither clean nor as the scenario declares for that build, else "
+            "CONFORMS), then its three axes (release / kip / safety). Italics: as the "
+            "scenario declares for that build; ✗: neither clean nor as declared.</p>"
             f"<table id='matrix'><tr><th>scenario</th>{head}</tr>" + "".join(rows) + "</table>")
 
 
@@ -63,8 +64,8 @@ def _cell(cell: dict[str, Any]) -> str:
     if not axes:
         return _badge(cell["verdict"], cell["anchor"])
     spans = "".join(_axis_span(a, axes[a]) for a in ("release", "kip", "safety"))
-    return (f"<td class='axes'><a href='#{escape(cell['anchor'])}'>"
-            f"{escape(cell['verdict'])}</a><br>{spans}</td>")
+    return (f"<td class='axes'><a href='#{escape(cell['anchor'])}' "
+            f"title='{escape(cell['headline'])}'>{escape(cell['verdict'])}</a><br>{spans}</td>")
 
 
 def _axis_span(axis: str, v: dict[str, Any]) -> str:
@@ -88,7 +89,8 @@ def _trends(s: dict[str, Any]) -> str:
     rows = "".join(f"<tr><td>{escape(b)}</td>{''.join(map(_trend_cell, days))}</tr>"
                    for b, days in s["trends"].items())
     return ("<h2>Trends per build</h2><p>One cell per day with runs, oldest first: "
-            "share of judged runs that conformed (hover for the verdicts).</p>"
+            "share of judged runs that conformed, every axis clean or as declared (hover "
+            "for the verdicts).</p>"
             f"<table class='trends'>{rows}</table>")
 
 
@@ -113,7 +115,10 @@ def _skipped(s: dict[str, Any]) -> str:
 def _run(r: dict[str, Any], points: list[dict[str, Any]]) -> str:
     head = (f"<section id='{escape(r['anchor'])}'><h3>{escape(r['scenario'])} on "
             f"{escape(r['build'])}</h3><table><tr>{_badge(r['verdict'])}<td>"
-            f"{escape(r['first_divergence'] or '')}</td></tr></table><p class='small'>run "
+            f"{escape(r['headline'])}</td></tr></table><p class='small'>"
+            f"{escape(r['lockstep'])}"
+            + (f": {escape(r['first_divergence'])}" if r["first_divergence"] else "")
+            + f"</p><p class='small'>run "
             f"{escape(r['run_id'])}, backend {escape(str(r['backend']))}, profile "
             f"{escape(str(r['profile']))}, {r['events']} events</p>")
     return (head + _axes(r) + _timeline(points, r.get("trace") or []) + _trace(r)
