@@ -86,7 +86,10 @@ def test_a_declaration_the_run_does_not_meet_fails_even_when_the_axis_is_clean()
 
 def test_errors_and_cut_short_histories_come_first_then_unsupported() -> None:
     h = headline(_axes("ERROR", "KIP-DIVERGES", "ERROR"), "ERROR")
-    assert (h.verdict, h.exit_code) == ("ERROR", 2)
+    assert (h.verdict, h.exit_code, h.text) == ("ERROR", 2, "ERROR: why")  # one cause, once
+    h = headline(_axes("CONFORMS", "CONFORMS", _axis("ERROR", reason="no data checks ran")),
+                 "CONFORMS")
+    assert (h.text, h.exit_code) == ("ERROR: safety: no data checks ran", 2)
     assert headline(None, "ERROR", "toxiproxy down").text == \
         "ERROR (no axes recorded): toxiproxy down"
     assert headline(_axes("CONFORMS", "CONFORMS", "SAFE"), "CONFORMS", ended=False).verdict \

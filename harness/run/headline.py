@@ -96,6 +96,8 @@ def headline(axes: Mapping[str, Any] | None, lockstep: str | None = None,
         if stop == ERROR and lockstep == ERROR and not hit:
             hit = [("run", lockstep_reason)]
         if hit:
+            if len({r for _, r in hit}) == 1 and len(hit) > 1:  # one cause, said once
+                return _plain(stop, hit[0][1])
             return _plain(stop, "; ".join(f"{a}: {r}" if r else a for a, r in hit))
     failing, declared = [], []
     for axis, verdict, reason, expected in views:
