@@ -67,7 +67,7 @@ class FakeManager:
 
 def observer(tmp_path: Path, respond: Any, peers: dict[int, str] | None = None) -> Observer:
     obs = Observer(FakeCluster(tmp_path))  # type: ignore[arg-type]
-    manager = FakeManager(respond, peers or {n: "%s:%d" % address(n) for n in (1, 2, 3)})
+    manager = FakeManager(respond, peers or {n: "{}:{}".format(*address(n)) for n in (1, 2, 3)})
     obs._admin = SimpleNamespace(_manager=manager)  # type: ignore[assignment]
     return obs
 

@@ -152,7 +152,7 @@ class Observer:
 
         async def call() -> tuple[Any, Any]:
             future = manager.send(request, node_id=node)
-            return manager._conns.get(node), await future
+            return _connection(manager, node), await future
 
         sent = time.monotonic()
         try:
@@ -195,7 +195,7 @@ class Observer:
             for node, request in requests.items():
                 try:
                     future = manager.send(request, node_id=node)
-                    sent[node] = (manager._conns.get(node), future)
+                    sent[node] = (_connection(manager, node), future)
                 except Exception as exc:  # noqa: BLE001 - answered as that node's failure
                     sent[node] = (None, exc)
             answers: dict[int, tuple[Any, Any]] = {}
@@ -564,6 +564,11 @@ class Observer:
             raise ObserveError(f"{topic}-{partition}: broker {leader} is not the leader at "
                                f"epoch {leader_epoch} ({type(exc).__name__})") from exc
         return int(found.offset), found.leader_epoch
+
+
+def _connection(manager: Any, node: int) -> Any:
+    """The client's connection to ``node`` (kafka-python keeps one per node)."""
+    return getattr(manager, "_conns", {}).get(node)
 
 
 def _peer(conn: Any) -> str | None:

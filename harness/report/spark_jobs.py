@@ -45,6 +45,10 @@ def session(master: str | None = None, app: str = "kafka-chaos-report",
     if not master:
         # Local mode talks to itself only: keep the driver on loopback.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Python workers run this interpreter, not whatever `python3` is first on PATH: a
+    # virtual environment used without being activated (venv/bin/kafka-chaos report) left
+    # the workers without the harness's dependencies (ModuleNotFoundError: kafka).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (SparkSession.builder.appName(app)
                .config("spark.driver.extraJavaOptions",
                        f"-Dlog4j2.configurationFile=file:{_quiet_log4j2()}"))

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -100,7 +99,6 @@ class SparkRuns:
     def __init__(self, master: str, say: Callable[[str], None] = lambda s: None) -> None:
         from harness.report import spark_jobs
         check_master(master)
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         if _on_loopback(master):  # every executor is on this machine: keep the driver there
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         self.spark = spark_jobs.session(master, app="kafka-chaos-runs",
