@@ -1,0 +1,265 @@
+"""Java programs run against a build's own jars: one source file compiled with the JDK's
+``javac`` against the build's ``libs/*`` (and any extra jars), cached per build, then run
+with ``java -cp``.
+
+Used by ``kafka-chaos java`` (docs/findings/*/ reproductions, their JUnit tests), and meant
+for any later driver that runs a long-lived Java process against a build: ``compile_program()``
+gives a :class:`Program` (compiled or found in the cache), ``Program.command()`` its argv,
+``run()`` one bounded run with its exit code and output.
+
+Cache, like the class-data archives (harness/cluster/cds.py): beside a Maven build's jars
+(``<cache>/kafka/<version>/java/<Stem>-<key>/``), in ``<cache>/java/`` for a local dist.
+The key covers the source (its bytes and file name), the build (version, source, each
+jar's name, size and mtime), the extra jars, the JDK (its home, ``release`` and
+``lib/modules``) and the javac options: a changed source, build or JDK compiles again.
+Two processes compiling the same key at once: the entry lock lets one compile (into a
+temporary directory, renamed into place when javac succeeded); the other waits, then finds
+the classes. A directory in place is always a complete compilation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.cluster.builds import Build
+from harness.infra import progress, tools
+from harness.infra.cache import cache_dir, entry_lock
+from harness.infra.errors import HarnessError, ToolMissing, UsageError
+
+#: javac options (part of the cache key). -proc:none: the build's jars carry annotation
+#: processors (log4j-core's plugin processor) that must not run on our source.
+JAVAC_OPTS: tuple[str, ...] = ("-proc:none", "-encoding", "UTF-8", "-nowarn")
+COMPILE_TIMEOUT_S = 300.0
+#: The JUnit console launcher (JUnit Platform 1.13 = Jupiter 5.13) for --junit runs.
+JUNIT_CONSOLE = "org.junit.platform:junit-platform-console-standalone:1.13.4"
+JUNIT_MAIN = "org.junit.platform.console.ConsoleLauncher"
+_JDK_HINT = "install a JDK 17+ (Debian: apt-get install -y openjdk-17-jdk-headless)"
+_COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+_PACKAGE = re.compile(r"^\s*package\s+([A-Za-z_$][\w$]*(?:\s*\.\s*[A-Za-z_$][\w$]*)*)\s*;", re.M)
+
+
+class JavaCompileError(HarnessError):
+    """javac refused a source file; the message carries javac's own output."""
+
+
+@dataclass(frozen=True)
+class Jdk:
+    javac: Path
+    java: Path
+
+    @property
+    def home(self) -> Path:
+        return Path(os.path.realpath(self.javac)).parent.parent
+
+
+@dataclass(frozen=True)
+class Program:
+    source: Path
+    main_class: str  # fully qualified: the source's package + its file name
+    classes: Path  # the compiled classes (cached)
+    classpath: tuple[str, ...]  # classes first, then the build's libs/*, then extra jars
+    jdk: Jdk
+    compiled: bool  # compiled by this call (False: found in the cache)
+
+    def command(self, args: Sequence[str] = (), jvm_opts: Sequence[str] = (),
+                main_class: str | None = None) -> list[str]:
+        """The argv that runs it (or another class on its class path, e.g. a test runner)."""
+        return [str(self.jdk.java), *jvm_opts, "-cp", os.pathsep.join(self.classpath),
+                main_class or self.main_class, *args]
+
+
+@dataclass(frozen=True)
+class Result:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+def find_jdk(min_major: int = 11) -> Jdk:
+    """javac and java of one JDK: the JDK of the `java` on PATH (the one nodes run on),
+    else the `javac` on PATH and its own `java`."""
+    java_on_path = shutil.which("java")
+    candidates = []
+    if java_on_path:
+        candidates.append(Path(os.path.realpath(java_on_path)).parent / "javac")
+    javac_on_path = shutil.which("javac")
+    if javac_on_path:
+        candidates.append(Path(os.path.realpath(javac_on_path)))
+    for javac in candidates:
+        if javac.is_file() and os.access(javac, os.X_OK):
+            java = javac.parent / "java"
+            if not java.is_file():
+                raise ToolMissing(f"{javac} has no `java` beside it: {_JDK_HINT}")
+            major = _java_major(java)
+            if major < min_major:
+                raise ToolMissing(f"{java} is Java {major}; this build needs Java {min_major}+: "
+                                  f"{_JDK_HINT}")
+            return Jdk(javac, java)
+    where = f" (the `java` on PATH, {java_on_path}, is a JRE)" if java_on_path else ""
+    raise ToolMissing(f"`javac` not found{where}: compiling a Java program needs a JDK: "
+                      f"{_JDK_HINT}")
+
+
+_majors: dict[Path, int] = {}
+
+
+def _java_major(java: Path) -> int:
+    """tools.java_major, asked once per process and JDK (it starts a JVM)."""
+    if java not in _majors:
+        _majors[java] = tools.java_major(java)
+    return _majors[java]
+
+
+def check_source(source: Path) -> Path:
+    """The source file, or a UsageError naming what is wrong with the path."""
+    if source.suffix != ".java":
+        raise UsageError(f"{source}: not a Java source file (expected a path ending in .java)")
+    if not source.exists():
+        raise UsageError(f"{source}: no such file")
+    if not source.is_file():
+        raise UsageError(f"{source}: not a file")
+    return source
+
+
+def main_class(source: Path) -> str:
+    """The class javac makes of the file: its package (if any) + the file name."""
+    text = _COMMENTS.sub(" ", source.read_text(encoding="utf-8", errors="replace"))
+    match = _PACKAGE.search(text)
+    package = re.sub(r"\s+", "", match.group(1)) if match else ""
+    return f"{package}.{source.stem}" if package else source.stem
+
+
+def compile_program(source: Path, build: Build, extra_jars: Sequence[Path] = (),
+                    jdk: Jdk | None = None) -> Program:
+    """The program compiled against the build's jars (+ extra_jars), from the cache when
+    this source, build and JDK were compiled before."""
+    source = check_source(source)
+    for jar in extra_jars:
+        if not jar.is_file():
+            raise UsageError(f"extra jar {jar}: no such file")
+    jdk = jdk or find_jdk(build.java_major)
+    classpath_libs = [build.classpath(), *(str(j.resolve()) for j in extra_jars)]
+    target = classes_dir(source, build, extra_jars, jdk)
+    compiled = False
+    if not target.is_dir():
+        with entry_lock(target):  # one process compiles; the others wait, then find it
+            if not target.is_dir():
+                _compile_into(source, target, classpath_libs, jdk)
+                compiled = True
+    return Program(source.resolve(), main_class(source), target,
+                   (str(target), *classpath_libs), jdk, compiled)
+
+
+def classes_dir(source: Path, build: Build, extra_jars: Sequence[Path], jdk: Jdk) -> Path:
+    name = f"{source.stem}-{cache_key(source, build, extra_jars, jdk)}"
+    if build.source.startswith("maven:"):
+        return build.libs.parent / "java" / name
+    return cache_dir("java") / name
+
+
+def cache_key(source: Path, build: Build, extra_jars: Sequence[Path], jdk: Jdk) -> str:
+    """Stable across processes; changes with the source, the build's jars, the extra jars,
+    the JDK or the javac options."""
+    digest = hashlib.sha256(f"{source.name}\0{build.version}\0{build.source}\0"
+                            f"{' '.join(JAVAC_OPTS)}\0".encode())
+    digest.update(hashlib.sha256(source.read_bytes()).digest())
+    for jar in sorted(build.libs.glob("*.jar")):
+        st = jar.stat()
+        digest.update(f"lib {jar.name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    for jar in extra_jars:
+        st = jar.stat()
+        digest.update(f"extra {jar.resolve()}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    home = jdk.home
+    digest.update(str(home).encode())
+    for part in ("release", "lib/modules"):
+        try:
+            st = (home / part).stat()
+            digest.update(f"{part}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+        except OSError:
+            digest.update(f"{part}:missing\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def _compile_into(source: Path, target: Path, classpath: Sequence[str], jdk: Jdk) -> None:
+    """javac into a temporary directory beside target, renamed into place on success."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for stale in target.parent.glob(f"{target.name}.tmp-*"):  # left by a killed compile
+        shutil.rmtree(stale, ignore_errors=True)
+    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+    tmp.mkdir()
+    cmd = [str(jdk.javac), *JAVAC_OPTS, "-cp", os.pathsep.join(classpath), "-d", str(tmp),
+           str(source)]
+    t0 = time.monotonic()
+    progress.say(f"compiling {source} against {classpath[0]} (once per source, build and JDK)")
+    try:
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
+        except subprocess.TimeoutExpired as exc:
+            raise HarnessError(f"javac did not finish in {COMPILE_TIMEOUT_S:.0f} s "
+                               f"compiling {source}") from exc
+        if out.returncode != 0:
+            text = (out.stdout + out.stderr).strip()
+            raise JavaCompileError(f"javac could not compile {source} (exit {out.returncode}):"
+                                   f"\n{_tail(text, 40)}")
+        (tmp / "javac.txt").write_text(" ".join(cmd) + "\n")
+        os.rename(tmp, target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    progress.say(f"compiled in {time.monotonic() - t0:.1f}s into {target}")
+
+
+def run(program: Program, args: Sequence[str] = (), *, jvm_opts: Sequence[str] = (),
+        main_class: str | None = None, timeout_s: float | None = 600.0,
+        capture: bool = True, cwd: Path | None = None) -> Result:
+    """Run it once. capture=False lets it write to this process's stdout and stderr (the
+    Result's texts are then empty). A run past timeout_s is killed: a HarnessError."""
+    cmd = program.command(args, jvm_opts, main_class)
+    try:
+        out = subprocess.run(cmd, capture_output=capture, text=True, timeout=timeout_s, cwd=cwd)
+    except subprocess.TimeoutExpired as exc:
+        raise HarnessError(f"{main_class or program.main_class} did not finish in "
+                           f"{timeout_s} s (killed)") from exc
+    return Result(out.returncode, out.stdout or "", out.stderr or "")
+
+
+def junit_console_jar() -> Path:
+    """The JUnit console launcher (one jar: launcher, Jupiter API, params and engine) from
+    Maven Central, cached in <cache>/junit/<version>/ (needs `mvn` on first use)."""
+    group, artifact, version = JUNIT_CONSOLE.split(":")
+    folder = cache_dir("junit", version)
+    jar = folder / f"{artifact}-{version}.jar"
+    if jar.is_file():
+        return jar
+    with entry_lock(jar):
+        if jar.is_file():
+            return jar
+        mvn = tools.require("mvn")
+        progress.say(f"fetching {JUNIT_CONSOLE} from Maven Central into {folder} (first use)")
+        tmp = folder / f"tmp-{os.getpid()}"
+        tmp.mkdir(exist_ok=True)
+        try:
+            out = subprocess.run([str(mvn), "-B", "-q", "--no-transfer-progress",
+                                  "dependency:copy", f"-Dartifact={JUNIT_CONSOLE}",
+                                  f"-DoutputDirectory={tmp}"],
+                                 cwd=tmp, capture_output=True, text=True, timeout=600)
+            fetched = tmp / jar.name
+            if out.returncode != 0 or not fetched.is_file():
+                raise HarnessError(f"Maven could not fetch {JUNIT_CONSOLE}:\n"
+                                   + _tail(out.stdout + out.stderr, 15))
+            os.replace(fetched, jar)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return jar
+
+
+def _tail(text: str, lines: int) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
