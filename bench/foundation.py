@@ -16,11 +16,11 @@ from pathlib import Path
 from confluent_kafka import Producer
 
 from harness.client import admin
+from harness.client.session import open_session
 from harness.cluster import builds
 from harness.cluster.topology import ClusterShape
 from harness.infra.history import History
 from harness.infra.wait import until
-from harness.run.session import open_session
 
 REPEATS = 3
 RECORDS = 50_000

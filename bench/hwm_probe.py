@@ -24,10 +24,10 @@ from kafka.admin import OffsetSpec
 from kafka.structs import TopicPartition
 
 from harness.client import admin
+from harness.client.session import Session, open_session
 from harness.cluster import builds
 from harness.cluster.topology import ClusterShape
 from harness.infra.wait import until
-from harness.run.session import Session, open_session
 
 TOPIC = "t"
 POLL_S = 0.003

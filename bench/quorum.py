@@ -24,11 +24,11 @@ from typing import Any
 sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 from harness.client.observe import ObserveError  # noqa: E402
+from harness.client.session import open_session  # noqa: E402
 from harness.cluster import builds  # noqa: E402
 from harness.cluster.topology import ClusterShape  # noqa: E402
 from harness.infra.history import History  # noqa: E402
 from harness.infra.wait import until  # noqa: E402
-from harness.run.session import open_session  # noqa: E402
 
 
 def one(build: builds.Build, shape: ClusterShape, backend: str, run_dir: Path

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.cluster import builds
-from harness.run.judges import AXES
+from harness.judge.axes import AXES
 from harness.run.runner import UNSUPPORTED, Runner
-from harness.run.scenario import load_scenario
+from harness.scenario.loader import load_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -39,6 +39,7 @@ from unittest.mock import patch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness.client import readiness  # noqa: E402
+from harness.client.session import open_session  # noqa: E402
 from harness.cluster import builds, cds  # noqa: E402
 from harness.cluster import config as kafkaconfig  # noqa: E402
 from harness.cluster.topology import ClusterShape  # noqa: E402
@@ -46,8 +47,7 @@ from harness.infra import machine, startslots  # noqa: E402
 from harness.infra.history import History  # noqa: E402
 from harness.run import parallel, runner  # noqa: E402
 from harness.run.runner import Runner  # noqa: E402
-from harness.run.scenario import load_scenario  # noqa: E402
-from harness.run.session import open_session  # noqa: E402
+from harness.scenario.loader import load_scenario  # noqa: E402
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
 OLD_POLLS = {"readiness": 0.2, "converge": 0.25}

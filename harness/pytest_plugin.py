@@ -33,6 +33,7 @@ with warnings.catch_warnings():
     for _module, _ in _DEPENDENCY_WARNINGS:
         warnings.filterwarnings("ignore", category=DeprecationWarning, module=_module)
     from harness.client.observe import Observer
+    from harness.client.session import Session, open_session
     from harness.client.workload import Workload
     from harness.cluster import builds
     from harness.cluster.backends import BACKENDS
@@ -42,7 +43,6 @@ with warnings.catch_warnings():
     from harness.infra.errors import HarnessError, UsageError
     from harness.infra.history import History, new_run_id
     from harness.nemesis.faults import Faults
-    from harness.run.session import Session, open_session
 
 _HISTORY = pytest.StashKey[History]()
 _PHASES = pytest.StashKey[dict[str, tuple[pytest.TestReport, BaseException | None]]]()

@@ -5,7 +5,7 @@ uses for that rule. Re-judging a recorded run under ``mutant.apply(profile)`` (t
 lockstep model, the kip axis's model and the trace rules all read the profile) and
 getting a different judgement than under ``profile`` means the run distinguishes the
 rule: it kills the mutant. A mutant no run kills names a rule no run checks
-(`kafka-chaos mutate`, harness/run/mutate.py).
+(`kafka-chaos mutate`, harness/search/mutate.py).
 
 On a profile that already has the mutated value (a release that ships without the rule,
 e.g. ``no-hwm-rule`` before 3.7) a mutant changes nothing on the release axis; it still

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.client.session import open_session
 from harness.cluster.topology import ClusterShape
 from harness.infra.errors import NodeNotReady
 from harness.infra.history import History
-from harness.run.session import open_session
 
 pytestmark = pytest.mark.chaos
 

@@ -2,11 +2,11 @@
 model in lockstep (issue 4). A build lacking a feature gives UNSUPPORTED, shown as a skip
 with the reason; the run's history still holds the model's predicted timeline.
 
-Each run is judged on three axes (release, kip, safety; harness/run/judges.py). A test passes
+Each run is judged on three axes (release, kip, safety; harness/judge/axes.py). A test passes
 only when every axis is clean or gives exactly the verdict the scenario declares for the
 build (``expect:`` with a reason): a known-unsafe build stays green here and still shows
 UNSAFE in the report; an undeclared failure on any axis fails the test, its message (and
-pytest's JUnit message) starting with the run's headline (harness/run/headline.py)."""
+pytest's JUnit message) starting with the run's headline (harness/judge/headline.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 
 from harness.cli.run import print_table
 from harness.run.runner import UNSUPPORTED, Runner
-from harness.run.scenario import load_scenario
+from harness.scenario.loader import load_scenario
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
 KEY = {"last-replica-standing", "hwm-frozen-under-min-isr", "timing-leader-pause",
@@ -42,7 +42,7 @@ def test_scenario_conforms(path: Path, kafka_build, request: pytest.FixtureReque
     result = runner.run()
     with capsys.disabled():
         print_table(result)
-    head = result.headline  # harness/run/headline.py: from the three axes, not the lockstep
+    head = result.headline  # harness/judge/headline.py: from the three axes, not the lockstep
     if head.verdict == UNSUPPORTED:
         pytest.skip(f"UNSUPPORTED on Kafka {kafka_build.version}: {result.reason}")
     assert head.passed, f"{head.message} ({result.run_dir})"

@@ -11,7 +11,7 @@ import pytest
 from harness.cli.app import main
 from harness.cli.options import run_dirs
 from harness.infra.errors import UsageError
-from harness.run.audit import audit
+from harness.judge.audit import audit
 
 HISTORIES = Path(__file__).resolve().parent.parent / "fixtures" / "histories"
 LRS_391 = HISTORIES / "last-replica-standing-20261122T152527-aacf9e"
@@ -122,11 +122,11 @@ def test_trace_events_do_not_break_the_data_checks_or_the_report_reader(tmp_path
     """A trace finding names its partition as [topic, id]; the history's `partition` field
     is an int on every other event, so the finding must not reuse that name, and the data
     checks must not read it from events that are not reads or consumes."""
+    from harness.judge.datachecks import run_checks
+    from harness.judge.trace_check import context as trace_context
+    from harness.judge.trace_check import judge, read_logs
     from harness.report.spark_jobs import valid_event
-    from harness.run.datachecks import run_checks
-    from harness.run.scenario import load_scenario
-    from harness.run.trace_check import context as trace_context
-    from harness.run.trace_check import judge, read_logs
+    from harness.scenario.loader import load_scenario
     run = KAFKA_19522
     found = judge(read_logs(run), trace_context(load_scenario(run / "scenario.yaml"), [],
                                                 "kafka-4.0-elr", True))
@@ -171,7 +171,7 @@ def test_runs_of_pytest_tests_under_a_directory_are_left_out(tmp_path: Path) -> 
 def test_recorded_steps_judge_quorum_elected_as_the_runner_did() -> None:
     # The runner adds quorum_elected to what it judges (the epoch moved since the step
     # started); the recorded observation lacks it, so audit rebuilds it from the epochs.
-    from harness.run.audit import recorded_steps
+    from harness.judge.audit import recorded_steps
 
     def quorum(epoch: int) -> dict[str, object]:
         return {"kind": "quorum", "state": {"leader": 100, "leader_epoch": epoch}}

@@ -1,10 +1,10 @@
-"""Fast tests of the data checks over hand-made histories (harness/run/datachecks.py)."""
+"""Fast tests of the data checks over hand-made histories (harness/judge/datachecks.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness.run.datachecks import run_checks
+from harness.judge.datachecks import run_checks
 
 
 def _events(*specs: tuple[str, dict[str, Any]]) -> list[dict[str, Any]]:

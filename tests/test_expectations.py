@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.run.judges import AxisVerdict, declared
-from harness.run.scenario import ScenarioError, parse_scenario
+from harness.judge.axes import AxisVerdict, declared
+from harness.scenario.loader import ScenarioError, parse_scenario
 
 BASE = """version: 1
 name: x

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from harness.run import fuzz
-from harness.run.judges import AxisVerdict
+from harness.judge.axes import AxisVerdict
 from harness.run.runner import Runner
-from harness.run.scenario import load_scenario, parse_scenario
-from harness.run.shrink import shrink
+from harness.scenario.loader import load_scenario, parse_scenario
+from harness.search import fuzz
+from harness.search.shrink import shrink
 from reference import fuzzgen, profile_for_build
 from reference import steps as S
 
@@ -368,7 +368,7 @@ def test_model_any_electable_broker_may_unfence_first() -> None:
 
 
 def test_shrinker_keeps_a_final_consume() -> None:
-    from harness.run.shrink import candidates
+    from harness.search.shrink import candidates
     cands = candidates(LONG)
     assert cands and all(c[-1] == S.Consume() for c, _ in cands)
     assert any(c[-1] != S.Consume() for c, _ in candidates(LONG[:-1]))  # else drops any

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from harness.cli.app import main
-from harness.run.audit import audit
-from harness.run.headline import NOT_AS_DECLARED, headline
+from harness.judge.audit import audit
+from harness.judge.headline import NOT_AS_DECLARED, headline
 from harness.run.runner import RunResult
 
 pytest_plugins = ["pytester"]
@@ -168,7 +168,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.run.audit import audit
+from harness.judge.audit import audit
 from harness.run.runner import RunResult
 
 spec = importlib.util.spec_from_file_location("suite_scenarios", {suite!r})

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from harness.run.datachecks import run_checks
-from harness.run.judges import (
+from harness.judge.axes import (
     DEVIATES,
     KIP_DIVERGES,
     SAFE,
@@ -19,6 +18,7 @@ from harness.run.judges import (
     ObservedStep,
     judge_safety,
 )
+from harness.judge.datachecks import run_checks
 from reference.deviations import BY_ID, KNOWN_DEVIATIONS, deviations_of, kip_base
 from reference.profiles import KIP966
 from reference.releases import PROFILES
@@ -170,7 +170,7 @@ def test_profiles_built_from_deltas_keep_their_semantics(name: str) -> None:
 def test_unsupported_is_as_expected_even_where_a_verdict_is_declared() -> None:
     """A build that cannot run the scenario meets no declaration and breaks none; a
     declared verdict that does not happen on a runnable build still fails."""
-    from harness.run.judges import AxisVerdict
+    from harness.judge.axes import AxisVerdict
     declared = {"verdict": "UNSAFE", "reason": "r"}
     assert AxisVerdict("safety", "UNSUPPORTED", expected=declared).as_expected
     assert not AxisVerdict("safety", "SAFE", expected=declared).as_expected

@@ -13,7 +13,7 @@ import yaml
 
 from harness.cli import model as model_cli
 from harness.infra.errors import UsageError
-from harness.run.scenario import load_scenario
+from harness.scenario.loader import load_scenario
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
 
@@ -192,7 +192,7 @@ def test_run_runs_dir_that_is_a_file_is_a_usage_error(no_build: None, tmp_path: 
 
 
 def test_run_bad_scenario_is_rejected_before_a_build(no_build: None, tmp_path: Path) -> None:
-    from harness.run.scenario import ScenarioError
+    from harness.scenario.loader import ScenarioError
     f = tmp_path / "bad.yaml"
     f.write_text((SCENARIOS / "last-replica-standing.yaml").read_text().replace(
         "brokers: 3", "brokers: 10"))

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli.app import main
-from harness.run.audit import audit
-from harness.run.mutate import (
+from harness.judge.audit import audit
+from harness.search.mutate import (
     Judgement,
     MutationReport,
     RunResult,
@@ -213,8 +213,8 @@ SCENARIOS = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
 
 
 def test_predicted_kill_finds_the_step_a_scenario_parts_the_models() -> None:
-    from harness.run.mutate import predicted_kill
-    from harness.run.scenario import load_scenario
+    from harness.scenario.loader import load_scenario
+    from harness.search.mutate import predicted_kill
 
     lrs = load_scenario(SCENARIOS / "last-replica-standing.yaml")
     where = predicted_kill(lrs, PROFILES["kafka-4.1"], get_mutant("elr-not-electable"))

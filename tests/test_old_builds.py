@@ -93,7 +93,7 @@ def test_a_judged_field_that_differs_is_a_divergence() -> None:
 
 
 def test_an_unobservable_field_is_skipped_and_the_verdict_says_so() -> None:
-    from harness.run.judges import fields_note, judged_fields
+    from harness.judge.axes import fields_note, judged_fields
     from harness.run.runner import _await_mismatch
     from reference import PartitionState
     old = _observation(elr=None, last_known_elr=None)["state"]  # a 3.6 build's view
@@ -112,7 +112,7 @@ def test_an_unobservable_field_is_skipped_and_the_verdict_says_so() -> None:
 
 
 def test_every_axis_of_a_run_carries_the_fields_it_judged() -> None:
-    from harness.run.judges import AxisVerdict
+    from harness.judge.axes import AxisVerdict
     axis = AxisVerdict("release", "CONFORMS", fields={"judged": ["isr"],
                                                        "unobservable": ["elr"]})
     assert axis.to_json()["fields"] == {"judged": ["isr"], "unobservable": ["elr"]}

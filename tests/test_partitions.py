@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from harness.run.judges import AxisVerdict
-from harness.run.lanes import Lane, lane_events, lanes, merge_axes, merge_checks
-from harness.run.scenario import ScenarioError, parse_scenario, spread_assignment
+from harness.judge.axes import AxisVerdict
+from harness.judge.lanes import Lane, lane_events, lanes, merge_axes, merge_checks
+from harness.scenario.loader import ScenarioError, parse_scenario, spread_assignment
 from reference import steps as S
 
 SIX = """\
@@ -183,7 +183,7 @@ def test_predict_shows_every_partition(capsys: pytest.CaptureFixture[str],
 
 
 def test_a_step_on_every_partition_gives_each_lane_its_own_records() -> None:
-    from harness.run.lockstep import Lockstep
+    from harness.judge.lockstep import Lockstep
     from harness.run.runner import Runner
 
     sc = parse_scenario(SIX)
@@ -199,7 +199,7 @@ def test_a_step_on_every_partition_gives_each_lane_its_own_records() -> None:
 
 
 def test_lanes_that_read_alike_are_named_together() -> None:
-    from harness.run.lockstep import Lockstep
+    from harness.judge.lockstep import Lockstep
     from harness.run.runner import Runner
 
     ls = Lockstep(parse_scenario(SIX), "kafka-4.3", True, lambda p, o: None, Runner.model_for)
@@ -285,7 +285,7 @@ def test_a_write_on_every_partition_runs_the_partitions_at_once() -> None:
 
     from harness.cluster.builds import Build, Features
     from harness.run.runner import Runner
-    from harness.run.steps import Target
+    from harness.scenario.steps import Target
 
     features = Features(elr=True, elr_default_on=True, describe_topic_partitions=True,
                         hwm_rule=True, unclean_recovery=False, kip1303=False,
@@ -317,7 +317,7 @@ def test_a_write_on_every_partition_runs_the_partitions_at_once() -> None:
 def test_a_config_change_of_one_topic_runs_once_and_the_other_topics_lanes_await() -> None:
     from types import SimpleNamespace
 
-    from harness.run.lockstep import Lockstep
+    from harness.judge.lockstep import Lockstep
     from harness.run.runner import Runner
 
     text = TWO_TOPICS.replace(
@@ -341,7 +341,7 @@ def test_a_config_change_of_one_topic_runs_once_and_the_other_topics_lanes_await
     altered: list[tuple[str, str, dict[str, str]]] = []
     admin = SimpleNamespace(alter_config=lambda obs, scope, topic, cfg:
                             altered.append((scope, topic, dict(cfg))))
-    import harness.run.steps.controller as controller
+    import harness.scenario.steps.controller as controller
     real, controller.admin = controller.admin, admin  # type: ignore[assignment]
     try:
         runner._execute(SimpleNamespace(observer=None), 2, "alter_config", steps)  # type: ignore[arg-type]

@@ -15,7 +15,7 @@ pytest_plugins = ["pytester"]
 CONFTEST = '''
 import pytest
 from harness.infra.errors import ClusterError
-from harness.run import session
+from harness.client import session
 
 
 class FakeBuild:

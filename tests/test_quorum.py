@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.run.nodes import ScenarioError
-from harness.run.scenario import parse_scenario
+from harness.scenario.loader import parse_scenario
+from harness.scenario.nodes import ScenarioError
 from reference import Model, committed_prefix_agrees
 from reference import steps as S
 from reference.state import PartitionState

@@ -13,7 +13,7 @@ import pytest
 
 from harness.client import admin
 from harness.client.observe import ObserveError
-from harness.run.scenario import ScenarioError, parse_scenario
+from harness.scenario.loader import ScenarioError, parse_scenario
 from reference import steps as S
 from reference.model import Model
 from reference.state import NO_LEADER, ClusterSpec, PartitionState, TopicSpec
@@ -260,7 +260,7 @@ def test_await_checks_replicas_in_order_and_the_reassignment_fields() -> None:
 
 
 def test_the_reassignment_fields_are_listed_as_judged_where_observed() -> None:
-    from harness.run.judges import judged_fields
+    from harness.judge.axes import judged_fields
     base = {"leader": 1, "leader_epoch": 0, "replicas": [1], "isr": [1], "elr": [],
             "last_known_elr": [], "hwm": 0, "fenced": []}
     with_reassignment = {"kind": "observation", "state": {**base, "adding": [], "removing": []}}

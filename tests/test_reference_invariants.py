@@ -6,7 +6,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.run.scenario import parse_scenario
+from harness.scenario.loader import parse_scenario
 from reference import ClusterSpec, Model, TopicSpec
 from reference import steps as S
 from reference.explorer import default_moves, explore, to_scenario

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.run.scenario import load_scenario, parse_scenario
+from harness.scenario.loader import load_scenario, parse_scenario
 from reference import NO_LEADER, ClusterSpec, Model, PartitionState, TopicSpec
 from reference import steps as S
 from reference.election import (

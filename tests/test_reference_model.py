@@ -296,7 +296,7 @@ def _lagging_leader(profile: str) -> tuple[Model, list[str]]:
 def test_a_read_may_miss_acked_records_only_above_a_lagging_new_leaders_hwm(
         profile: str) -> None:
     from harness.run.runner import _consume_mismatch
-    from harness.run.steps.kind import StepOutcome
+    from harness.scenario.steps.kind import StepOutcome
     m, ids = _lagging_leader(profile)
     pred = m.apply(S.Consume())
     first_three = StepOutcome(consumed=list(enumerate(ids[:3])))

@@ -1,4 +1,4 @@
-"""The report pipeline on PySpark: its data checks equal the runner's (harness/run/datachecks.py),
+"""The report pipeline on PySpark: its data checks equal the runner's (harness/judge/datachecks.py),
 bad histories are named and skipped, and the page loads in a real headless browser."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from harness.infra.history import read_events
-from harness.run.datachecks import run_checks
+from harness.judge.datachecks import run_checks
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "histories"
@@ -251,7 +251,7 @@ def test_the_shipped_package_is_removed_when_the_process_ends(
 
     spark_jobs._ship_package(Session())  # type: ignore[arg-type]
     archive = Path(shipped[0])
-    assert "harness/run/datachecks.py" in zipfile.ZipFile(archive).namelist()
+    assert "harness/judge/datachecks.py" in zipfile.ZipFile(archive).namelist()
     for f, args, kwargs in at_exit:
         f(*args, **kwargs)
     assert not archive.exists() and list(tmp_path.iterdir()) == []

@@ -11,8 +11,8 @@ import pytest
 
 from harness.cli.run import exit_code
 from harness.cluster.builds import Build, Features
+from harness.judge.axes import AxisVerdict
 from harness.report.matrix import axes_matrix
-from harness.run.judges import AxisVerdict
 from harness.run.runner import (
     CONFORMS,
     DIVERGES,
@@ -25,7 +25,7 @@ from harness.run.runner import (
     requirement_gap,
     worst,
 )
-from harness.run.steps import StepOutcome
+from harness.scenario.steps import StepOutcome
 
 
 def _build(version: str, **features: bool) -> Build:
@@ -128,7 +128,7 @@ def test_a_predicted_hwm_drop_is_read_from_the_prediction_events() -> None:
 def test_a_cluster_the_observer_cannot_see_is_an_error_not_a_divergence() -> None:
     from harness.client.observe import ObserveError
     from harness.run.runner import Runner
-    from harness.run.scenario import load_scenario
+    from harness.scenario.loader import load_scenario
 
     scenario = load_scenario(Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
                              / "hwm-frozen-under-min-isr.yaml")
@@ -153,7 +153,7 @@ def test_a_step_waits_a_bounded_time_for_an_hwm_the_leader_hides(
     step settles once the HWM shows (the followers fetched), or after HWM_VISIBLE_WAIT_S."""
     from harness.run import runner as runner_mod
     from harness.run.runner import Runner
-    from harness.run.scenario import load_scenario
+    from harness.scenario.loader import load_scenario
 
     scenario = load_scenario(Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
                              / "hwm-frozen-under-min-isr.yaml")
@@ -188,7 +188,7 @@ def test_a_run_that_errors_records_its_verdict_once_and_judges_no_axis(
     from harness.infra.errors import HarnessError
     from harness.infra.history import read_events
     from harness.run.runner import Runner
-    from harness.run.scenario import load_scenario
+    from harness.scenario.loader import load_scenario
 
     def boom(self: Runner, history: object, result: object) -> None:
         raise HarnessError("cluster did not come up")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from harness.run.datachecks import run_checks
-from harness.run.judges import SAFE, UNSAFE, judge_safety, sampled_findings
+from harness.judge.axes import SAFE, UNSAFE, judge_safety, sampled_findings
+from harness.judge.datachecks import run_checks
 from reference.invariants import observed_violations
 from reference.state import PartitionState
 
@@ -109,7 +109,7 @@ def test_the_audit_rejudges_a_transient_violation_from_the_samples(tmp_path) -> 
     import shutil
     from pathlib import Path
 
-    from harness.run.audit import audit
+    from harness.judge.audit import audit
 
     src = (Path(__file__).resolve().parent.parent / "fixtures" / "histories"
            / "last-replica-standing-20261122T152321-517cc5")

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.run import nodes
-from harness.run.scenario import ScenarioError, load_scenario, parse_scenario
+from harness.scenario import nodes
+from harness.scenario.loader import ScenarioError, load_scenario, parse_scenario
 from reference import steps as S
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
@@ -424,7 +424,7 @@ def test_reserved_keys_cover_everything_the_harness_writes() -> None:
 
 # -- expect: the three judging axes --------------------------------------------------------
 def test_expect_entries_parse_into_expectations() -> None:
-    from harness.run.scenario import Expectation
+    from harness.scenario.loader import Expectation
     text = GOOD + """expect:
   - axis: safety
     verdict: UNSAFE

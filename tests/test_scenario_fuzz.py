@@ -32,7 +32,7 @@ from harness.cli import model as model_cli
 from harness.cluster.builds import Build, Features
 from harness.infra.history import new_run_id
 from harness.run import runner
-from harness.run.scenario import MAX_FILE_BYTES, ScenarioError, load_scenario
+from harness.scenario.loader import MAX_FILE_BYTES, ScenarioError, load_scenario
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
 FIXTURES = sorted(SCENARIOS.glob("*.yaml"))

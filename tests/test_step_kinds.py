@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.run import steps
-from harness.run.scenario import parse_scenario
+from harness.scenario import steps
+from harness.scenario.loader import parse_scenario
 from reference.steps import BUILTIN, step_to_dict
 
 FORMAT = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios" / "FORMAT.md"
@@ -63,7 +63,7 @@ def test_pause_silences_a_node_like_an_isolation_and_resume_brings_it_back() -> 
 
 
 def test_pause_names_a_node_of_the_cluster() -> None:
-    from harness.run.scenario import ScenarioError
+    from harness.scenario.loader import ScenarioError
 
     with pytest.raises(ScenarioError, match=r":6: steps\[0\]\.pause\.node: 9 is not a node"):
         parse_scenario(HEAD + "  - pause: {node: 9}\n", "bad.yaml")

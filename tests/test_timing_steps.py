@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.run.nodes import ScenarioError
 from harness.run.runner import _await_mismatch
-from harness.run.scenario import parse_scenario
+from harness.scenario.loader import parse_scenario
+from harness.scenario.nodes import ScenarioError
 from reference import Model
 from reference.steps import step_to_dict
 
@@ -144,7 +144,7 @@ def test_sleep_moves_only_the_models_clock() -> None:
 
 
 def test_a_restart_not_waited_for_predicts_what_a_waited_one_does() -> None:
-    from harness.run.steps import KINDS
+    from harness.scenario.steps import KINDS
     waited = _predictions("kill: {broker: 3}", "restart: {broker: 3}", "produce: {count: 1}")
     sc = _load("kill: {broker: 3}", "restart: {broker: 3, wait: false}",
                "produce: {count: 1}")

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.run.mutate import MutationReport, RunResult, summary, transitions_markdown
-from harness.run.transitions import observed_transitions, unobservable_transitions
+from harness.judge.transitions import observed_transitions, unobservable_transitions
+from harness.search.mutate import MutationReport, RunResult, summary, transitions_markdown
 from reference.state import NO_LEADER, PartitionState
 from reference.transitions import TRANSITIONS, transitions
 

@@ -26,8 +26,8 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def _audit(args: argparse.Namespace) -> int:
-    from harness.run.audit import audit, summary_line
-    from harness.run.judges import fields_note
+    from harness.judge.audit import audit, summary_line
+    from harness.judge.axes import fields_note
     if args.scenarios is not None and not args.scenarios.is_dir():
         raise UsageError(f"audit: --scenarios {args.scenarios} is not a directory")
     results = [audit(d, scenarios=args.scenarios) for d in run_dirs(args.paths, "audit")]

@@ -6,11 +6,11 @@ import time
 from pathlib import Path
 
 from harness.client import admin
+from harness.client.session import open_session
 from harness.cluster.builds import Build
 from harness.cluster.topology import ClusterShape
 from harness.infra.history import new_run_id
 from harness.infra.wait import until
-from harness.run.session import open_session
 
 TOPIC = "demo"
 

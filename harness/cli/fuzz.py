@@ -12,7 +12,7 @@ from harness.cli.run import add_master_option, check_master, jobs_count, spark_r
 from harness.infra.errors import UsageError
 
 if TYPE_CHECKING:
-    from harness.run.fuzz import CampaignConfig
+    from harness.search.fuzz import CampaignConfig
 
 MAX_RUNS = 100_000
 
@@ -65,7 +65,7 @@ def _int(text: str, flag: str, lo: int, hi: int) -> int:
 
 def parse_args(args: argparse.Namespace) -> tuple[CampaignConfig, float]:
     """Every flag checked before a build is resolved or a cluster starts."""
-    from harness.run import fuzz
+    from harness.search import fuzz
     from reference import fuzzgen
     if (args.runs is None) == (args.budget is None):
         raise UsageError("fuzz: give exactly one of --runs N or --budget DURATION")
@@ -106,7 +106,7 @@ def _targets(text: str) -> tuple[str, ...]:
 def _fuzz(args: argparse.Namespace) -> int:
     from harness.cluster import builds
     from harness.infra import progress
-    from harness.run import fuzz
+    from harness.search import fuzz
     cfg, step_timeout = parse_args(args)
     _check_runs_dir(args.runs_dir)
     check_master(args.master)
@@ -154,7 +154,7 @@ def _campaign(args: argparse.Namespace, cfg: CampaignConfig, build: Any, new_mod
               out_dir: Path, step_timeout: float, spark: Any) -> Any:
     """The campaign on this machine (--jobs clusters side by side) or on Spark executors,
     limited to the --target rules' schedules when given."""
-    from harness.run import fuzz
+    from harness.search import fuzz
     campaign = _make_campaign(args, cfg, build, new_model, out_dir, step_timeout, spark)
     if cfg.targets:
         campaign.target = fuzz.target_predicate(build, cfg.targets)
@@ -164,7 +164,7 @@ def _campaign(args: argparse.Namespace, cfg: CampaignConfig, build: Any, new_mod
 def _make_campaign(args: argparse.Namespace, cfg: CampaignConfig, build: Any, new_model: Any,
                    out_dir: Path, step_timeout: float, spark: Any) -> Any:
     from harness.infra import progress
-    from harness.run import fuzz
+    from harness.search import fuzz
     schedules = out_dir / "schedules"
     if spark is not None:
         run = fuzz.spark_runner(spark, build, args.backend, args.runs_dir.resolve(), schedules,

@@ -12,10 +12,10 @@ from typing import Any, TextIO
 import yaml
 
 from harness.infra.errors import UsageError
-from harness.run import steps as step_kinds
-from harness.run.lanes import lanes
+from harness.judge.lanes import lanes
 from harness.run.runner import Runner
-from harness.run.scenario import Scenario, load_scenario
+from harness.scenario import steps as step_kinds
+from harness.scenario.loader import Scenario, load_scenario
 from reference import PROFILES
 from reference.explorer import explore, to_scenario
 from reference.state import fmt_value

@@ -41,7 +41,7 @@ def _writable(path: Path | None, flag: str) -> None:
 
 def _mutate(args: argparse.Namespace) -> int:
     from harness.infra.progress import say
-    from harness.run.mutate import markdown, mutate, suggest, summary
+    from harness.search.mutate import markdown, mutate, suggest, summary
     from reference.mutants import MUTANTS, get_mutant
 
     if args.scenarios is not None and not args.scenarios.is_dir():

@@ -12,10 +12,10 @@ from harness.cli.options import add_build_options
 from harness.cluster import builds
 from harness.infra import progress
 from harness.infra.errors import UsageError
+from harness.judge.axes import fields_note
+from harness.judge.headline import lockstep_label
 from harness.report.matrix import axes_matrix
 from harness.run.fanout import spec_for
-from harness.run.headline import lockstep_label
-from harness.run.judges import fields_note
 from harness.run.parallel import run_all
 from harness.run.runner import CONFORMS, Runner, RunResult, StepResult
 
@@ -117,7 +117,7 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 def load_all(paths: list[Path]) -> list[Any]:
     """Validate every scenario before any cluster starts."""
-    from harness.run.scenario import load_scenario
+    from harness.scenario.loader import load_scenario
     return [load_scenario(p) for p in paths]
 
 
@@ -180,7 +180,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def exit_code(result: RunResult) -> int:
-    """The run's headline's (harness/run/headline.py): 2 on a harness error; 1 when an
+    """The run's headline's (harness/judge/headline.py): 2 on a harness error; 1 when an
     axis is neither clean nor as the scenario declares for this build; else 0
     (UNSUPPORTED included)."""
     return result.headline.exit_code

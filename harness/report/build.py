@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.infra.errors import UsageError
+from harness.judge.axes import AXES, CONFORMS, INCOMPLETE, UNSUPPORTED, axis_as_expected
+from harness.judge.headline import headline, lockstep_label
 from harness.report import html, junit, spark_jobs
 from harness.report.load import Runs, discover
-from harness.run.headline import headline, lockstep_label
-from harness.run.judges import AXES, CONFORMS, INCOMPLETE, UNSUPPORTED, axis_as_expected
 
 MAX_POINTS_PER_RUN = 4000
 

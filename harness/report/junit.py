@@ -1,5 +1,5 @@
 """junit.xml: one testcase per scenario x build, judged by the run's headline
-(harness/run/headline.py: from its three axes and the scenario's declarations).
+(harness/judge/headline.py: from its three axes and the scenario's declarations).
 
 Only CONFORMS passes and UNSUPPORTED is skipped: any other headline (UNSAFE, DIVERGES,
 KIP-DIVERGES, NOT-AS-DECLARED, ERROR, INCOMPLETE, none, or one this report does not know)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from harness.run.judges import AXES
+from harness.judge.axes import AXES
 
 
 def axes_matrix(results: list[Any]) -> str:

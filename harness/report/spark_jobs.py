@@ -3,7 +3,7 @@
 A run is the unit of work. Its events are judged in order (reads, the nearest later HWM
 observation, the final read of a partition), runs never depend on each other, and a chaos
 run holds hundreds to a few hundred thousand events. So the job is a parallel map over run
-histories: each task reads one events.jsonl, runs harness.run.datachecks.run_checks on it
+histories: each task reads one events.jsonl, runs harness.judge.datachecks.run_checks on it
 (the code the runner used at the end of that run, so the report and the runner cannot
 disagree) and returns its findings, its timeline events and its counts. Tasks are handed
 out largest history first so that a long run never starts last. Locally that is
@@ -32,8 +32,8 @@ from typing import Any, NamedTuple
 import orjson
 from pyspark.sql import SparkSession
 
+from harness.judge.datachecks import run_checks
 from harness.report.load import is_number
-from harness.run.datachecks import run_checks
 
 TIMELINE_KINDS = ("observation", "fault", "prediction", "verdict")
 TIMELINE_FIELDS = ("run_id", "seq", "t_wall", "kind", "state", "action", "index", "verdict",
@@ -174,7 +174,7 @@ def judge_axes(run_dir: Path, events: list[dict[str, Any]]
                ) -> tuple[dict[str, dict[str, Any]] | None, list[dict[str, Any]], str | None]:
     """The three axes and the trace violations, by `kafka-chaos audit`'s own code (the
     runner's judges), or why they could not be re-judged (e.g. no scenario file)."""
-    from harness.run.audit import audit
+    from harness.judge.audit import audit
     try:
         result = audit(run_dir, events)
     except Exception as exc:  # noqa: BLE001 - the run is still shown with its data checks

@@ -60,7 +60,7 @@ def run_spec(spec: RunSpec) -> RunResult:
     from harness.cluster import builds
     from harness.infra import progress
     from harness.run.runner import Runner
-    from harness.run.scenario import parse_scenario
+    from harness.scenario.loader import parse_scenario
     kind, _, where = spec.build_source.partition(":")
     build = builds.resolve(kafka_dist=where) if kind == "dist" else builds.resolve(where)
     scenario = parse_scenario(spec.scenario_text, spec.scenario_path)
@@ -157,7 +157,7 @@ def _last_line(text: str) -> str:
 
 def _error_result(spec: RunSpec, reason: str) -> RunResult:
     from harness.run.runner import ERROR, RunResult
-    from harness.run.scenario import parse_scenario
+    from harness.scenario.loader import parse_scenario
     name = parse_scenario(spec.scenario_text, spec.scenario_path).name
     return RunResult(name, spec.build_source.partition(":")[2], Path(spec.runs_dir),
                      spec.profile or "", ERROR, reason=f"spark task failed: {reason}")

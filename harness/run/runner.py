@@ -22,20 +22,20 @@ from typing import Any
 
 from harness.client import admin, metadata_records
 from harness.client.observe import ObserveError
+from harness.client.session import Session, open_session
 from harness.cluster.builds import Build, version_tuple
 from harness.cluster.topology import ClusterShape
 from harness.infra import procs, progress
 from harness.infra.errors import HarnessError
 from harness.infra.history import History, new_run_id
-from harness.run import steps as step_kinds
-from harness.run import trace_check
-from harness.run.headline import Headline, headline
-from harness.run.judges import AXES, AxisVerdict, RunEvidence, judge_run
-from harness.run.lanes import lane_events, merge_axes, merge_checks, single
-from harness.run.lockstep import Lockstep
+from harness.judge import trace_check
+from harness.judge.axes import AXES, AxisVerdict, RunEvidence, judge_run
+from harness.judge.headline import Headline, headline
+from harness.judge.lanes import lane_events, merge_axes, merge_checks, single
+from harness.judge.lockstep import Lockstep
 from harness.run.sampler import MIN_RATE, SampleObserver, Sampler
-from harness.run.session import Session, open_session
-from harness.run.steps import StepOutcome, Target
+from harness.scenario import steps as step_kinds
+from harness.scenario.steps import StepOutcome, Target
 from reference.steps import Produce
 
 CONFORMS, DIVERGES, UNSUPPORTED, ERROR = "CONFORMS", "DIVERGES", "UNSUPPORTED", "ERROR"
@@ -82,7 +82,7 @@ class RunResult:
     @property
     def headline(self) -> Headline:
         """The run's verdict, from its three axes and the scenario's declarations
-        (harness/run/headline.py); ``verdict`` is the step-wise lockstep result only."""
+        (harness/judge/headline.py); ``verdict`` is the step-wise lockstep result only."""
         return headline(self.axes, self.verdict, self.reason)
 
     @property
@@ -331,7 +331,7 @@ class Runner:
 
     def _sampler(self, session: Session, history: History) -> Sampler:
         """Checks on every step: the state sampled while steps run (harness/run/sampler.py)."""
-        from harness.run.session import current_brokers
+        from harness.client.session import current_brokers
         observer = SampleObserver(session.cluster,
                                   lambda: current_brokers(session.cluster, session.faults))
         return Sampler(observer, history,
@@ -583,7 +583,7 @@ class Runner:
                 session.workload.consume_all(lm.lane.topic, lm.lane.partition)
             except Exception as exc:  # noqa: BLE001 - a partition with no leader: nothing to read
                 progress.say(f"final read of {lm.lane.label} failed: {exc}")
-        from harness.run import datachecks
+        from harness.judge import datachecks
         events = list(read_events(history.run_dir))
         self._events, self._raw_checks = events, []
         per_lane = []

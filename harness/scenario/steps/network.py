@@ -8,8 +8,8 @@ from yaml.nodes import Node
 
 from harness.cluster.topology import ClusterShape
 from harness.infra.errors import HarnessError
-from harness.run.nodes import Ctx, Items, check_node
-from harness.run.steps.kind import StepKind, StepOutcome, Target
+from harness.scenario.nodes import Ctx, Items, check_node
+from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from reference import steps as S
 
 

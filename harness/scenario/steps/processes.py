@@ -9,9 +9,9 @@ from typing import Any
 from yaml.nodes import Node
 
 from harness.cluster.topology import ClusterShape
-from harness.run.nodes import MAX_OFFSET, Ctx, Items, check_broker
-from harness.run.steps.kind import StepKind, StepOutcome, Target
-from harness.run.steps.network import concrete, node_ref
+from harness.scenario.nodes import MAX_OFFSET, Ctx, Items, check_broker
+from harness.scenario.steps.kind import StepKind, StepOutcome, Target
+from harness.scenario.steps.network import concrete, node_ref
 from reference import steps as S
 
 

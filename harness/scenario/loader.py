@@ -17,8 +17,8 @@ from typing import Any
 from yaml.nodes import Node
 
 from harness.cluster.topology import CONTROLLER_COUNTS, MAX_BROKERS, ClusterShape
-from harness.run import steps as step_kinds
-from harness.run.nodes import (
+from harness.scenario import steps as step_kinds
+from harness.scenario.nodes import (
     FEATURES,
     MAX_FILE_BYTES,
     MAX_INT,

@@ -1,4 +1,4 @@
-"""The models a run drives beside the cluster: one per lane (harness/run/lanes.py), each
+"""The models a run drives beside the cluster: one per lane (harness/judge/lanes.py), each
 with the kip judge that follows it. With one partition this is one model and one judge; with
 several, each step is predicted, observed and resolved partition by partition, and a verdict
 or a reason names the partition (``t-3: leader: ...``)."""
@@ -9,9 +9,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.run import steps as step_kinds
-from harness.run.judges import KipJudge, Mismatch, ObservedStep, read_of
-from harness.run.lanes import Lane, lanes
+from harness.judge.axes import KipJudge, Mismatch, ObservedStep, read_of
+from harness.judge.lanes import Lane, lanes
+from harness.scenario import steps as step_kinds
 
 
 @dataclass

@@ -3,7 +3,7 @@ execution, documentation), registered by the modules of this package. The loader
 runner and the audit iterate ``KINDS`` and never branch on a step's name: a new kind is a
 new module here (and its line in fixtures/scenarios/FORMAT.md).
 
-May import: harness.run.nodes (the loader's readers), harness.client, harness.nemesis
+May import: harness.scenario.nodes (the loader's readers), harness.client, harness.nemesis
 (through the session), reference.
 """
 
@@ -13,7 +13,7 @@ import importlib
 import pkgutil
 from typing import Any
 
-from harness.run.steps.kind import StepKind, StepOutcome, Target
+from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 
 
 def _discover() -> dict[str, StepKind]:

@@ -9,9 +9,9 @@ from yaml.nodes import Node
 
 from harness.client import admin
 from harness.cluster.topology import ClusterShape
-from harness.run.nodes import MAX_LONG, Ctx, Items, broker_list, check_broker, check_not_owned
-from harness.run.steps.kind import StepKind, StepOutcome, Target
-from harness.run.steps.processes import parse_broker
+from harness.scenario.nodes import MAX_LONG, Ctx, Items, broker_list, check_broker, check_not_owned
+from harness.scenario.steps.kind import StepKind, StepOutcome, Target
+from harness.scenario.steps.processes import parse_broker
 from reference import steps as S
 
 SUPPORTED_ELECTIONS = ("preferred", "unclean")

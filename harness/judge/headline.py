@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.run.judges import (
+from harness.judge.axes import (
     AXES,
     CLEAN,
     CONFORMS,

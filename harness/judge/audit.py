@@ -18,11 +18,8 @@ from typing import Any
 from harness.cluster.builds import version_tuple
 from harness.infra.errors import UsageError
 from harness.infra.history import SchemaError, check_schema, read_events
-from harness.run import datachecks, trace_check
-from harness.run import steps as step_kinds
-from harness.run.datachecks import CheckResult
-from harness.run.headline import Headline, headline
-from harness.run.judges import (
+from harness.judge import datachecks, trace_check
+from harness.judge.axes import (
     AXES,
     CONFORMS,
     DIVERGES,
@@ -36,9 +33,12 @@ from harness.run.judges import (
     RunEvidence,
     judge_run,
 )
-from harness.run.lanes import lane_events, lanes, merge_axes, single
-from harness.run.scenario import Scenario, load_scenario
-from harness.run.steps import StepOutcome
+from harness.judge.datachecks import CheckResult
+from harness.judge.headline import Headline, headline
+from harness.judge.lanes import lane_events, lanes, merge_axes, single
+from harness.scenario import steps as step_kinds
+from harness.scenario.loader import Scenario, load_scenario
+from harness.scenario.steps import StepOutcome
 from reference.profiles import Profile
 from reference.releases import get_profile
 
@@ -57,7 +57,7 @@ class AuditResult:
 
     @property
     def headline(self) -> Headline:
-        """The run's verdict re-derived from the re-judged axes (harness/run/headline.py),
+        """The run's verdict re-derived from the re-judged axes (harness/judge/headline.py),
         whatever the history recorded."""
         return headline(self.axes)
 
@@ -178,7 +178,7 @@ def judge_lanes(scenario: Scenario, profile: Profile, build: str, meta: dict[str
                 events: list[dict[str, Any]], raw_checks: list[CheckResult],
                 trace_under: Callable[[Any], list[dict[str, Any]]], elr: bool,
                 mutate: Callable[[Profile], Profile] = lambda p: p) -> dict[str, AxisVerdict]:
-    """``judge_axes`` of each partition's lane (harness/run/lanes.py), merged; with one
+    """``judge_axes`` of each partition's lane (harness/judge/lanes.py), merged; with one
     partition, ``judge_axes`` itself (``raw_checks``: the data checks over ``events``)."""
     per_lane = []
     for lane in lanes(scenario):
@@ -253,7 +253,7 @@ def _recorded_reason(events: list[dict[str, Any]]) -> str:
 def _replay(model: Any, kip: KipJudge, scenario: Scenario, steps: list[RecordedStep],
             run_verdict: str, run_reason: str) -> tuple[str, str]:
     """The release verdict of the recorded steps, re-judged by the model."""
-    from harness.run.judges import read_of
+    from harness.judge.axes import read_of
     from harness.run.runner import _await_mismatch, _state
 
     if run_verdict in NOT_JUDGED and not steps:

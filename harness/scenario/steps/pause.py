@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from harness.run.steps.kind import StepKind, StepOutcome, Target
-from harness.run.steps.network import concrete, parse_node
+from harness.scenario.steps.kind import StepKind, StepOutcome, Target
+from harness.scenario.steps.network import concrete, parse_node
 from reference.controller import Ctx
 from reference.state import World
 from reference.steps import NodeRef, isolate, rejoin, resolve_ref

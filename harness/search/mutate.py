@@ -24,13 +24,13 @@ from typing import Any
 
 from harness.infra.errors import UsageError
 from harness.infra.history import SchemaError, check_schema, read_events
-from harness.run import datachecks, trace_check
-from harness.run.audit import (
+from harness.judge import datachecks, trace_check
+from harness.judge.audit import (
     _elr_enabled,
     _scenario,
     judge_lanes,
 )
-from harness.run.judges import (
+from harness.judge.axes import (
     AXES,
     CONFORMS,
     ERROR,
@@ -38,9 +38,9 @@ from harness.run.judges import (
     NOT_JUDGED,
     AxisVerdict,
 )
-from harness.run.lanes import lane_events, lanes
-from harness.run.scenario import Scenario
-from harness.run.transitions import observed_transitions, unobservable_transitions
+from harness.judge.lanes import lane_events, lanes
+from harness.judge.transitions import observed_transitions, unobservable_transitions
+from harness.scenario.loader import Scenario
 from reference.mutants import MUTANTS, Mutant
 from reference.profiles import Profile
 from reference.releases import get_profile
@@ -384,7 +384,7 @@ def suggest(rep: MutationReport, scenario_files: Sequence[Path]
     model predicts would kill it, under the profiles of the judged runs and ``kip966``
     (``where``: under the first such profile). A file that does not load is skipped."""
     from harness.infra.errors import HarnessError
-    from harness.run.scenario import load_scenario
+    from harness.scenario.loader import load_scenario
 
     profiles = sorted({r.profile for r in rep.judged} | {"kip966"})
     scenarios = []

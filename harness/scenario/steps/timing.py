@@ -13,8 +13,8 @@ from typing import Any
 from yaml.nodes import Node
 
 from harness.cluster.topology import ClusterShape
-from harness.run.nodes import Ctx, Items, check_broker, check_node
-from harness.run.steps.kind import StepKind, StepOutcome, Target
+from harness.scenario.nodes import Ctx, Items, check_broker, check_node
+from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from reference import timing as T
 
 MAX_LATENCY_MS = 60_000

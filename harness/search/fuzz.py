@@ -6,7 +6,7 @@ scenario: the run is a normal history judged on every axis, and the file can be 
 to `kafka-chaos run`. A run whose axes are not all as expected (no declaration: clean)
 is a failure with a signature (``signature``); the campaign de-duplicates failures by
 signature, re-runs a new one to tell a reproducible failure from a flaky one, and
-shrinks a reproducible one (harness/run/shrink.py) to a minimal scenario written beside
+shrinks a reproducible one (harness/search/shrink.py) to a minimal scenario written beside
 the failing run's history (``minimal.yaml``).
 
 The campaign logic takes the function that runs a schedule as a parameter (``RunFn``);
@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 
 from harness.run.parallel import run_all
-from harness.run.shrink import ShrinkResult, Signature, Steps, shrink
+from harness.search.shrink import ShrinkResult, Signature, Steps, shrink
 from reference import fuzzgen
 from reference import steps as S
 
@@ -57,7 +57,7 @@ def scenario_yaml(name: str, seed: int, steps: Steps, description: str = "") -> 
 
 def base_scenario(name: str = "fuzz-base") -> Any:
     """The base cluster as a loaded Scenario (one consume step), to build the model."""
-    from harness.run.scenario import parse_scenario
+    from harness.scenario.loader import parse_scenario
     return parse_scenario(scenario_yaml(name, 0, (S.Consume(),)), f"<{name}>")
 
 
@@ -475,7 +475,7 @@ def real_runner(build: Any, backend: str, runs_dir: Path, schedules_dir: Path,
     """Each schedule written as a scenario file, loaded by `run`'s loader, run by the
     Runner on a fresh cluster and judged on every axis."""
     from harness.run.runner import Runner
-    from harness.run.scenario import load_scenario
+    from harness.scenario.loader import load_scenario
 
     def run(name: str, seed: int, steps: Steps) -> Outcome:
         sc = load_scenario(_write_schedule(schedules_dir, name, seed, steps))
@@ -512,9 +512,9 @@ def _outcome(result: Any) -> Outcome:
 def target_predicate(build: Any, names: Sequence[str]) -> Callable[[Steps], bool]:
     """Whether a schedule's model, under the build's profile or kip966, parts from one of
     the named mutants' (mutate.predicted_kill): a run of it would exercise that rule."""
-    from harness.run.mutate import predicted_kill
     from harness.run.runner import choose_profile
-    from harness.run.scenario import parse_scenario
+    from harness.scenario.loader import parse_scenario
+    from harness.search.mutate import predicted_kill
     from reference.mutants import get_mutant
     from reference.releases import get_profile
     mutants = [get_mutant(n) for n in names]

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 from yaml.nodes import Node
 
 from harness.cluster.topology import ClusterShape
-from harness.run.nodes import Ctx, Items
+from harness.scenario.nodes import Ctx, Items
 from reference.steps import Step
 
 if TYPE_CHECKING:
-    from harness.run.session import Session
+    from harness.client.session import Session
 
 
 @dataclass

@@ -8,8 +8,8 @@ from typing import Any
 from yaml.nodes import Node
 
 from harness.cluster.topology import ClusterShape
-from harness.run.nodes import MAX_RECORDS, Ctx, Items
-from harness.run.steps.kind import StepKind, StepOutcome, Target
+from harness.scenario.nodes import MAX_RECORDS, Ctx, Items
+from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from reference import steps as S
 
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from harness.run.judges import AxisVerdict
+from harness.judge.axes import AxisVerdict
 from reference import steps as S
 
 #: What a step on partitions is to a lane it does not name: nothing happens to the lane's
