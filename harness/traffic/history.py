@@ -1,0 +1,290 @@
+"""The traffic history of a run: one `traffic.jsonl` beside `events.jsonl` (docs/TRAFFIC.md).
+
+One JSON object a line, written with orjson, append-only, by one recorder per run that
+numbers the lines (`n`, from 0, gap-free: the order the recorder saw them, which Spark
+needs to order polls and commits) and stamps them with a monotonic clock (`t`, seconds).
+A million records make a file of about 100 MB; readers stream it a line at a time and never
+hold it. A line that is not a well-typed event (a torn last line of a crashed writer, a
+corrupt one) is skipped and counted, by both engines alike.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any, Literal, NotRequired, TypedDict
+
+import orjson
+
+TRAFFIC_FILE = "traffic.jsonl"
+TRAFFIC_SCHEMA = "1.0"
+
+
+class Producer(TypedDict):
+    """A producer's settings, written once when it is created. A producer never declared
+    is taken with Kafka's defaults since 3.0: acks=all, idempotence on."""
+    n: int
+    kind: Literal["producer"]
+    producer: str
+    acks: str  # "0", "1", "all"
+    idempotent: bool
+    t: float
+
+
+class Send(TypedDict):
+    n: int
+    kind: Literal["send"]
+    producer: str
+    seq: int  # the producer's own count of its sends
+    id: str  # unique per record (one producer's)
+    topic: str
+    partition: NotRequired[int | None]  # null: the partitioner chooses
+    t: float
+
+
+class Ack(TypedDict):
+    n: int
+    kind: Literal["ack"]
+    producer: str
+    seq: int
+    id: str
+    topic: str
+    partition: int
+    offset: int | None  # null for acks=0 (the client is told no offset)
+    t: float
+
+
+class SendError(TypedDict):
+    n: int
+    kind: Literal["send_error"]
+    producer: str
+    seq: int
+    id: str
+    topic: str
+    partition: NotRequired[int | None]
+    error: str
+    t: float
+
+
+class Poll(TypedDict):
+    """One record a consumer's poll returned. `session` numbers the consumer's continuous
+    reads of its assignment: it changes at every (re)assignment, seek or restart."""
+    n: int
+    kind: Literal["poll"]
+    consumer: str
+    session: int
+    topic: str
+    partition: int
+    offset: int
+    id: str
+    t: float
+
+
+class Commit(TypedDict):
+    """An offset commit the group coordinator accepted (the next offset to read)."""
+    n: int
+    kind: Literal["commit"]
+    consumer: str
+    group: str
+    topic: str
+    partition: int
+    offset: int
+    t: float
+
+
+class FinalRead(TypedDict):
+    """One record of the full re-read of every partition from its start at the end."""
+    n: int
+    kind: Literal["final_read"]
+    topic: str
+    partition: int
+    offset: int
+    id: str
+    t: NotRequired[float]
+
+
+class FinalReadEnd(TypedDict):
+    """Closes a partition's final read; `complete`: it reached the partition's end (a read
+    that timed out proves nothing about what is missing)."""
+    n: int
+    kind: Literal["final_read_end"]
+    topic: str
+    partition: int
+    complete: bool
+    t: float
+
+
+Event = dict[str, Any]
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _bool(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _opt_int(value: Any) -> bool:
+    return value is None or _is_int(value)
+
+
+def _optional(test: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda value: value is None or test(value)
+
+
+#: per kind, the fields the checks compute with and their types (absent = null)
+FIELDS: dict[str, dict[str, Callable[[Any], bool]]] = {
+    "traffic_start": {},
+    "producer": {"producer": _str, "acks": _str, "idempotent": _bool},
+    "send": {"producer": _str, "seq": _is_int, "id": _str, "topic": _str,
+             "partition": _opt_int},
+    "ack": {"producer": _str, "seq": _is_int, "id": _str, "topic": _str,
+            "partition": _is_int, "offset": _opt_int},
+    "send_error": {"producer": _str, "seq": _is_int, "id": _str, "topic": _str,
+                   "partition": _opt_int, "error": _str},
+    "poll": {"consumer": _str, "session": _is_int, "topic": _str, "partition": _is_int,
+             "offset": _is_int, "id": _str},
+    "commit": {"consumer": _str, "group": _str, "topic": _str, "partition": _is_int,
+               "offset": _is_int},
+    "final_read": {"topic": _str, "partition": _is_int, "offset": _is_int, "id": _str},
+    "final_read_end": {"topic": _str, "partition": _is_int, "complete": _bool},
+}
+
+
+def well_typed(event: Any) -> bool:
+    """A known kind with a line number and every field it needs of its type."""
+    if not isinstance(event, dict) or not _is_int(event.get("n")):
+        return False
+    fields = FIELDS.get(event.get("kind"))  # type: ignore[arg-type]
+    if fields is None:
+        return False
+    return all(test(event.get(name)) for name, test in fields.items())
+
+
+class TrafficFile:
+    """A traffic history on disk, streamed: every iteration re-reads the file a line at a
+    time and yields its well-typed events; `skipped` counts the other lines of the last
+    iteration (blank lines are not counted)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.skipped = 0
+
+    def __iter__(self) -> Iterator[Event]:
+        self.skipped = 0
+        with open(self.path, "rb") as fh:
+            for line in fh:
+                if not line.strip():
+                    continue
+                event = _parse(line)
+                if event is None:
+                    self.skipped += 1
+                else:
+                    yield event
+
+
+def _parse(line: bytes) -> Event | None:
+    try:
+        event = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return event if well_typed(event) else None
+
+
+class TrafficRecorder:
+    """Makes the events, numbers and stamps them, and hands each to `sink` (a file's
+    writer, or a list's append in tests). Thread-safe: producers' delivery callbacks and
+    consumers' poll loops may record at once."""
+
+    def __init__(self, sink: Callable[[Event], None],
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._sink = sink
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._n = 0
+
+    def record(self, kind: str, **fields: Any) -> Event:
+        with self._lock:
+            event = {"n": self._n, "kind": kind, **fields, "t": self._clock()}
+            self._n += 1
+            self._sink(event)
+        return event
+
+    def start(self, run_id: str) -> Event:
+        return self.record("traffic_start", schema=TRAFFIC_SCHEMA, run_id=run_id)
+
+    def producer(self, producer: str, acks: str, idempotent: bool) -> Event:
+        return self.record("producer", producer=producer, acks=acks, idempotent=idempotent)
+
+    def send(self, producer: str, seq: int, id: str, topic: str,
+             partition: int | None = None) -> Event:
+        return self.record("send", producer=producer, seq=seq, id=id, topic=topic,
+                           partition=partition)
+
+    def ack(self, producer: str, seq: int, id: str, topic: str, partition: int,
+            offset: int | None) -> Event:
+        return self.record("ack", producer=producer, seq=seq, id=id, topic=topic,
+                           partition=partition, offset=offset)
+
+    def send_error(self, producer: str, seq: int, id: str, topic: str, error: str,
+                   partition: int | None = None) -> Event:
+        return self.record("send_error", producer=producer, seq=seq, id=id, topic=topic,
+                           partition=partition, error=error)
+
+    def poll(self, consumer: str, session: int, topic: str, partition: int, offset: int,
+             id: str) -> Event:
+        return self.record("poll", consumer=consumer, session=session, topic=topic,
+                           partition=partition, offset=offset, id=id)
+
+    def commit(self, consumer: str, group: str, topic: str, partition: int,
+               offset: int) -> Event:
+        return self.record("commit", consumer=consumer, group=group, topic=topic,
+                           partition=partition, offset=offset)
+
+    def final_read(self, topic: str, partition: int, offset: int, id: str) -> Event:
+        return self.record("final_read", topic=topic, partition=partition, offset=offset,
+                           id=id)
+
+    def final_read_end(self, topic: str, partition: int, complete: bool) -> Event:
+        return self.record("final_read_end", topic=topic, partition=partition,
+                           complete=complete)
+
+
+class TrafficWriter(TrafficRecorder):
+    """Appends to `<run dir>/traffic.jsonl`, created exclusively (one history per run).
+    Lines are buffered and flushed every `flush_every` events and at close: a crash loses
+    at most that many, where flushing every line would cost a system call per record."""
+
+    def __init__(self, run_dir: Path, run_id: str, flush_every: int = 1000,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.path = run_dir / TRAFFIC_FILE
+        self._file: IO[bytes] = open(self.path, "xb")  # noqa: SIM115 - closed by close()
+        self._flush_every = flush_every
+        self._unflushed = 0
+        super().__init__(self._write, clock)
+        self.start(run_id)
+
+    def _write(self, event: Mapping[str, Any]) -> None:
+        self._file.write(orjson.dumps(event) + b"\n")
+        self._unflushed += 1
+        if self._unflushed >= self._flush_every:
+            self._file.flush()
+            self._unflushed = 0
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._file.closed:
+                self._file.close()
+
+    def __enter__(self) -> TrafficWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
