@@ -22,7 +22,8 @@ from typing import Any
 
 from harness.cluster import builds
 from harness.judge.axes import AXES
-from harness.run.runner import UNSUPPORTED, Runner
+from harness.judge.compare import UNSUPPORTED
+from harness.run.runner import Runner
 from harness.scenario.loader import load_scenario
 
 ROOT = Path(__file__).resolve().parent.parent

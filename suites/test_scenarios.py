@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli.run import print_table
-from harness.run.runner import UNSUPPORTED, Runner
+from harness.judge.compare import UNSUPPORTED
+from harness.run.runner import Runner
 from harness.scenario.loader import load_scenario
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"

@@ -94,13 +94,13 @@ def test_a_judged_field_that_differs_is_a_divergence() -> None:
 
 def test_an_unobservable_field_is_skipped_and_the_verdict_says_so() -> None:
     from harness.judge.axes import fields_note, judged_fields
-    from harness.run.runner import _await_mismatch
+    from harness.judge.compare import await_mismatch
     from reference import PartitionState
     old = _observation(elr=None, last_known_elr=None)["state"]  # a 3.6 build's view
     model = _elr_model()
     assert model.explain(PartitionState.from_json(old)) is None
-    assert _await_mismatch({"elr": [3], "isr": [1, 2, 3]}, old) is None
-    assert _await_mismatch({"elr": [3], "isr": [1]}, old) == \
+    assert await_mismatch({"elr": [3], "isr": [1, 2, 3]}, old) is None
+    assert await_mismatch({"elr": [3], "isr": [1]}, old) == \
         "isr: await expected [1], observed [1, 2, 3]"
     fields = judged_fields([_observation(elr=None, last_known_elr=None),
                             _observation(elr=None, last_known_elr=None, hwm=None)])

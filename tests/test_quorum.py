@@ -271,12 +271,12 @@ def test_follower_is_the_lowest_non_active_controller() -> None:
 
 
 def test_an_unanswered_describe_quorum_is_not_taken_for_a_settled_state() -> None:
-    from harness.run.runner import _quorum_unseen
+    from harness.judge.compare import quorum_unseen
     m, _ = model()
     pred = m.apply(S.Produce(1))
-    assert _quorum_unseen(pred, {"controller": None})
-    assert not _quorum_unseen(pred, {"controller": 101})
-    assert not _quorum_unseen(pred, {})  # one controller: the field is never there
+    assert quorum_unseen(pred, {"controller": None})
+    assert not quorum_unseen(pred, {"controller": 101})
+    assert not quorum_unseen(pred, {})  # one controller: the field is never there
 
 
 def test_five_controllers_survive_two_losses_not_three() -> None:

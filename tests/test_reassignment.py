@@ -247,16 +247,16 @@ def test_observer_reads_adding_and_removing_and_refuses_disagreeing_views() -> N
 
 
 def test_await_checks_replicas_in_order_and_the_reassignment_fields() -> None:
-    from harness.run.runner import _await_mismatch
+    from harness.judge.compare import await_mismatch
     seen = {"leader": 1, "leader_epoch": 4, "replicas": [1, 2, 3], "isr": [1, 2, 3],
             "adding": [3], "removing": []}
-    assert _await_mismatch({"replicas": [1, 2, 3], "adding": [3], "removing": []}, seen) is None
-    assert _await_mismatch({"replicas": [2, 1, 3]}, seen) == \
+    assert await_mismatch({"replicas": [1, 2, 3], "adding": [3], "removing": []}, seen) is None
+    assert await_mismatch({"replicas": [2, 1, 3]}, seen) == \
         "replicas: await expected [2, 1, 3], observed [1, 2, 3]"
-    assert _await_mismatch({"adding": []}, seen) == "adding: await expected [], observed [3]"
-    assert _await_mismatch({"leader_epoch": 5}, seen) == \
+    assert await_mismatch({"adding": []}, seen) == "adding: await expected [], observed [3]"
+    assert await_mismatch({"leader_epoch": 5}, seen) == \
         "leader_epoch: await expected 5, observed 4"
-    assert _await_mismatch({"removing": [2]}, {**seen, "removing": None}) is None  # not shown
+    assert await_mismatch({"removing": [2]}, {**seen, "removing": None}) is None  # not shown
 
 
 def test_the_reassignment_fields_are_listed_as_judged_where_observed() -> None:

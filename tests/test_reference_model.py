@@ -295,18 +295,18 @@ def _lagging_leader(profile: str) -> tuple[Model, list[str]]:
 @pytest.mark.parametrize("profile", ["kafka-4.3", "kip966"])
 def test_a_read_may_miss_acked_records_only_above_a_lagging_new_leaders_hwm(
         profile: str) -> None:
-    from harness.run.runner import _consume_mismatch
+    from harness.judge.compare import consume_mismatch
     from harness.scenario.steps.kind import StepOutcome
     m, ids = _lagging_leader(profile)
     pred = m.apply(S.Consume())
     first_three = StepOutcome(consumed=list(enumerate(ids[:3])))
-    why = _consume_mismatch(pred, first_three)
+    why = consume_mismatch(pred, first_three)
     # Shipped Kafka (new-leader-hwm-lag): broker 3 leads with the HWM it learned as a
     # follower, 3 here; the 4th record is on its log, above the HWM, not lost.
     assert (why is None) == (profile != "kip966"), why
     assert ids[3] in pred.must_survive
     # Whatever the profile, a read missing a record below every branch's HWM is a loss.
-    assert _consume_mismatch(pred, StepOutcome(consumed=list(enumerate(ids[1:]))))
+    assert consume_mismatch(pred, StepOutcome(consumed=list(enumerate(ids[1:]))))
     assert m.unread(frozenset(ids[:1])) == frozenset(ids[:1])
     assert m.unread(frozenset(ids[3:])) == (frozenset(ids[3:]) if profile == "kip966"
                                             else frozenset())

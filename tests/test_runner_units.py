@@ -12,19 +12,18 @@ import pytest
 from harness.cli.run import exit_code
 from harness.cluster.builds import Build, Features
 from harness.judge.axes import AxisVerdict
-from harness.report.matrix import axes_matrix
-from harness.run.runner import (
+from harness.judge.compare import (
     CONFORMS,
     DIVERGES,
     ERROR,
     UNSUPPORTED,
-    RunResult,
-    _ack_mismatch,
-    _await_mismatch,
-    _consume_mismatch,
-    requirement_gap,
+    ack_mismatch,
+    await_mismatch,
+    consume_mismatch,
     worst,
 )
+from harness.report.matrix import axes_matrix
+from harness.run.runner import RunResult, requirement_gap
 from harness.scenario.steps import StepOutcome
 
 
@@ -64,28 +63,28 @@ def test_worst_verdict_orders_error_over_divergence_over_unsupported() -> None:
 
 def test_await_compares_sets_and_scalars() -> None:
     observed = {"leader": 1, "isr": [3, 1], "elr": [], "hwm": 5}
-    assert _await_mismatch({"leader": 1, "isr": [1, 3], "timeout_s": 9}, observed) is None
-    assert _await_mismatch({"hwm": 6}, observed) == "hwm: await expected 6, observed 5"
-    assert _await_mismatch({"elr": [2]}, observed) == "elr: await expected [2], observed []"
+    assert await_mismatch({"leader": 1, "isr": [1, 3], "timeout_s": 9}, observed) is None
+    assert await_mismatch({"hwm": 6}, observed) == "hwm: await expected 6, observed 5"
+    assert await_mismatch({"elr": [2]}, observed) == "elr: await expected [2], observed []"
 
 
 def test_ack_outcomes_are_judged_against_the_prediction() -> None:
     rejected = StepOutcome(acks={"a": None, "b": 7}, errors={"a": "NOT_ENOUGH_REPLICAS"})
     pred = SimpleNamespace(expected_acks="acked", must_survive=frozenset())
-    assert _ack_mismatch(pred, rejected) == (
+    assert ack_mismatch(pred, rejected) == (
         "acks: predicted acked, observed 1 rejected (NOT_ENOUGH_REPLICAS)")
     acks0 = StepOutcome(acks={"a": None, "b": None})  # acks=0: no offsets, no errors
-    assert _ack_mismatch(pred, acks0) is None
-    assert _ack_mismatch(SimpleNamespace(expected_acks="rejected"), acks0) == (
+    assert ack_mismatch(pred, acks0) is None
+    assert ack_mismatch(SimpleNamespace(expected_acks="rejected"), acks0) == (
         "acks: predicted rejected, observed 2 acknowledged")
-    assert _ack_mismatch(SimpleNamespace(expected_acks="either"), rejected) is None
+    assert ack_mismatch(SimpleNamespace(expected_acks="either"), rejected) is None
 
 
 def test_consume_must_see_every_record_the_model_says_survives() -> None:
     both = frozenset({"r1", "r2"})
     pred = SimpleNamespace(must_survive=both, at_risk=frozenset(), must_read=((both, frozenset()),))
-    assert _consume_mismatch(pred, StepOutcome(consumed=[(0, "r1"), (1, "r2")])) is None
-    assert _consume_mismatch(pred, StepOutcome(consumed=[(0, "r1")])) == (
+    assert consume_mismatch(pred, StepOutcome(consumed=[(0, "r1"), (1, "r2")])) is None
+    assert consume_mismatch(pred, StepOutcome(consumed=[(0, "r1")])) == (
         "records: 1 acked records not visible, e.g. ['r2']")
 
 
@@ -118,11 +117,11 @@ def test_matrix_table_shows_three_axes_and_a_reason_per_cell_that_is_not_clean()
 
 
 def test_a_predicted_hwm_drop_is_read_from_the_prediction_events() -> None:
-    from harness.run.runner import _predicts_hwm_drop
+    from harness.judge.compare import predicts_hwm_drop
     def pred(*hwms):
         return {"kind": "prediction", "allowed": [{"hwm": h} for h in hwms]}
-    assert _predicts_hwm_drop([pred(5), pred(None), pred(3)])
-    assert not _predicts_hwm_drop([pred(3), pred(5), pred(5, 6)])
+    assert predicts_hwm_drop([pred(5), pred(None), pred(3)])
+    assert not predicts_hwm_drop([pred(3), pred(5), pred(5, 6)])
 
 
 def test_a_cluster_the_observer_cannot_see_is_an_error_not_a_divergence() -> None:

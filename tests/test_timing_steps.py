@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.run.runner import _await_mismatch
+from harness.judge.compare import await_mismatch
 from harness.scenario.loader import parse_scenario
 from harness.scenario.nodes import ScenarioError
 from reference import Model
@@ -157,6 +157,6 @@ def test_a_restart_not_waited_for_predicts_what_a_waited_one_does() -> None:
 
 def test_await_ready_fails_while_a_broker_is_fenced_or_unregistered() -> None:
     state = {"leader": 1, "isr": [1, 2], "fenced": [3]}
-    assert _await_mismatch({"ready": [3]}, state) == \
+    assert await_mismatch({"ready": [3]}, state) == \
         "ready: brokers [3] fenced or not registered"
-    assert _await_mismatch({"ready": [2]}, state) is None
+    assert await_mismatch({"ready": [2]}, state) is None

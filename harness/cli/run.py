@@ -13,11 +13,12 @@ from harness.cluster import builds
 from harness.infra import progress
 from harness.infra.errors import UsageError
 from harness.judge.axes import fields_note
+from harness.judge.compare import CONFORMS
 from harness.judge.headline import lockstep_label
 from harness.report.matrix import axes_matrix
 from harness.run.fanout import spec_for
 from harness.run.parallel import run_all
-from harness.run.runner import CONFORMS, Runner, RunResult, StepResult
+from harness.run.runner import Runner, RunResult, StepResult
 
 if TYPE_CHECKING:
     from harness.run.fanout import SparkRuns

@@ -33,6 +33,16 @@ from harness.judge.axes import (
     RunEvidence,
     judge_run,
 )
+from harness.judge.compare import (
+    ack_mismatch,
+    await_mismatch,
+    consume_mismatch,
+    model_for,
+    observed_state,
+    predicts_hwm_drop,
+    run_data_checks,
+    worst,
+)
 from harness.judge.datachecks import CheckResult
 from harness.judge.headline import Headline, headline
 from harness.judge.lanes import lane_events, lanes, merge_axes, single
@@ -156,16 +166,15 @@ def judge_axes(scenario: Scenario, profile: Profile, build: str, meta: dict[str,
                mutate: Callable[[Profile], Profile] = lambda p: p) -> dict[str, AxisVerdict]:
     """The three axes of a recorded run, every profile the judges use passed through
     ``mutate`` (identity for the audit; a model mutant for ``kafka-chaos mutate``)."""
-    from harness.run.runner import Runner, _predicts_hwm_drop, run_data_checks, worst
 
-    def model_for(prof: Profile) -> Any:
-        return Runner.model_for(scenario, mutate(prof), elr)
+    def model_under(prof: Profile) -> Any:
+        return model_for(scenario, mutate(prof), elr)
 
-    model = model_for(profile)
-    kip = KipJudge(model_for, profile, elr, _outcome_mismatch)
+    model = model_under(profile)
+    kip = KipJudge(model_under, profile, elr, _outcome_mismatch)
     release, reason = _replay(model, kip, scenario, recorded_steps(events),
                               str(meta.get("verdict")), _recorded_reason(events))
-    checks = run_data_checks(raw_checks, model, _predicts_hwm_drop(events))
+    checks = run_data_checks(raw_checks, model, predicts_hwm_drop(events))
     if release not in NOT_JUDGED:
         release = worst([release] + [DIVERGES if not c["ok"] else CONFORMS for c in checks])
         reason = reason or next((f"check {c['name']}" for c in checks if not c["ok"]), "")
@@ -254,7 +263,6 @@ def _replay(model: Any, kip: KipJudge, scenario: Scenario, steps: list[RecordedS
             run_verdict: str, run_reason: str) -> tuple[str, str]:
     """The release verdict of the recorded steps, re-judged by the model."""
     from harness.judge.axes import read_of
-    from harness.run.runner import _await_mismatch, _state
 
     if run_verdict in NOT_JUDGED and not steps:
         return run_verdict, run_reason or f"{run_verdict} (recorded)"
@@ -273,9 +281,9 @@ def _replay(model: Any, kip: KipJudge, scenario: Scenario, steps: list[RecordedS
             continue
         if kind.reads and rec.outcome.consumed is None:
             rec.outcome.consumed = []
-        observed = None if rec.observed is None else _state(rec.observed)
+        observed = None if rec.observed is None else observed_state(rec.observed)
         why = (model.explain(observed) if observed is not None else "no observation recorded") \
-            or _await_mismatch(kind.expects(rec.params), rec.observed or {}) \
+            or await_mismatch(kind.expects(rec.params), rec.observed or {}) \
             or _outcome_mismatch(pred, rec.outcome)
         kip.step(ObservedStep(rec.index, step, observed, rec.outcome))
         if why is not None:
@@ -285,8 +293,7 @@ def _replay(model: Any, kip: KipJudge, scenario: Scenario, steps: list[RecordedS
 
 
 def _outcome_mismatch(pred: Any, outcome: Any) -> str | None:
-    from harness.run.runner import _ack_mismatch, _consume_mismatch
-    return _ack_mismatch(pred, outcome) or _consume_mismatch(pred, outcome)
+    return ack_mismatch(pred, outcome) or consume_mismatch(pred, outcome)
 
 
 def summary_line(r: AuditResult) -> str:

@@ -156,7 +156,8 @@ def _last_line(text: str) -> str:
 
 
 def _error_result(spec: RunSpec, reason: str) -> RunResult:
-    from harness.run.runner import ERROR, RunResult
+    from harness.judge.compare import ERROR
+    from harness.run.runner import RunResult
     from harness.scenario.loader import parse_scenario
     name = parse_scenario(spec.scenario_text, spec.scenario_path).name
     return RunResult(name, spec.build_source.partition(":")[2], Path(spec.runs_dir),

@@ -30,16 +30,31 @@ from harness.infra.errors import HarnessError
 from harness.infra.history import History, new_run_id
 from harness.judge import trace_check
 from harness.judge.axes import AXES, AxisVerdict, RunEvidence, judge_run
+from harness.judge.compare import (
+    CONFORMS,
+    DIVERGES,
+    ERROR,
+    UNSUPPORTED,
+    ack_mismatch,
+    await_mismatch,
+    consume_mismatch,
+    hwm_hidden,
+    model_for,
+    observed_state,
+    predicts_hwm_drop,
+    quorum_unseen,
+    run_data_checks,
+    shape_of,
+    worst,
+)
 from harness.judge.headline import Headline, headline
-from harness.judge.lanes import lane_events, merge_axes, merge_checks, single
+from harness.judge.lanes import lane_events, merge_axes, merge_checks
 from harness.judge.lockstep import Lockstep
 from harness.run.sampler import MIN_RATE, SampleObserver, Sampler
 from harness.scenario import steps as step_kinds
 from harness.scenario.steps import StepOutcome, Target
 from reference.steps import Produce
 
-CONFORMS, DIVERGES, UNSUPPORTED, ERROR = "CONFORMS", "DIVERGES", "UNSUPPORTED", "ERROR"
-_SEVERITY = {CONFORMS: 0, UNSUPPORTED: 1, DIVERGES: 2, ERROR: 3}
 DEFAULT_STEP_TIMEOUT_S = 30.0
 #: How often a settling step looks at the cluster. Not a Kafka timeout: the latency of
 #: noticing a settled state (each look is one metadata request over the observer's
@@ -91,10 +106,6 @@ class RunResult:
         return self.headline.passed
 
 
-def worst(verdicts: list[str]) -> str:
-    return max(verdicts, key=lambda v: _SEVERITY[v], default=CONFORMS)
-
-
 def step_mapping(step: Any) -> tuple[str, dict[str, Any], int | None]:
     """(kind, params, line) of a loaded scenario step, as written in the scenario file."""
     kind, params = next(iter(step.mapping.items()))
@@ -117,23 +128,11 @@ def requirement_gap(scenario: Any, build: Build) -> str | None:
     return None
 
 
-def effective_broker_config(shape: ClusterShape) -> dict[str, str]:
-    """What the brokers really run with: the harness's presets, then the scenario's."""
-    from harness.cluster.config import TEST_FRIENDLY_BROKER
-    return {**TEST_FRIENDLY_BROKER, **shape.broker_config}
-
-
 def _keep_scenario(scenario: Any, run_dir: Path) -> None:
     """The run directory carries the scenario it ran, so `audit` needs nothing else."""
     source = Path(str(getattr(scenario, "path", "") or ""))
     if source.is_file():
         shutil.copyfile(source, run_dir / "scenario.yaml")
-
-
-def shape_of(scenario: Any) -> ClusterShape:
-    c = scenario.cluster
-    return ClusterShape(brokers=c.brokers, controllers=c.controllers, elr=c.elr,
-                        broker_config={k: str(v) for k, v in dict(c.broker_config).items()})
 
 
 def _as_version(value: Any) -> tuple[int, int, int] | None:
@@ -179,29 +178,15 @@ class Runner:
         self._epoch_before: int | None = None
         self._last_active: int | None = None
         self.lockstep = Lockstep(scenario, self.profile, elr_enabled(scenario, build),
-                                 lambda pred, outcome: _ack_mismatch(pred, outcome)
-                                 or _consume_mismatch(pred, outcome), self.model_for)
+                                 lambda pred, outcome: ack_mismatch(pred, outcome)
+                                 or consume_mismatch(pred, outcome), self.model_for)
 
     @property
     def model(self) -> Any:
         """Partition 0's model (the only one of a one-partition topic)."""
         return self.lockstep.first
 
-    @staticmethod
-    def model_for(scenario: Any, profile: Any, elr: bool) -> Any:
-        """The model of a scenario under a profile (name or Profile), as the run had it."""
-        from reference import ClusterSpec, Model, TopicSpec
-        sc = scenario
-        shape = shape_of(sc)
-        assert single(sc), "a model is of one partition: take a lane's scenario"
-        return Model(profile=profile,
-                     cluster=ClusterSpec(brokers=shape.broker_ids,
-                                         controllers=shape.controller_ids,
-                                         broker_config=effective_broker_config(shape)),
-                     topic=TopicSpec(name=sc.topic.name, replicas=tuple(sc.topic.replicas),
-                                     min_insync_replicas=sc.topic.min_insync_replicas,
-                                     config=dict(sc.topic.config)),
-                     elr_enabled=elr, seed=sc.seed)
+    model_for = staticmethod(model_for)
 
     def shape(self) -> ClusterShape:
         return shape_of(self.scenario)
@@ -387,7 +372,7 @@ class Runner:
         timeout = float(params.get("timeout_s", self.step_timeout_s))
         observed, why, blind = self._converge(session, preds, ls.expects(index), timeout)
         reason = why or self._outcome_mismatch(preds, outcomes)
-        states = None if observed is None else [_state(o) for o in observed]
+        states = None if observed is None else [observed_state(o) for o in observed]
         if states is not None and reason is None:
             ls.resolve(states, outcomes)
         if not blind:
@@ -428,7 +413,7 @@ class Runner:
 
     def _outcome_mismatch(self, preds: list[Any], outcomes: list[Any]) -> str | None:
         for lm, pred, outcome in zip(self.lockstep.lanes, preds, outcomes, strict=True):
-            why = _ack_mismatch(pred, outcome) or _consume_mismatch(pred, outcome)
+            why = ack_mismatch(pred, outcome) or consume_mismatch(pred, outcome)
             if why is not None:
                 return self.lockstep.said(lm, why)
         return None
@@ -504,14 +489,14 @@ class Runner:
             blind = False
             try:
                 last = self._observe(session)
-                why = self.lockstep.explain([_state(o) for o in last]) \
-                    or self._await_mismatch(expected, last) \
+                why = self.lockstep.explain([observed_state(o) for o in last]) \
+                    or self._await_mismatches(expected, last) \
                     or next(filter(None, (_not_started(session, e) for e in expected)), None)
                 pairs = list(zip(preds, last, strict=True))
-                if why is None and any(_quorum_unseen(p, o) for p, o in pairs):
+                if why is None and any(quorum_unseen(p, o) for p, o in pairs):
                     why, blind = ("controller: DescribeQuorum not answered (the prediction "
                                   "names an active controller)"), True
-                hidden = any(_hwm_hidden(p, o) for p, o in pairs)
+                hidden = any(hwm_hidden(p, o) for p, o in pairs)
                 if why is None and not (hidden and time.monotonic() < hwm_deadline):
                     return last, None, False
             except ObserveError as exc:
@@ -521,10 +506,10 @@ class Runner:
             time.sleep(CONVERGE_POLL_S)
             procs.check_interrupted()
 
-    def _await_mismatch(self, expected: list[Mapping[str, Any]],
+    def _await_mismatches(self, expected: list[Mapping[str, Any]],
                         observed: list[dict[str, Any]]) -> str | None:
         for lm, want, got in zip(self.lockstep.lanes, expected, observed, strict=True):
-            why = _await_mismatch(want, got)
+            why = await_mismatch(want, got)
             if why is not None:
                 return self.lockstep.said(lm, why)
         return None
@@ -591,7 +576,7 @@ class Runner:
             mine = lane_events(events, self.scenario, lm.lane)
             raw = datachecks.run_checks(mine)
             self._raw_checks.append(raw)
-            per_lane.append((lm.lane, run_data_checks(raw, lm.model, _predicts_hwm_drop(mine))))
+            per_lane.append((lm.lane, run_data_checks(raw, lm.model, predicts_hwm_drop(mine))))
         checks = merge_checks(per_lane)
         for check in checks:
             history.record("check", **check)
@@ -603,126 +588,11 @@ def _fully_replicated(replicas: tuple[int, ...]) -> Callable[[dict[str, Any]], b
     return lambda st: set(st["isr"]) == set(replicas) and st["leader"] == replicas[0]
 
 
-def _predicts_hwm_drop(events: list[dict[str, Any]]) -> bool:
-    """Whether the model's own predictions (prediction events) let the HWM go down."""
-    floor = None
-    for e in events:
-        if e["kind"] != "prediction":
-            continue
-        hwms = [s.get("hwm") for s in e.get("allowed", []) if s.get("hwm") is not None]
-        if not hwms:
-            continue
-        if floor is not None and min(hwms) < floor:
-            return True
-        floor = max(hwms)
-    return False
-
-
-def run_data_checks(raw_checks: list[Any], model: Any,
-                    hwm_drop_predicted: bool = False) -> list[dict[str, Any]]:
-    """Data checks over a history. A finding the model predicts is not a divergence: pre-ELR
-    profiles predict the KIP's last-replica-standing loss (acked records lost, HWM going
-    back). Acked records are a divergence only where the model says they must survive."""
-    hwm_predicted = hwm_drop_predicted or any(": HwmMonotonic:" in v
-                                              for v in model.violations())
-    out = []
-    for check in raw_checks:
-        entry: dict[str, Any] = {"name": check.name, "ok": check.ok, "details": check.details}
-        if check.name == "acked_lost" and not check.ok:
-            lost = frozenset(d.get("record_id") for d in check.details)
-            unexplained = model.unread(lost)
-            entry["ok"] = not unexplained
-            entry["predicted_by_model"] = sorted(lost - unexplained)
-        if check.name == "hwm_regression" and not check.ok and hwm_predicted:
-            entry["ok"] = True
-            entry["predicted_by_model"] = check.details
-        out.append(entry)
-    return out
-
-
-def _state(observed: Mapping[str, Any]) -> Any:
-    from reference import PartitionState
-    return PartitionState.from_json(dict(observed))
-
-
-def _hwm_hidden(pred: Any, observed: Mapping[str, Any]) -> bool:
-    """The model says the HWM moved in this step, and the leader hides it (ListOffsets
-    OFFSET_NOT_AVAILABLE: a new leader's HWM below its epoch's start offset). The HWM is
-    what shows that the followers have fetched the step's records, so the step is not
-    settled until it shows or HWM_VISIBLE_WAIT_S passes; otherwise the next fault may cut
-    a follower off before it fetched what the model gives it (fuzz-s1127-34 on 4.3.1:
-    a lose_unflushed offset beyond the killed follower's log end)."""
-    return (pred is not None and bool(pred.hwm_may_move) and observed.get("hwm") is None
-            and observed.get("leader") not in (None, -1))
-
-
-def _quorum_unseen(pred: Any, observed: Mapping[str, Any]) -> bool:
-    """Several controllers, a prediction with an active controller in every branch, and an
-    observation that could not read the quorum: not evidence either way, poll again."""
-    return ("controller" in observed and observed["controller"] is None
-            and bool(pred.allowed)
-            and all(a.controller is not None and a.controller >= 0 for a in pred.allowed))
-
-
 def _not_started(session: Session, expected: Mapping[str, Any]) -> str | None:
     """An await's ``ready`` brokers whose last restart has not finished starting their
     server (its "Kafka Server started": registered, then unfenced by the controller)."""
     waiting = [b for b in expected.get("ready", ()) if not session.faults.started(int(b))]
     return f"ready: brokers {waiting} still starting" if waiting else None
-
-
-#: What an await compares, in the order it reports; ``replicas`` is an ordered assignment
-#: (its first replica is the preferred leader), every other list a set.
-_AWAIT_COMPARED = ("leader", "leader_epoch", "replicas", "isr", "elr", "last_known_elr",
-                   "hwm", "fenced", "adding", "removing")
-#: Fields some builds cannot show (None in their observations): never a divergence there.
-_MAY_BE_UNOBSERVABLE = ("elr", "last_known_elr", "adding", "removing")
-
-
-def _await_mismatch(expected: Mapping[str, Any], observed: Mapping[str, Any]) -> str | None:
-    ready = sorted(set(expected.get("ready", ())) & set(observed.get("fenced") or ()))
-    if ready:
-        return f"ready: brokers {ready} fenced or not registered"
-    for key in _AWAIT_COMPARED:
-        if key not in expected:
-            continue
-        if key in _MAY_BE_UNOBSERVABLE and observed.get(key) is None:
-            continue
-        want, got = expected[key], observed.get(key)
-        if key == "leader" and want is None:
-            want = -1  # `leader: null` in a scenario means leaderless
-        if key == "replicas":
-            want, got = list(want), list(got or [])
-        elif isinstance(want, list):
-            want, got = sorted(want), sorted(got or [])
-        if want != got:
-            return f"{key}: await expected {want}, observed {got}"
-    return None
-
-
-def _ack_mismatch(pred: Any, outcome: Any) -> str | None:
-    if not outcome.acks:
-        return None
-    rejected = list(outcome.errors)  # acks=0 has no offset but no error either
-    if pred.expected_acks == "acked" and rejected:
-        errors = sorted(set(outcome.errors.values()))
-        return f"acks: predicted acked, observed {len(rejected)} rejected ({', '.join(errors)})"
-    if pred.expected_acks == "rejected" and len(rejected) < len(outcome.acks):
-        return (f"acks: predicted rejected, observed "
-                f"{len(outcome.acks) - len(rejected)} acknowledged")
-    return None
-
-
-def _consume_mismatch(pred: Any, outcome: Any) -> str | None:
-    if outcome.consumed is None:
-        return None
-    from reference.model import unread
-    seen = {rid for _, rid in outcome.consumed}
-    acked = pred.must_survive | pred.at_risk
-    missing = sorted(unread(frozenset(acked - seen), pred.must_survive, pred.must_read))
-    if missing:
-        return f"records: {len(missing)} acked records not visible, e.g. {missing[:5]}"
-    return None
 
 
 def _summary(pred: Any) -> str:

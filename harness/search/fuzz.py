@@ -503,7 +503,7 @@ def _write_schedule(schedules_dir: Path, name: str, seed: int, steps: Steps) -> 
 
 
 def _outcome(result: Any) -> Outcome:
-    from harness.run.runner import ERROR
+    from harness.judge.compare import ERROR
     if result.verdict == ERROR:
         return Outcome(None, result.reason or "ERROR", result.run_dir)
     return Outcome(signature(result.axes), None, result.run_dir)
