@@ -22,7 +22,7 @@ pyspark = pytest.importorskip("pyspark")
 
 @pytest.fixture(scope="module")
 def spark() -> Any:
-    from harness.report.spark_jobs import session
+    from harness.infra.spark import session
     return session()
 
 
@@ -235,7 +235,7 @@ def test_the_shipped_package_is_removed_when_the_process_ends(
     import tempfile
     import zipfile
 
-    from harness.report import spark_jobs
+    from harness.infra import spark
 
     at_exit: list[Any] = []
     monkeypatch.setattr(atexit, "register", lambda f, *a, **kw: at_exit.append((f, a, kw)))
@@ -249,7 +249,7 @@ def test_the_shipped_package_is_removed_when_the_process_ends(
     class Session:
         sparkContext = Context()  # noqa: N815
 
-    spark_jobs._ship_package(Session())  # type: ignore[arg-type]
+    spark._ship_package(Session())  # type: ignore[arg-type]
     archive = Path(shipped[0])
     assert "harness/judge/datachecks.py" in zipfile.ZipFile(archive).namelist()
     for f, args, kwargs in at_exit:

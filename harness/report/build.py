@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.infra.errors import UsageError
+from harness.infra.spark import session as spark_session
 from harness.judge.axes import AXES, CONFORMS, INCOMPLETE, UNSUPPORTED, axis_as_expected
 from harness.judge.headline import headline, lockstep_label
 from harness.report import html, junit, spark_jobs
@@ -48,7 +49,7 @@ def _require_runs(runs: Runs, roots: list[Path]) -> None:
 
 def _spark_facts(runs: Runs, master: str | None) -> dict[str, Any]:
     """Facts per run, keyed by run directory (two histories may carry the same run_id)."""
-    spark = spark_jobs.session(master)
+    spark = spark_session(master)
     judged = spark_jobs.judge_runs(spark, [(str(d), d / "events.jsonl") for d, _ in runs.good])
     timelines = {f.run_id: sorted(f.timeline, key=lambda p: p["seq"])[:MAX_POINTS_PER_RUN]
                  for f in judged}

@@ -97,12 +97,12 @@ class SparkRuns:
     """A Spark session that runs RunSpecs on the executors, one task per free core."""
 
     def __init__(self, master: str, say: Callable[[str], None] = lambda s: None) -> None:
-        from harness.report import spark_jobs
+        from harness.infra.spark import session
         check_master(master)
         if _on_loopback(master):  # every executor is on this machine: keep the driver there
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        self.spark = spark_jobs.session(master, app="kafka-chaos-runs",
-                                        conf={"spark.task.maxFailures": "1"})
+        self.spark = session(master, app="kafka-chaos-runs",
+                             conf={"spark.task.maxFailures": "1"})
         self.slots = self._wait_for_cores(master)
         say(f"spark: {self.slots} executor core(s) at {master}: up to {self.slots} "
             "clusters at once")
