@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from reference.explorer import default_moves, explore  # noqa: E402
+from reference.search.explorer import default_moves, explore  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,23 +2,25 @@
 partition of a KRaft cluster. Pure: no I/O, no clocks, no threads, no unseeded
 randomness."""
 
-from .model import Model, Prediction
-from .profiles import Profile
-from .releases import PROFILES, profile_for_build
-from .state import NO_LEADER, ClusterSpec, PartitionState, TopicSpec
-from .trace import (
+from reference.model.predict import Model, Prediction
+from reference.model.state import NO_LEADER, ClusterSpec, PartitionState, TopicSpec
+from reference.releases.catalog import PROFILES, profile_for_build
+from reference.releases.profiles import Profile
+from reference.trace.records import (
     BrokerRegistration,
     CommittedState,
     PartitionRegistration,
     TraceContext,
     TraceResult,
     Violation,
+)
+from reference.trace.replay import (
     committed_prefix_agrees,
     common_prefix_agrees,
     replay,
     validate,
 )
-from .trace_rules import RULES as TRACE_RULES
+from reference.trace.rules import RULES as TRACE_RULES
 
 __all__ = [
     "NO_LEADER",

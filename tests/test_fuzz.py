@@ -16,8 +16,9 @@ from harness.run.runner import Runner
 from harness.scenario.loader import load_scenario, parse_scenario
 from harness.search import fuzz
 from harness.search.shrink import shrink
-from reference import fuzzgen, profile_for_build
-from reference import steps as S
+from reference import profile_for_build
+from reference.model import steps as S
+from reference.search import fuzzgen
 
 BASE = fuzz.base_scenario()
 

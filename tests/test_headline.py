@@ -229,7 +229,7 @@ def local_report(monkeypatch: pytest.MonkeyPatch) -> Any:
     """make_report with each history judged in this process by the report's own task body
     (spark_jobs.judge_history), instead of on Spark: the same facts, no JVM."""
     from harness.report import build, spark_jobs
-    monkeypatch.setattr(spark_jobs, "session", lambda master=None: None)
+    monkeypatch.setattr(build, "spark_session", lambda master=None: None)
     monkeypatch.setattr(spark_jobs, "judge_runs", lambda spark, histories, limit=100_000: [
         spark_jobs.RunFacts(*spark_jobs.judge_history((rid, str(path), limit)))
         for rid, path in histories])

@@ -19,9 +19,9 @@ from harness.judge.axes import (
     judge_safety,
 )
 from harness.judge.datachecks import run_checks
-from reference.deviations import BY_ID, KNOWN_DEVIATIONS, deviations_of, kip_base
-from reference.profiles import KIP966
-from reference.releases import PROFILES
+from reference.releases.catalog import PROFILES
+from reference.releases.deviations import BY_ID, KNOWN_DEVIATIONS, deviations_of, kip_base
+from reference.releases.profiles import KIP966
 
 
 @pytest.mark.parametrize("name", sorted(PROFILES))
@@ -148,7 +148,7 @@ def test_a_declared_verdict_is_as_expected_and_only_that_one() -> None:
 
 
 #: Every release profile's semantics as written out field by field before the profiles
-#: became kip966 plus deviations (reference/releases.py): the deltas must rebuild them.
+#: became kip966 plus deviations (reference/releases/catalog.py): the deltas must rebuild them.
 _RELEASE_FIELDS = {
     "pre-3.7": (False, False, "assignment", "none", "kip", False, False, False),
     "pre-elr": (False, True, "assignment", "none", "kip", False, False, False),

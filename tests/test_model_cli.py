@@ -117,7 +117,7 @@ def _fits_profile(sc: Any, profile: str) -> None:
 
 def test_explored_files_validate_and_fit_their_profile(tmp_path: Path) -> None:
     from reference import PROFILES
-    from reference.explorer import explore, to_scenario
+    from reference.search.explorer import explore, to_scenario
     out = io.StringIO()
     args = parse("explore", "--profile", "pre-elr", "--depth", "5", "--out", str(tmp_path))
     assert args.func(args, out) == 1

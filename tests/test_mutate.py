@@ -21,9 +21,9 @@ from harness.search.mutate import (
     mutate_run,
     score,
 )
-from reference.mutants import BY_NAME, MUTANTS, Mutant, get_mutant
-from reference.profiles import KIP966
-from reference.releases import PROFILES
+from reference.releases.catalog import PROFILES
+from reference.releases.mutants import BY_NAME, MUTANTS, Mutant, get_mutant
+from reference.releases.profiles import KIP966
 
 HISTORIES = Path(__file__).resolve().parent.parent / "fixtures" / "histories"
 #: 4.3.1, kafka-4.1: three brokers lost one by one, ELR [2, 3], the last ISR member

@@ -11,7 +11,7 @@ import pytest
 from harness.judge.axes import AxisVerdict
 from harness.judge.lanes import Lane, lane_events, lanes, merge_axes, merge_checks
 from harness.scenario.loader import ScenarioError, parse_scenario, spread_assignment
-from reference import steps as S
+from reference.model import steps as S
 
 SIX = """\
 version: 1

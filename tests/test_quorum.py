@@ -13,10 +13,10 @@ import yaml
 from harness.scenario.loader import parse_scenario
 from harness.scenario.nodes import ScenarioError
 from reference import Model, committed_prefix_agrees
-from reference import steps as S
-from reference.state import PartitionState
-from reference.steps import step_to_dict
-from reference.timing import Sleep
+from reference.model import steps as S
+from reference.model.state import PartitionState
+from reference.model.steps import step_to_dict
+from reference.model.timing import Sleep
 
 HEAD = """version: 1
 name: quorum

@@ -14,9 +14,9 @@ import pytest
 from harness.client import admin
 from harness.client.observe import ObserveError
 from harness.scenario.loader import ScenarioError, parse_scenario
-from reference import steps as S
-from reference.model import Model
-from reference.state import NO_LEADER, ClusterSpec, PartitionState, TopicSpec
+from reference.model import steps as S
+from reference.model.predict import Model
+from reference.model.state import NO_LEADER, ClusterSpec, PartitionState, TopicSpec
 
 CLUSTER = ClusterSpec(brokers=(1, 2, 3, 4, 5))
 

@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 
 from harness.scenario.loader import parse_scenario
 from reference import ClusterSpec, Model, TopicSpec
-from reference import steps as S
-from reference.explorer import default_moves, explore, to_scenario
-from reference.invariants import check
+from reference.model import steps as S
+from reference.model.invariants import check
+from reference.search.explorer import default_moves, explore, to_scenario
 
 BROKERS = (1, 2, 3)
 CLUSTER = ClusterSpec(brokers=BROKERS, broker_config={"auto.leader.rebalance.enable": "false"})

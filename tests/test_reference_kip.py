@@ -9,8 +9,8 @@ import pytest
 
 from harness.scenario.loader import load_scenario, parse_scenario
 from reference import NO_LEADER, ClusterSpec, Model, PartitionState, TopicSpec
-from reference import steps as S
-from reference.election import (
+from reference.model import steps as S
+from reference.model.election import (
     Decision,
     LocalLog,
     LogInfo,
@@ -20,8 +20,8 @@ from reference.election import (
     kip1303_order,
     longest_log,
 )
-from reference.model import Prediction
-from reference.timing import Sleep
+from reference.model.predict import Prediction
+from reference.model.timing import Sleep
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
 

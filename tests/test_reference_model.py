@@ -16,8 +16,8 @@ from reference import (
     TopicSpec,
     profile_for_build,
 )
-from reference import steps as S
-from reference.releases import get_profile
+from reference.model import steps as S
+from reference.releases.catalog import get_profile
 
 CLUSTER = ClusterSpec(brokers=(1, 2, 3), controllers=(100,),
                       broker_config={"auto.leader.rebalance.enable": "false"})

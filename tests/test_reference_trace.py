@@ -1,4 +1,4 @@
-"""Trace validation of the controller's metadata records (reference.trace): for every rule a
+"""Trace validation of the controller's metadata records (reference.trace.replay): for every rule a
 crafted record sequence that breaks it and one that keeps it, a realistic sequence clean
 under kafka-4.1, the cases where kip966 and kafka-4.1 disagree, and a real 4.3.1 trace."""
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from harness.judge.axes import SAFE, UNSAFE, judge_safety, sampled_findings
 from harness.judge.datachecks import run_checks
-from reference.invariants import observed_violations
-from reference.state import PartitionState
+from reference.model.invariants import observed_violations
+from reference.model.state import PartitionState
 
 
 def _sample(seq: int, index: int, leader: int, isr: list[int], hwm: int | None,

@@ -9,7 +9,7 @@ import yaml
 
 from harness.scenario import nodes
 from harness.scenario.loader import ScenarioError, load_scenario, parse_scenario
-from reference import steps as S
+from reference.model import steps as S
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
 

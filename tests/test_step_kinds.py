@@ -10,7 +10,7 @@ import yaml
 
 from harness.scenario import steps
 from harness.scenario.loader import parse_scenario
-from reference.steps import BUILTIN, step_to_dict
+from reference.model.steps import BUILTIN, step_to_dict
 
 FORMAT = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios" / "FORMAT.md"
 HEAD = """version: 1

@@ -12,7 +12,7 @@ from harness.judge.compare import await_mismatch
 from harness.scenario.loader import parse_scenario
 from harness.scenario.nodes import ScenarioError
 from reference import Model
-from reference.steps import step_to_dict
+from reference.model.steps import step_to_dict
 
 HEAD = """version: 1
 name: timing

@@ -1,4 +1,4 @@
-"""Named transitions read from consecutive observed states (reference/transitions.py) and
+"""Named transitions read from consecutive observed states (reference/search/transitions.py) and
 their coverage per build in `kafka-chaos mutate`."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any
 
 from harness.judge.transitions import observed_transitions, unobservable_transitions
 from harness.search.mutate import MutationReport, RunResult, summary, transitions_markdown
-from reference.state import NO_LEADER, PartitionState
-from reference.transitions import TRANSITIONS, transitions
+from reference.model.state import NO_LEADER, PartitionState
+from reference.search.transitions import TRANSITIONS, transitions
 
 
 def state(leader: int, isr: set[int], elr: set[int] | None = None, hwm: int | None = 0,

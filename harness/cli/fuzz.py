@@ -66,7 +66,7 @@ def _int(text: str, flag: str, lo: int, hi: int) -> int:
 def parse_args(args: argparse.Namespace) -> tuple[CampaignConfig, float]:
     """Every flag checked before a build is resolved or a cluster starts."""
     from harness.search import fuzz
-    from reference import fuzzgen
+    from reference.search import fuzzgen
     if (args.runs is None) == (args.budget is None):
         raise UsageError("fuzz: give exactly one of --runs N or --budget DURATION")
     runs = _int(args.runs, "--runs", 1, MAX_RUNS) if args.runs is not None else None
@@ -93,7 +93,7 @@ def parse_args(args: argparse.Namespace) -> tuple[CampaignConfig, float]:
 
 
 def _targets(text: str) -> tuple[str, ...]:
-    from reference.mutants import MUTANTS
+    from reference.releases.mutants import MUTANTS
     names = tuple(n.strip() for n in text.split(",") if n.strip())
     known = [m.name for m in MUTANTS]
     for n in names:

@@ -17,8 +17,8 @@ from harness.run.runner import Runner
 from harness.scenario import steps as step_kinds
 from harness.scenario.loader import Scenario, load_scenario
 from reference import PROFILES
-from reference.explorer import explore, to_scenario
-from reference.state import fmt_value
+from reference.model.state import fmt_value
+from reference.search.explorer import explore, to_scenario
 
 
 def add_subcommands(sub: Any) -> None:
@@ -185,7 +185,7 @@ def _write_counterexample(args: argparse.Namespace, profile: str, cx: Any) -> Pa
 
 
 def to_scenario_step(step: Any) -> str:
-    from reference.steps import step_to_dict
+    from reference.model.steps import step_to_dict
     return yaml.safe_dump(step_to_dict(step), default_flow_style=True).strip()
 
 

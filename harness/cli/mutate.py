@@ -42,7 +42,7 @@ def _writable(path: Path | None, flag: str) -> None:
 def _mutate(args: argparse.Namespace) -> int:
     from harness.infra.progress import say
     from harness.search.mutate import markdown, mutate, suggest, summary
-    from reference.mutants import MUTANTS, get_mutant
+    from reference.releases.mutants import MUTANTS, get_mutant
 
     if args.scenarios is not None and not args.scenarios.is_dir():
         raise UsageError(f"mutate: --scenarios {args.scenarios} is not a directory")

@@ -49,8 +49,8 @@ from harness.judge.lanes import lane_events, lanes, merge_axes, single
 from harness.scenario import steps as step_kinds
 from harness.scenario.loader import Scenario, load_scenario
 from harness.scenario.steps import StepOutcome
-from reference.profiles import Profile
-from reference.releases import get_profile
+from reference.releases.catalog import get_profile
+from reference.releases.profiles import Profile
 
 REPO_SCENARIOS = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
 

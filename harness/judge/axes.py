@@ -3,7 +3,7 @@
 - release: the build's own profile (the runner's lockstep model): CONFORMS / DIVERGES.
 - kip: the ``kip966`` profile, run in lockstep on the same observations. A difference the
   KIP cannot explain but ``kip966`` plus cited known deviations of the build's profile can
-  (reference/deviations.py) is DEVIATES, naming them; any other is KIP-DIVERGES.
+  (reference/releases/deviations.py) is DEVIATES, naming them; any other is KIP-DIVERGES.
 - safety: no profile. Acked acks=all records lost within the KIP's fault budget (at most
   min ISR - 1 replicas lost unflushed data), records visible above the HWM, the
   consumer-visible HWM going back, the trace invariants, and the observed-state invariants
@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reference.deviations import (
+from reference.releases.deviations import (
     Deviation,
     apply_deviations,
     candidate_sets,
@@ -292,11 +292,11 @@ def judge_safety(events: list[dict[str, Any]], checks: list[Any], min_isr: int,
 
 def sampled_findings(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Every ``sample`` event (the states sampled while steps ran, harness/run/sampler.py)
-    checked against the observed-state invariants (reference.invariants.observed_violations):
+    checked against the observed-state invariants (reference.model.invariants.observed_violations):
     a violation at any sample counts, with its time, even if repaired before the step
     settled. The runner and the audit judge the same events."""
-    from reference.invariants import observed_violations
-    from reference.state import PartitionState
+    from reference.model.invariants import observed_violations
+    from reference.model.state import PartitionState
     out: list[dict[str, Any]] = []
     top: int | None = None
     for e in events:

@@ -140,7 +140,7 @@ def ack_mismatch(pred: Any, outcome: Any) -> str | None:
 def consume_mismatch(pred: Any, outcome: Any) -> str | None:
     if outcome.consumed is None:
         return None
-    from reference.model import unread
+    from reference.model.predict import unread
     seen = {rid for _, rid in outcome.consumed}
     acked = pred.must_survive | pred.at_risk
     missing = sorted(unread(frozenset(acked - seen), pred.must_survive, pred.must_read))

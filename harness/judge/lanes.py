@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.judge.axes import AxisVerdict
-from reference import steps as S
+from reference.model import steps as S
 
 #: What a step on partitions is to a lane it does not name: nothing happens to the lane's
 #: partition, whose settled state must hold.

@@ -1,5 +1,5 @@
 """Trace validation of a run: every committed record of the controllers' metadata logs
-(archived under RUN_DIR/metadata/<node>/) replayed through reference.trace.
+(archived under RUN_DIR/metadata/<node>/) replayed through reference.trace.replay.
 
 The history supplies what the log cannot show: the cluster's brokers, which restarts
 followed a hard kill (an unclean shutdown the controller should detect), whether an
@@ -16,14 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.client import metadata_records
-from reference.profiles import Profile
-from reference.trace import (
-    CommittedState,
-    TraceContext,
-    Violation,
-    committed_prefix_agrees,
-    validate,
-)
+from reference.releases.profiles import Profile
+from reference.trace.records import CommittedState, TraceContext, Violation
+from reference.trace.replay import committed_prefix_agrees, validate
 
 #: Invariants of KIP-966 that no release profile relaxes: a break is unsafe on any build.
 SAFETY_RULES = ("LeaderInIsr", "LeaderIsLive", "IsrElrWithinReplicas", "ElrIsrDisjoint",
@@ -55,7 +50,7 @@ def read_logs(run_dir: Path) -> TraceLogs:
 
 def unclean_registrations(events: Iterable[Mapping[str, Any]]) -> frozenset[tuple[int, int]]:
     """(broker, incarnation) of every restart that followed a hard kill; incarnation 2 is a
-    broker's first restart (reference.trace.TraceContext)."""
+    broker's first restart (reference.trace.replay.TraceContext)."""
     last_down: dict[int, str] = {}
     incarnation: dict[int, int] = {}
     out: set[tuple[int, int]] = set()

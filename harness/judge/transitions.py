@@ -1,4 +1,4 @@
-"""Which named transitions (reference/transitions.py) a recorded run shows on a real
+"""Which named transitions (reference/search/transitions.py) a recorded run shows on a real
 broker: the observed state each step settled on, compared with the one before it."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from reference.state import PartitionState
-from reference.transitions import NEEDS, transitions
+from reference.model.state import PartitionState
+from reference.search.transitions import NEEDS, transitions
 
 
 def _min_isr_after(step: Mapping[str, Any], current: int) -> int:

@@ -53,7 +53,7 @@ from harness.judge.lockstep import Lockstep
 from harness.run.sampler import MIN_RATE, SampleObserver, Sampler
 from harness.scenario import steps as step_kinds
 from harness.scenario.steps import StepOutcome, Target
-from reference.steps import Produce
+from reference.model.steps import Produce
 
 DEFAULT_STEP_TIMEOUT_S = 30.0
 #: How often a settling step looks at the cluster. Not a Kafka timeout: the latency of
@@ -427,7 +427,7 @@ class Runner:
         if len(self.shape().controller_ids) < 2:
             return step, {}, None
         from harness.infra.wait import until
-        from reference.steps import ACTIVE, FOLLOWER, ROLES
+        from reference.model.steps import ACTIVE, FOLLOWER, ROLES
 
         roles = {f.name: getattr(step, f.name) for f in dataclasses.fields(step)
                  if getattr(step, f.name) in ROLES}

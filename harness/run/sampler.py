@@ -1,6 +1,6 @@
 """Checks on every step: while the scenario runs, a thread samples the partition's state
 (at least 5 times a second; it aims at 10) and checks the profile-free state invariants
-(reference/invariants.py OBSERVED) on every sample, so a state that breaks one is seen
+(reference/model/invariants.py OBSERVED) on every sample, so a state that breaks one is seen
 even when the cluster repairs it before the step settles.
 
 Every sample is a ``sample`` event (the audit re-judges them offline: judges.py
@@ -21,8 +21,8 @@ from kafka import KafkaAdminClient
 
 from harness.client.observe import ObserveError, Observer
 from harness.infra.history import History
-from reference.invariants import observed_violations
-from reference.state import PartitionState
+from reference.model.invariants import observed_violations
+from reference.model.state import PartitionState
 
 if TYPE_CHECKING:
     from harness.cluster.backends.base import Cluster

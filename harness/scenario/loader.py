@@ -37,7 +37,7 @@ from harness.scenario.nodes import (
     check_not_owned,
 )
 from reference import PROFILES, ClusterSpec, TopicSpec
-from reference import steps as S
+from reference.model import steps as S
 
 __all__ = ["MAX_FILE_BYTES", "Expectation", "Scenario", "ScenarioError", "ScenarioStep",
            "load_scenario", "parse_scenario"]

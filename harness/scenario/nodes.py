@@ -394,7 +394,7 @@ class Ctx:
 
 # --- config values ------------------------------------------------------------------
 
-#: Configs the model reads (reference.model.config_from, protocol._set_config), typed as
+#: Configs the model reads (reference.model.predict.config_from, protocol._set_config), typed as
 #: Kafka types them: a value Kafka would refuse or the model cannot read is refused here.
 INT_CONFIGS: dict[str, tuple[int, int]] = {
     "min.insync.replicas": (1, MAX_INT),

@@ -1,6 +1,6 @@
 """`kafka-chaos fuzz`: generated schedules run through the normal Runner (issue 13).
 
-A generated schedule (reference/fuzzgen.py) becomes a scenario file (YAML) on the
+A generated schedule (reference/search/fuzzgen.py) becomes a scenario file (YAML) on the
 fixed base cluster below, loaded by the same loader as `kafka-chaos run`, so it IS a
 scenario: the run is a normal history judged on every axis, and the file can be handed
 to `kafka-chaos run`. A run whose axes are not all as expected (no declaration: clean)
@@ -30,8 +30,8 @@ import yaml
 
 from harness.run.parallel import run_all
 from harness.search.shrink import ShrinkResult, Signature, Steps, shrink
-from reference import fuzzgen
-from reference import steps as S
+from reference.model import steps as S
+from reference.search import fuzzgen
 
 #: The cluster every generated schedule runs on: 3 brokers, 1 controller, one partition
 #: on all three with min ISR 2 (the KIP's examples), unclean election off.
@@ -211,7 +211,7 @@ class CampaignConfig:
     #: Run only the schedules the build's model predicts lose acks=all records
     #: (model-guided; the others are counted as skipped, never run).
     guided: bool = False
-    #: Mutant names (reference/mutants.py): run only the schedules whose model predicts a
+    #: Mutant names (reference/releases/mutants.py): run only the schedules whose model predicts a
     #: run would tell one of these KIP rules from its flip (``--target``; rule coverage).
     targets: tuple[str, ...] = ()
 
@@ -515,8 +515,8 @@ def target_predicate(build: Any, names: Sequence[str]) -> Callable[[Steps], bool
     from harness.run.runner import choose_profile
     from harness.scenario.loader import parse_scenario
     from harness.search.mutate import predicted_kill
-    from reference.mutants import get_mutant
-    from reference.releases import get_profile
+    from reference.releases.catalog import get_profile
+    from reference.releases.mutants import get_mutant
     mutants = [get_mutant(n) for n in names]
     profiles = [get_profile(choose_profile(base_scenario(), build, None)), get_profile("kip966")]
 

@@ -1,7 +1,7 @@
 """Mutation score of recorded runs (`kafka-chaos mutate RUNS_DIR...`).
 
 Each run is re-judged offline, as `audit` does (run/audit.py), once under its build's
-profile and once under each model mutant of that profile (reference/mutants.py): the
+profile and once under each model mutant of that profile (reference/releases/mutants.py): the
 lockstep model of the release axis, every model the kip axis builds and the trace rules
 all read the mutated profile. A run kills a mutant when its judgement changes: an axis
 verdict, the cited deviations the kip axis needs, the set of trace rules violated, or
@@ -41,10 +41,10 @@ from harness.judge.axes import (
 from harness.judge.lanes import lane_events, lanes
 from harness.judge.transitions import observed_transitions, unobservable_transitions
 from harness.scenario.loader import Scenario
-from reference.mutants import MUTANTS, Mutant
-from reference.profiles import Profile
-from reference.releases import get_profile
-from reference.transitions import TRANSITIONS
+from reference.releases.catalog import get_profile
+from reference.releases.mutants import MUTANTS, Mutant
+from reference.releases.profiles import Profile
+from reference.search.transitions import TRANSITIONS
 
 Mutate = Callable[[Profile], Profile]
 
@@ -252,7 +252,7 @@ class MutationReport:
         return table
 
     def transition_coverage(self) -> dict[str, dict[str, int | None]]:
-        """For each named transition (reference/transitions.py) and each judged build, how
+        """For each named transition (reference/search/transitions.py) and each judged build, how
         many of that build's conforming runs show a real broker making it (None: no
         conforming run of the build could observe it)."""
         builds = sorted({r.build for r in self.judged}, key=_version_key)

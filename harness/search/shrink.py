@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from reference import steps as S
+from reference.model import steps as S
 
 Steps = tuple[Any, ...]
 #: One entry per axis not as expected: (axis, verdict, sorted rule/check names).

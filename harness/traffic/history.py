@@ -211,50 +211,55 @@ class TrafficRecorder:
         self._n = 0
 
     def record(self, kind: str, **fields: Any) -> Event:
+        return self._emit({"kind": kind, **fields})
+
+    def _emit(self, event: Event) -> Event:
         with self._lock:
-            event = {"n": self._n, "kind": kind, **fields, "t": self._clock()}
+            event["n"] = self._n
+            event["t"] = self._clock()
             self._n += 1
             self._sink(event)
         return event
 
     def start(self, run_id: str) -> Event:
-        return self.record("traffic_start", schema=TRAFFIC_SCHEMA, run_id=run_id)
+        return self._emit({"kind": "traffic_start", "schema": TRAFFIC_SCHEMA, "run_id": run_id})
 
     def producer(self, producer: str, acks: str, idempotent: bool) -> Event:
-        return self.record("producer", producer=producer, acks=acks, idempotent=idempotent)
+        return self._emit({"kind": "producer", "producer": producer, "acks": acks,
+                           "idempotent": idempotent})
 
     def send(self, producer: str, seq: int, id: str, topic: str,
              partition: int | None = None) -> Event:
-        return self.record("send", producer=producer, seq=seq, id=id, topic=topic,
-                           partition=partition)
+        return self._emit({"kind": "send", "producer": producer, "seq": seq, "id": id,
+                           "topic": topic, "partition": partition})
 
     def ack(self, producer: str, seq: int, id: str, topic: str, partition: int,
             offset: int | None) -> Event:
-        return self.record("ack", producer=producer, seq=seq, id=id, topic=topic,
-                           partition=partition, offset=offset)
+        return self._emit({"kind": "ack", "producer": producer, "seq": seq, "id": id,
+                           "topic": topic, "partition": partition, "offset": offset})
 
     def send_error(self, producer: str, seq: int, id: str, topic: str, error: str,
                    partition: int | None = None) -> Event:
-        return self.record("send_error", producer=producer, seq=seq, id=id, topic=topic,
-                           partition=partition, error=error)
+        return self._emit({"kind": "send_error", "producer": producer, "seq": seq, "id": id,
+                           "topic": topic, "partition": partition, "error": error})
 
     def poll(self, consumer: str, session: int, topic: str, partition: int, offset: int,
              id: str) -> Event:
-        return self.record("poll", consumer=consumer, session=session, topic=topic,
-                           partition=partition, offset=offset, id=id)
+        return self._emit({"kind": "poll", "consumer": consumer, "session": session,
+                           "topic": topic, "partition": partition, "offset": offset, "id": id})
 
     def commit(self, consumer: str, group: str, topic: str, partition: int,
                offset: int) -> Event:
-        return self.record("commit", consumer=consumer, group=group, topic=topic,
-                           partition=partition, offset=offset)
+        return self._emit({"kind": "commit", "consumer": consumer, "group": group,
+                           "topic": topic, "partition": partition, "offset": offset})
 
     def final_read(self, topic: str, partition: int, offset: int, id: str) -> Event:
-        return self.record("final_read", topic=topic, partition=partition, offset=offset,
-                           id=id)
+        return self._emit({"kind": "final_read", "topic": topic, "partition": partition,
+                           "offset": offset, "id": id})
 
     def final_read_end(self, topic: str, partition: int, complete: bool) -> Event:
-        return self.record("final_read_end", topic=topic, partition=partition,
-                           complete=complete)
+        return self._emit({"kind": "final_read_end", "topic": topic, "partition": partition,
+                           "complete": complete})
 
 
 class TrafficWriter(TrafficRecorder):
@@ -272,7 +277,7 @@ class TrafficWriter(TrafficRecorder):
         self.start(run_id)
 
     def _write(self, event: Mapping[str, Any]) -> None:
-        self._file.write(orjson.dumps(event) + b"\n")
+        self._file.write(orjson.dumps(event, option=orjson.OPT_APPEND_NEWLINE))
         self._unflushed += 1
         if self._unflushed >= self._flush_every:
             self._file.flush()

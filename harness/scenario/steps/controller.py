@@ -12,7 +12,7 @@ from harness.cluster.topology import ClusterShape
 from harness.scenario.nodes import MAX_LONG, Ctx, Items, broker_list, check_broker, check_not_owned
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from harness.scenario.steps.processes import parse_broker
-from reference import steps as S
+from reference.model import steps as S
 
 SUPPORTED_ELECTIONS = ("preferred", "unclean")
 

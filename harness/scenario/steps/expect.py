@@ -10,7 +10,7 @@ from yaml.nodes import Node
 from harness.cluster.topology import ClusterShape
 from harness.scenario.nodes import MAX_OFFSET, Ctx, Items, broker_ids, check_broker
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
-from reference import steps as S
+from reference.model import steps as S
 
 AWAIT_KEYS = ("leader", "leader_epoch", "replicas", "isr", "elr", "last_known_elr", "hwm",
               "fenced", "adding", "removing", "ready", "timeout_s")

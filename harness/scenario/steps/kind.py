@@ -1,7 +1,7 @@
 """What one scenario step kind is, end to end: its parser (with the loader's file:line
 errors and bounds), its model step class (a reference step, or one of its own that
 composes pure reference primitives), its execution on a cluster and its documentation
-line. Serialisation is the model step's own (``reference.steps.step_to_dict``)."""
+line. Serialisation is the model step's own (``reference.model.steps.step_to_dict``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from yaml.nodes import Node
 
 from harness.cluster.topology import ClusterShape
 from harness.scenario.nodes import Ctx, Items
-from reference.steps import Step
+from reference.model.steps import Step
 
 if TYPE_CHECKING:
     from harness.client.session import Session

@@ -10,7 +10,7 @@ from harness.cluster.topology import ClusterShape
 from harness.infra.errors import HarnessError
 from harness.scenario.nodes import Ctx, Items, check_node
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
-from reference import steps as S
+from reference.model import steps as S
 
 
 def node_ref(c: Ctx, node: Node, where: str, cl: ClusterShape) -> S.NodeRef:

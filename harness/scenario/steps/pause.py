@@ -10,9 +10,9 @@ from typing import Any, ClassVar
 
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from harness.scenario.steps.network import concrete, parse_node
-from reference.controller import Ctx
-from reference.state import World
-from reference.steps import NodeRef, isolate, rejoin, resolve_ref
+from reference.model.controller import Ctx
+from reference.model.state import World
+from reference.model.steps import NodeRef, isolate, rejoin, resolve_ref
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from harness.cluster.topology import ClusterShape
 from harness.scenario.nodes import MAX_OFFSET, Ctx, Items, check_broker
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from harness.scenario.steps.network import concrete, node_ref
-from reference import steps as S
+from reference.model import steps as S
 
 
 def parse_broker(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape,

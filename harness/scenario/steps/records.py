@@ -10,7 +10,7 @@ from yaml.nodes import Node
 from harness.cluster.topology import ClusterShape
 from harness.scenario.nodes import MAX_RECORDS, Ctx, Items
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
-from reference import steps as S
+from reference.model import steps as S
 
 
 def _parse_produce(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Produce:

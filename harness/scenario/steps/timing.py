@@ -1,7 +1,7 @@
 """Timing steps: latency and bandwidth on links (Toxiproxy toxics; `heal` removes them) and
 sleep, the one deliberate wait (for scenarios where time itself is the input).
 
-What each predicts is the model step's (reference/steps.py Latency, Bandwidth, Sleep); the
+What each predicts is the model step's (reference/model/steps.py Latency, Bandwidth, Sleep); the
 loader keeps every value inside what that prediction covers, against the brokers' effective
 configuration (the harness's presets, then the scenario's ``broker_config``)."""
 
@@ -15,7 +15,7 @@ from yaml.nodes import Node
 from harness.cluster.topology import ClusterShape
 from harness.scenario.nodes import Ctx, Items, check_broker, check_node
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
-from reference import timing as T
+from reference.model import timing as T
 
 MAX_LATENCY_MS = 60_000
 MAX_KBPS = 1_000_000

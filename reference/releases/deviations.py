@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, fields, replace
 from itertools import combinations
 
-from .profiles import KIP966, KIP1303, Profile
+from reference.releases.profiles import KIP966, KIP1303, Profile
 
 DOC = "docs/KNOWN-DEVIATIONS.md"
 

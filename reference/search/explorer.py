@@ -15,14 +15,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import steps as S
-from .controller import Ctx
-from .invariants import INVARIANTS, check
-from .model import config_from
-from .profiles import Profile
-from .protocol import apply_step, initial_world
-from .releases import get_profile
-from .state import ClusterSpec, TopicSpec, World
+from reference.model import steps as S
+from reference.model.controller import Ctx
+from reference.model.invariants import INVARIANTS, check
+from reference.model.predict import config_from
+from reference.model.protocol import apply_step, initial_world
+from reference.model.state import ClusterSpec, TopicSpec, World
+from reference.releases.catalog import get_profile
+from reference.releases.profiles import Profile
 
 #: A move of the explorer: one or more harness steps applied together
 #: (e.g. kill + lose_unflushed).

@@ -12,9 +12,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from .controller import Assignment, Ctx, active_controller, partition_change, reassignment_of
-from .elr import after_min_isr_change
-from .protocol import (
+from reference.model.controller import (
+    Assignment,
+    Ctx,
+    active_controller,
+    partition_change,
+    reassignment_of,
+)
+from reference.model.elr import after_min_isr_change
+from reference.model.protocol import (
     Outcome,
     all_nodes,
     cut_links,
@@ -24,10 +30,10 @@ from .protocol import (
     set_config,
     settle,
 )
-from .protocol import (
+from reference.model.protocol import (
     Step as Step,  # re-exported: the type every step kind implements
 )
-from .state import World, evolve
+from reference.model.state import World, evolve
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ model has exercised.
 
 from __future__ import annotations
 
-from .state import NO_LEADER, PartitionState
+from reference.model.state import NO_LEADER, PartitionState
 
 #: name -> what it is (KIP-966 wording where the KIP names it).
 TRANSITIONS: dict[str, str] = {

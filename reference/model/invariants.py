@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .state import NO_LEADER, PartitionState, World
+from reference.model.state import NO_LEADER, PartitionState, World
 
 Check = Callable[[World, bool], str | None]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .profiles import Profile
+from reference.releases.profiles import Profile
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from .profiles import Profile
+from reference.releases.profiles import Profile
 
 STRATEGIES = ("Aggressive", "Balanced", "None")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .election import (
+from reference.model.election import (
     Decision,
     LocalLog,
     LogInfo,
@@ -17,9 +17,9 @@ from .election import (
     pick,
     recovery_ready,
 )
-from .elr import update_elr
-from .profiles import Profile
-from .state import Broker, World, evolve
+from reference.model.elr import update_elr
+from reference.model.state import Broker, World, evolve
+from reference.releases.profiles import Profile
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,19 +7,27 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from . import steps as S
-from .controller import Ctx, active_controller
-from .invariants import check
-from .profiles import Profile
-from .protocol import (
+from reference.model import steps as S
+from reference.model.controller import Ctx, active_controller
+from reference.model.invariants import check
+from reference.model.protocol import (
     Outcome,
     apply_step,
     initial_world,
     pending_disruptions,
     with_leader_isr_view,
 )
-from .releases import get_profile
-from .state import NO_LEADER, ClusterSpec, Config, PartitionState, TopicSpec, World, fmt_value
+from reference.model.state import (
+    NO_LEADER,
+    ClusterSpec,
+    Config,
+    PartitionState,
+    TopicSpec,
+    World,
+    fmt_value,
+)
+from reference.releases.catalog import get_profile
+from reference.releases.profiles import Profile
 
 MAX_BRANCHES = 256
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-#: "last" exists only as a mutant (reference/mutants.py): no profile uses it.
+#: "last" exists only as a mutant (reference/releases/mutants.py): no profile uses it.
 ElectionOrder = Literal["any", "assignment", "last"]
 LastKnownElrRule = Literal["kip", "last-leader", "none"]
 MinIsrChangeRule = Literal["kip", "always"]
@@ -44,7 +44,7 @@ class Profile:
     #: The spec lines or documented facts the profile implements.
     cites: tuple[str, ...]
     # Rules no release deviates from. Each can be turned off only by a model mutant
-    # (reference/mutants.py), to measure which rules recorded runs distinguish.
+    # (reference/releases/mutants.py), to measure which rules recorded runs distinguish.
     #: "When the proposed ISR is larger or equal to min ISR, the controller will update
     #: the ISR and empty the ELR."
     elr_cleared_at_min_isr: bool = True

@@ -36,11 +36,11 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from . import steps as S
-from .controller import link
-from .model import Model, durable
-from .protocol import leader_broker
-from .state import CLIENT, World
+from reference.model import steps as S
+from reference.model.controller import link
+from reference.model.predict import Model, durable
+from reference.model.protocol import leader_broker
+from reference.model.state import CLIENT, World
 
 #: The step kinds the generator knows, with their default weights.
 DEFAULT_WEIGHTS: Mapping[str, int] = {

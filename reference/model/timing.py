@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .controller import Ctx
-from .protocol import cut_links
-from .state import World, evolve
+from reference.model.controller import Ctx
+from reference.model.protocol import cut_links
+from reference.model.state import World, evolve
 
 #: Kafka's default ``request.timeout.ms``: a follower's fetch to its leader is abandoned
 #: when no response came within it (BrokerBlockingSender's NetworkClient is built with

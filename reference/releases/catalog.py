@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .deviations import BY_ID, apply_deviations
-from .profiles import KIP966, KIP1303, Profile
+from reference.releases.deviations import BY_ID, apply_deviations
+from reference.releases.profiles import KIP966, KIP1303, Profile
 
 #: What every release line since 3.7 shares: the controller elects in assignment order,
 #: no part 2 (unclean recovery), reassignment without the min ISR condition.

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from .profiles import Profile
+from reference.releases.profiles import Profile
 
 SEEDS = "seeds/003"
 

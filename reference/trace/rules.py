@@ -1,4 +1,4 @@
-"""The rules trace validation judges a metadata log by (reference.trace replays it).
+"""The rules trace validation judges a metadata log by (reference.trace.replay replays it).
 
 Each rule has a name and a citation: the KIP-966 section (seeds/003), the TLA+
 property or action of Vanlightly/kafka-tlaplus kip-966 (cited by name), or, for what
@@ -17,24 +17,25 @@ brokerToRemove, brokerWithUncleanShutdown).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Literal
 
-from .profiles import Profile
+from reference.model.state import NO_LEADER
+from reference.releases.profiles import Profile
+from reference.trace.records import (
+    RECOVERED,
+    RECOVERING,
+    CommittedState,
+    PartitionKey,
+    PartitionRegistration,
+    Record,
+    TraceContext,
+    batch_of,
+    broker_of,
+    data,
+)
 
-if TYPE_CHECKING:
-    from .trace import (
-        CommittedState,
-        PartitionKey,
-        PartitionRegistration,
-        Record,
-        TraceContext,
-    )
-
-NO_LEADER = -1
-NO_LEADER_CHANGE = -2
-RECOVERED, RECOVERING = 0, 1
 #: metadata.version feature levels (MetadataVersion): 3.2-IV0 adds leader recovery
 #: (KIP-704); from 3.6-IV0 an ISR shrink no longer bumps the leader epoch (KAFKA-15021).
 MV_LEADER_RECOVERY = 3
@@ -207,27 +208,6 @@ class Step:
         return self.records[self.index]
 
 
-def data(rec: Record) -> Mapping[str, Any]:
-    """The record's payload ("data")."""
-    value = rec.get("data")
-    return value if type(value) is dict or isinstance(value, Mapping) else {}
-
-
-def batch_of(rec: Record) -> object:
-    """The batch a record belongs to: a snapshot is one (a state, not transitions); else
-    the decoder's batch base offset when it gives one, else its append time (the records of
-    a KRaft batch share their batch's timestamp; two batches sharing a millisecond merge,
-    which skips a state, never adds one), else the record alone."""
-    if rec.get("source") == "snapshot":
-        return ("snapshot",)
-    for key in ("batch_base_offset", "base_offset", "baseOffset", "batch"):
-        if rec.get(key) is not None:
-            return ("batch", rec[key])
-    if rec.get("append_time_ms") is not None:
-        return ("time", rec["append_time_ms"])
-    return ("offset", rec.get("offset"))
-
-
 def elr_on(state: CommittedState, profile: Profile, ctx: TraceContext) -> bool:
     """ELR is on: the context says so, else the profile, else the feature level
     (eligible.leader.replicas.version >= 1, 4.0+)."""
@@ -236,21 +216,6 @@ def elr_on(state: CommittedState, profile: Profile, ctx: TraceContext) -> bool:
     if profile.elr is not None:
         return profile.elr
     return state.features.get("eligible.leader.replicas.version", 0) >= 1
-
-
-BROKER_RECORDS = frozenset({"REGISTER_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD",
-                            "FENCE_BROKER_RECORD", "UNFENCE_BROKER_RECORD",
-                            "UNREGISTER_BROKER_RECORD"})
-
-
-def broker_of(rec: Record) -> int | None:
-    """The broker a broker record is about (FenceBrokerRecord / UnfenceBrokerRecord name it
-    "id", the others "brokerId"); None for other records."""
-    if rec.get("type") not in BROKER_RECORDS:
-        return None
-    d = data(rec)
-    b = d.get("brokerId", d.get("id"))
-    return None if b is None else int(b)
 
 
 def _key(rec: Record) -> PartitionKey:

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-from .controller import (
+from reference.model.controller import (
     Choice,
     Ctx,
     acceptable,
@@ -32,7 +32,7 @@ from .controller import (
     session_ok,
     unclean_recovery,
 )
-from .state import CLIENT, Broker, Config, Record, World, evolve
+from reference.model.state import CLIENT, Broker, Config, Record, World, evolve
 
 MAX_SETTLE = 10_000
 
@@ -597,7 +597,7 @@ def apply_step(w: World, ctx: Ctx, step: Step, settle_after: bool = True) -> lis
 def initial_world(brokers: tuple[int, ...], controllers: tuple[int, ...],
                   replicas: tuple[int, ...], config: Config) -> World:
     """A freshly created topic: every replica in the ISR, the first one leads, epoch 0."""
-    from .state import Partition
+    from reference.model.state import Partition
 
     first = replicas[0]
     bs = tuple(Broker(id=b, epoch=1, known_leader_epoch=0,
