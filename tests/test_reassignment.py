@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from harness.client import admin
-from harness.client.observe import ObserveError
+from harness.client.observe import ObserveError, reassignment_state
 from harness.scenario.loader import ScenarioError, parse_scenario
 from reference.model import steps as S
 from reference.model.predict import Model
@@ -236,14 +235,14 @@ def _ongoing(replicas: list[int], adding: list[int], removing: list[int]) -> Any
 
 def test_observer_reads_adding_and_removing_and_refuses_disagreeing_views() -> None:
     obs = _observer([_ongoing([1, 2, 4, 3], [4], [3])])
-    assert admin.reassignment_state(obs, 1, "t", 0, [1, 2, 4, 3]) == {
+    assert reassignment_state(obs, 1, "t", 0, [1, 2, 4, 3]) == {
         "adding": [4], "removing": [3]}
     with pytest.raises(ObserveError, match="views disagree"):
-        admin.reassignment_state(obs, 1, "t", 0, [1, 2, 3])  # the broker is behind
-    assert admin.reassignment_state(_observer([]), 1, "t", 0, [1, 2, 3]) == {
+        reassignment_state(obs, 1, "t", 0, [1, 2, 3])  # the broker is behind
+    assert reassignment_state(_observer([]), 1, "t", 0, [1, 2, 3]) == {
         "adding": [], "removing": []}
     with pytest.raises(ObserveError, match="error 41"):
-        admin.reassignment_state(_observer([], 41), 1, "t", 0, [1, 2, 3])
+        reassignment_state(_observer([], 41), 1, "t", 0, [1, 2, 3])
 
 
 def test_await_checks_replicas_in_order_and_the_reassignment_fields() -> None:

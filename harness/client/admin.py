@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import kafka.errors as kafka_errors
 from kafka.admin import ConfigResourceType, NewTopic
@@ -11,7 +11,6 @@ from kafka.protocol.admin import (
     AlterPartitionReassignmentsRequest,
     ElectionType,
     IncrementalAlterConfigsRequest,
-    ListPartitionReassignmentsRequest,
 )
 from tenacity import (
     Retrying,
@@ -24,8 +23,16 @@ from tenacity import (
 from harness.infra import procs
 from harness.infra.errors import HarnessError
 
-if TYPE_CHECKING:
-    from harness.client.observe import Observer
+
+class Observer(Protocol):
+    """What an administrative call needs of the observer (harness.client.observe): its
+    admin client, a request to one broker, and the brokers that are running."""
+
+    def admin(self) -> Any: ...
+
+    def _send(self, node: int, request: Any) -> Any: ...
+
+    def _running_brokers(self) -> list[int]: ...
 
 _REQUEST_TIMEOUT_MS = 4000
 ELECTION_TYPES = {"preferred": ElectionType.PREFERRED, "unclean": ElectionType.UNCLEAN}
@@ -155,40 +162,6 @@ def reassign(observer: Observer, topic: str, replicas: list[int] | None,
             if p.partition_index == partition and p.error_code:
                 return type(kafka_errors.for_code(p.error_code)()).__name__
     return None
-
-
-def reassignment_state(observer: Observer, node: int, topic: str, partition: int,
-                       replicas: list[int]) -> dict[str, list[int]]:
-    """The partition's ongoing reassignment, ``{"adding": [...], "removing": [...]}``
-    (both empty when none is in progress): ListPartitionReassignments asked of broker
-    ``node`` (the one whose view the observer took; the broker forwards it to the active
-    controller, whose committed state answers). When the controller's replica list
-    differs from ``replicas`` (the broker's view is behind the controller), the view
-    cannot be combined: ObserveError, the observer asks again."""
-    from harness.client.observe import ObserveError
-
-    req = ListPartitionReassignmentsRequest(
-        timeout_ms=_REQUEST_TIMEOUT_MS,
-        topics=[ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics(
-            name=topic, partition_indexes=[partition])])
-    try:
-        resp = observer._send(node, req)
-    except Exception as exc:  # noqa: BLE001 - the observer's callers retry
-        raise ObserveError(f"{topic}-{partition}: ListPartitionReassignments failed "
-                           f"({exc})") from exc
-    if resp.error_code:
-        raise ObserveError(f"{topic}-{partition}: ListPartitionReassignments error "
-                           f"{resp.error_code}")
-    for t in resp.topics:
-        for p in t.partitions:
-            if t.name == topic and p.partition_index == partition:
-                if list(p.replicas) != list(replicas):
-                    raise ObserveError(
-                        f"{topic}-{partition}: broker {node} shows replicas {replicas}, the "
-                        f"controller's reassignment {list(p.replicas)}: views disagree")
-                return {"adding": sorted(p.adding_replicas),
-                        "removing": sorted(p.removing_replicas)}
-    return {"adding": [], "removing": []}
 
 
 def _partition_error(result: object) -> str | None:
