@@ -1,0 +1,304 @@
+"""The driver's wire protocol, on the Python side: settings, events, answers (no process).
+
+One JSON object per line each way (harness/differential/README.md has the whole protocol).
+The first line sent is the session's :class:`Settings`; the driver answers it with a
+:class:`Ready` (or ``{"unsupported": reason}``: :class:`SessionUnsupported`). Then one event
+per line, each answered by one :class:`Answer` in order.
+
+Events are plain dicts ``{"op": ..., ...}``; :func:`check_event` rejects an unknown op, a
+missing or unknown field before anything is sent, and the helpers below build them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import orjson
+
+from harness.infra.errors import HarnessError, UsageError
+
+PROTOCOL = 1
+
+#: op -> (required fields, optional fields). Keep in step with ControllerDriver.dispatch.
+OPS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "register": (frozenset({"broker"}), frozenset({"clean"})),
+    "unfence": (frozenset({"broker"}), frozenset()),
+    "heartbeat": (frozenset({"broker"}), frozenset({"wantFence", "wantShutDown", "caughtUp"})),
+    "fence": (frozenset({"broker"}), frozenset()),
+    "controlledShutdown": (frozenset({"broker"}), frozenset({"maxRounds"})),
+    "unregister": (frozenset({"broker"}), frozenset()),
+    "createTopic": (frozenset({"topic"}),
+                    frozenset({"assignment", "partitions", "replicationFactor", "configs"})),
+    "alterPartition": (frozenset({"topic", "isr"}),
+                       frozenset({"partition", "leader", "leaderEpoch", "partitionEpoch",
+                                  "leaderRecoveryState", "brokerEpoch", "isrBrokerEpochs"})),
+    "completeReassignment": (frozenset({"topic"}),
+                             frozenset({"partition", "isr", "leader", "leaderEpoch",
+                                        "partitionEpoch", "brokerEpoch"})),
+    "reassign": (frozenset({"topic", "replicas"}), frozenset({"partition"})),
+    "cancelReassignment": (frozenset({"topic"}), frozenset({"partition"})),
+    "electLeaders": (frozenset({"topic"}), frozenset({"partition", "partitions", "type"})),
+    "alterConfig": (frozenset({"configs"}), frozenset({"topic", "broker"})),
+    "tick": (frozenset({"task"}), frozenset()),
+    "state": (frozenset(), frozenset()),
+}
+TICK_TASKS = ("electPreferred", "electUnclean", "fenceStale")
+ELECTION_TYPES = ("preferred", "unclean")
+
+
+class DriverError(HarnessError):
+    """The driver process died, hung, or answered out of protocol."""
+
+
+class DriverProtocolError(DriverError):
+    """The driver could not read what it was sent (a harness bug, not the build's)."""
+
+
+class SessionUnsupported(Exception):
+    """This build cannot run a session with these settings (e.g. ELR on 3.6): the reason."""
+
+    def __init__(self, reason: str, kafka: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.kafka = kafka
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The session: what the controller is configured with before the first event.
+
+    elr None: the build's default for a new cluster (on from 4.1, off before).
+    metadata_version None: the build's latest production metadata.version.
+    brokers: registered and unfenced, in order, before the first event.
+    report "changed": each answer's partitions hold only those its records touched."""
+
+    brokers: tuple[int, ...] = ()
+    elr: bool | None = None
+    min_isr: int = 1
+    unclean_election: bool = False
+    metadata_version: str | None = None
+    session_timeout_ms: int = 9000
+    report: Literal["all", "changed"] = "all"
+    static_config: Mapping[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"protocol": PROTOCOL, "brokers": list(self.brokers),
+                               "minIsr": self.min_isr, "uncleanElection": self.unclean_election,
+                               "sessionTimeoutMs": self.session_timeout_ms,
+                               "report": self.report}
+        if self.elr is not None:
+            out["elr"] = self.elr
+        if self.metadata_version is not None:
+            out["metadataVersion"] = self.metadata_version
+        if self.static_config:
+            out["staticConfig"] = dict(self.static_config)
+        return out
+
+
+def check_event(event: Mapping[str, Any]) -> dict[str, Any]:
+    """The event as a dict, or a UsageError naming what is wrong with it."""
+    if not isinstance(event, Mapping):
+        raise UsageError(f"an event is a mapping with an 'op', not {event!r}")
+    op = event.get("op")
+    if op not in OPS:
+        raise UsageError(f"unknown event op {op!r}; known: {', '.join(sorted(OPS))}")
+    required, optional = OPS[op]
+    missing = sorted(required - event.keys())
+    if missing:
+        raise UsageError(f"event {op} needs {', '.join(missing)}: {dict(event)}")
+    unknown = sorted(event.keys() - required - optional - {"op"})
+    if unknown:
+        raise UsageError(f"event {op} has no field {', '.join(unknown)}; it takes "
+                         f"{', '.join(sorted(required | optional))}")
+    if op == "tick" and event["task"] not in TICK_TASKS:
+        raise UsageError(f"tick task must be one of {', '.join(TICK_TASKS)}, not "
+                         f"{event['task']!r}")
+    if op == "electLeaders" and event.get("type", "preferred") not in ELECTION_TYPES:
+        raise UsageError(f"electLeaders type must be one of {', '.join(ELECTION_TYPES)}, not "
+                         f"{event['type']!r}")
+    return dict(event)
+
+
+def encode(obj: Mapping[str, Any]) -> bytes:
+    return orjson.dumps(obj) + b"\n"
+
+
+# ---- event helpers ----
+
+def register(broker: int, clean: bool = True) -> dict[str, Any]:
+    """A new incarnation of the broker registers; clean: it remembers its last broker epoch
+    (PreviousBrokerEpoch), as after a clean shutdown; else -1, as after a crash."""
+    return {"op": "register", "broker": broker, "clean": clean}
+
+
+def unfence(broker: int) -> dict[str, Any]:
+    """A heartbeat from a caught-up broker that does not want to be fenced."""
+    return {"op": "unfence", "broker": broker}
+
+
+def fence(broker: int) -> dict[str, Any]:
+    """The broker stops heartbeating: its session expires, the controller fences it."""
+    return {"op": "fence", "broker": broker}
+
+
+def controlled_shutdown(broker: int) -> dict[str, Any]:
+    return {"op": "controlledShutdown", "broker": broker}
+
+
+def unregister(broker: int) -> dict[str, Any]:
+    return {"op": "unregister", "broker": broker}
+
+
+def create_topic(topic: str, assignment: Sequence[Sequence[int]],
+                 configs: Mapping[str, str] | None = None) -> dict[str, Any]:
+    event: dict[str, Any] = {"op": "createTopic", "topic": topic,
+                             "assignment": [list(r) for r in assignment]}
+    if configs:
+        event["configs"] = dict(configs)
+    return event
+
+
+def alter_partition(topic: str, isr: Sequence[int], partition: int = 0,
+                    **fields: int) -> dict[str, Any]:
+    """AlterPartition from the leader; fields: leader, leaderEpoch, partitionEpoch,
+    brokerEpoch, leaderRecoveryState (default: what the controller holds)."""
+    return check_event({"op": "alterPartition", "topic": topic, "partition": partition,
+                        "isr": list(isr), **fields})
+
+
+def complete_reassignment(topic: str, partition: int = 0,
+                          isr: Sequence[int] | None = None) -> dict[str, Any]:
+    event: dict[str, Any] = {"op": "completeReassignment", "topic": topic,
+                             "partition": partition}
+    if isr is not None:
+        event["isr"] = list(isr)
+    return event
+
+
+def reassign(topic: str, replicas: Sequence[int], partition: int = 0) -> dict[str, Any]:
+    return {"op": "reassign", "topic": topic, "partition": partition, "replicas": list(replicas)}
+
+
+def cancel_reassignment(topic: str, partition: int = 0) -> dict[str, Any]:
+    return {"op": "cancelReassignment", "topic": topic, "partition": partition}
+
+
+def elect_leaders(topic: str, election: str = "preferred", partition: int = 0) -> dict[str, Any]:
+    return check_event({"op": "electLeaders", "topic": topic, "partition": partition,
+                        "type": election})
+
+
+def alter_config(configs: Mapping[str, str | None], topic: str | None = None) -> dict[str, Any]:
+    """Set (or, for None, delete) configs of a topic, or the cluster's default (no topic)."""
+    event: dict[str, Any] = {"op": "alterConfig", "configs": dict(configs)}
+    if topic is not None:
+        event["topic"] = topic
+    return event
+
+
+def tick(task: str) -> dict[str, Any]:
+    return check_event({"op": "tick", "task": task})
+
+
+# ---- answers ----
+
+@dataclass(frozen=True)
+class Answer:
+    """One event's answer. ok: the controller accepted it; unsupported: this build cannot
+    run it (the reason); error: the controller refused it ("NAME: message"). records: what
+    the controller wrote, replayed in order; partitions and brokers: the state after."""
+
+    seq: int
+    op: str
+    ok: bool
+    unsupported: str | None
+    error: str | None
+    error_name: str | None
+    exception: str | None
+    records: tuple[dict[str, Any], ...]
+    partitions: dict[str, dict[str, Any]]
+    brokers: dict[str, dict[str, Any]]
+    notes: tuple[str, ...]
+    raw: dict[str, Any]
+
+    def partition(self, topic: str, index: int = 0) -> dict[str, Any]:
+        key = f"{topic}-{index}"
+        if key not in self.partitions:
+            raise KeyError(f"no partition {key} in the answer to event {self.seq} ({self.op}); "
+                           f"it has {sorted(self.partitions)}")
+        return self.partitions[key]
+
+
+@dataclass(frozen=True)
+class Ready:
+    """The answer to the settings: the session runs."""
+
+    kafka: str
+    metadata_version: str
+    metadata_version_production: bool
+    elr: bool
+    elr_mode: str
+    unsupported_events: dict[str, str]
+    notes: tuple[str, ...]
+    records: tuple[dict[str, Any], ...]
+    partitions: dict[str, dict[str, Any]]
+    brokers: dict[str, dict[str, Any]]
+    raw: dict[str, Any]
+
+
+def _decode(line: bytes) -> dict[str, Any]:
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise DriverError(f"the driver answered a line that is not JSON ({exc}): "
+                          f"{line[:300]!r}") from exc
+    if not isinstance(value, dict):
+        raise DriverError(f"the driver answered {line[:300]!r}, not a JSON object")
+    return value
+
+
+def _fail_on_driver_faults(d: dict[str, Any]) -> None:
+    if "protocolError" in d:
+        raise DriverProtocolError(f"the driver could not read what it was sent: "
+                                  f"{d['protocolError']}")
+    if "fatal" in d:
+        raise DriverError(f"the driver stopped: replaying the controller's records failed: "
+                          f"{d['fatal']}")
+
+
+def parse_ready(line: bytes) -> Ready:
+    d = _decode(line)
+    if "unsupported" in d:
+        raise SessionUnsupported(str(d["unsupported"]), d.get("kafka"))
+    _fail_on_driver_faults(d)
+    if d.get("ok") is not True or d.get("ready") is not True:
+        raise DriverError(f"the driver's first answer is not ready: {line[:300]!r}")
+    if d.get("protocol") != PROTOCOL:
+        raise DriverError(f"the driver speaks protocol {d.get('protocol')}, this harness "
+                          f"{PROTOCOL}: the Java source and harness/differential disagree")
+    return Ready(kafka=str(d["kafka"]), metadata_version=str(d["metadataVersion"]),
+                 metadata_version_production=bool(d["metadataVersionProduction"]),
+                 elr=bool(d["elr"]), elr_mode=str(d["elrMode"]),
+                 unsupported_events=dict(d.get("unsupportedEvents", {})),
+                 notes=tuple(d.get("notes", ())), records=tuple(d.get("records", ())),
+                 partitions=dict(d.get("partitions", {})), brokers=dict(d.get("brokers", {})),
+                 raw=d)
+
+
+def parse_answer(line: bytes, seq: int) -> Answer:
+    d = _decode(line)
+    _fail_on_driver_faults(d)
+    if d.get("seq") != seq:
+        raise DriverError(f"the driver answered event {d.get('seq')} where {seq} was due: "
+                          f"{line[:300]!r}")
+    unsupported = d.get("unsupported")
+    if unsupported is None and not isinstance(d.get("ok"), bool):
+        raise DriverError(f"answer {seq} has neither ok nor unsupported: {line[:300]!r}")
+    return Answer(seq=seq, op=str(d.get("op", "")), ok=d.get("ok") is True,
+                  unsupported=None if unsupported is None else str(unsupported),
+                  error=d.get("error"), error_name=d.get("errorName"),
+                  exception=d.get("exception"), records=tuple(d.get("records", ())),
+                  partitions=dict(d.get("partitions", {})), brokers=dict(d.get("brokers", {})),
+                  notes=tuple(d.get("notes", ())), raw=d)
