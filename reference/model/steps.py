@@ -106,17 +106,49 @@ def resolve_ref(w: World, ref: NodeRef) -> tuple[World, int | None]:
     return w, w.last_active
 
 
+def silence_or_rejoin(w: World, ref: NodeRef, silenced: bool) -> World:
+    """Node ``ref`` cut from every other (``silenced``) or given its links back. To the
+    model a node that is isolated, paused (SIGSTOP) or a controller that is down are one
+    thing: a node nobody reaches, its log unchanged; resuming or restarting it restores
+    its links (the other nodes' cuts stay)."""
+    w, n = resolve_ref(w, ref)
+    if n is None:
+        return w
+    return isolate(w, n) if silenced else rejoin(w, n)
+
+
 @dataclass(frozen=True, slots=True)
-class Isolate:
-    kind: ClassVar[str] = "isolate"
+class OnNode:
+    """A step that silences node ``node`` on every link, or gives its links back."""
+
     node: NodeRef
+    silences: ClassVar[bool] = True
 
     def params(self) -> dict[str, Any]:
         return {"node": self.node}
 
     def transition(self, w: World, ctx: Ctx) -> World:
-        w, n = resolve_ref(w, self.node)
-        return w if n is None else isolate(w, n)
+        return silence_or_rejoin(w, self.node, self.silences)
+
+
+@dataclass(frozen=True, slots=True)
+class Isolate(OnNode):
+    kind: ClassVar[str] = "isolate"
+
+
+@dataclass(frozen=True, slots=True)
+class Pause(OnNode):
+    """SIGSTOP: silent on every link, log kept."""
+
+    kind: ClassVar[str] = "pause"
+
+
+@dataclass(frozen=True, slots=True)
+class Resume(OnNode):
+    """SIGCONT of a paused node: its links are back."""
+
+    kind: ClassVar[str] = "resume"
+    silences: ClassVar[bool] = False
 
 
 def isolate(w: World, n: int) -> World:
@@ -263,36 +295,29 @@ class OnController:
     restores every link of it, as ``resume`` does."""
 
     controller: NodeRef
+    silences: ClassVar[bool] = True
 
     def params(self) -> dict[str, Any]:
         return {"controller": self.controller}
+
+    def transition(self, w: World, ctx: Ctx) -> World:
+        return silence_or_rejoin(w, self.controller, self.silences)
 
 
 @dataclass(frozen=True, slots=True)
 class KillController(OnController):
     kind: ClassVar[str] = "kill"
 
-    def transition(self, w: World, ctx: Ctx) -> World:
-        w, c = resolve_ref(w, self.controller)
-        return w if c is None else isolate(w, c)
-
 
 @dataclass(frozen=True, slots=True)
 class StopController(OnController):
     kind: ClassVar[str] = "stop"
 
-    def transition(self, w: World, ctx: Ctx) -> World:
-        w, c = resolve_ref(w, self.controller)
-        return w if c is None else isolate(w, c)
-
 
 @dataclass(frozen=True, slots=True)
 class RestartController(OnController):
     kind: ClassVar[str] = "restart"
-
-    def transition(self, w: World, ctx: Ctx) -> World:
-        w, c = resolve_ref(w, self.controller)
-        return w if c is None else rejoin(w, c)
+    silences: ClassVar[bool] = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,44 +1,14 @@
-"""pause / resume: SIGSTOP / SIGCONT of a node (a broker or a controller).
-
-The model sees a paused node as silent on every link, as an isolated one, with its log
+"""pause / resume: SIGSTOP / SIGCONT of a node (a broker or a controller). The model
+(reference.model.steps.Pause / Resume) sees a paused node as an isolated one, its log
 unchanged; resume restores that node's links (the other nodes' cuts stay)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from harness.scenario.steps.network import concrete, parse_node
-from reference.model.controller import Ctx
-from reference.model.state import World
-from reference.model.steps import NodeRef, isolate, rejoin, resolve_ref
-
-
-@dataclass(frozen=True, slots=True)
-class _OnNode:
-    node: NodeRef
-
-    def params(self) -> dict[str, Any]:
-        return {"node": self.node}
-
-
-@dataclass(frozen=True, slots=True)
-class Pause(_OnNode):
-    kind: ClassVar[str] = "pause"
-
-    def transition(self, w: World, ctx: Ctx) -> World:
-        w, n = resolve_ref(w, self.node)
-        return w if n is None else isolate(w, n)
-
-
-@dataclass(frozen=True, slots=True)
-class Resume(_OnNode):
-    kind: ClassVar[str] = "resume"
-
-    def transition(self, w: World, ctx: Ctx) -> World:
-        w, n = resolve_ref(w, self.node)
-        return w if n is None else rejoin(w, n)
+from reference.model.steps import Pause, Resume
 
 
 def _pause(s: Any, at: Target, step: Pause, out: StepOutcome) -> None:
