@@ -735,6 +735,12 @@ public final class ControllerDriver {
             notes.add("this build's BrokerRegistrationRequest has no PreviousBrokerEpoch: its "
                 + "controller cannot tell an unclean shutdown from a clean one");
         }
+        if (notes != null && !clean
+            && method(ReplicationControlManager.class, "handleBrokerUncleanShutdown", 2) == null
+            && method(ReplicationControlManager.class, "handleBrokerShutdown", 3) == null) {
+            notes.add("this build's controller does nothing about an unclean shutdown "
+                + "(ReplicationControlManager.handleBrokerUncleanShutdown arrived in 3.8)");
+        }
         short apiVersion = ApiKeys.BROKER_REGISTRATION.latestVersion();
         Method m = method(ClusterControlManager.class, "registerBroker", -1);
         Object[] args;

@@ -1,0 +1,155 @@
+"""The differential driver on the build under test (--kafka-version, default 4.3.1): the
+build's own controller code (harness/differential), no cluster, one JVM, a few hundred
+events. Facts any build's controller must show, the ELR facts where the build runs ELR,
+and what it writes for the reassignment of docs/findings/elr-keeps-removed-replica/
+(recorded as test properties, asserted only where the known outcome is known)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from harness.cluster.builds import Build
+from harness.differential import Answer, ControllerDriver, SessionUnsupported, Settings
+from harness.differential import protocol as p
+from harness.differential.workload import RandomEvents
+
+pytestmark = [pytest.mark.chaos]
+
+BROKERS = (1, 2, 3, 4, 5)
+RANDOM_EVENTS = 300
+
+
+def _open(build: Build) -> tuple[ControllerDriver, bool]:
+    """A session with ELR on where the build runs it, else the build's default."""
+    for elr in (True, None):
+        driver = ControllerDriver.for_build(build, Settings(brokers=BROKERS, min_isr=2, elr=elr))
+        try:
+            driver.start()
+        except SessionUnsupported:
+            continue
+        return driver, elr is True
+    raise AssertionError("unreachable: a session with the build's defaults always runs")
+
+
+def _fenced(answer: Answer, broker: int) -> bool:
+    """The answer's records fence the broker (FenceBrokerRecord, or a registration change
+    with fenced=1: BrokerRegistrationFencingChange.FENCE)."""
+    return any((r["type"] == "FenceBrokerRecord" and r.get("id") == broker)
+               or (r["type"] == "BrokerRegistrationChangeRecord" and r.get("brokerId") == broker
+                   and r.get("fenced") == 1) for r in answer.records)
+
+
+class Invariants:
+    """What every partition state of every answer must satisfy, on any build."""
+
+    def __init__(self, elr_on: bool) -> None:
+        self.elr_on = elr_on
+        self.epochs: dict[str, tuple[int, int]] = {}
+        self.checked = 0
+
+    def check(self, answer: Answer) -> None:
+        assert answer.exception is None, f"event {answer.seq}: {answer.exception}"
+        assert answer.ok or answer.error or answer.unsupported, answer.raw
+        for key, s in answer.partitions.items():
+            where = f"event {answer.seq} ({answer.op}) {key}: {s}"
+            assert s["leader"] == -1 or s["leader"] in s["isr"], where
+            assert set(s["isr"]) <= set(s["replicas"]), where
+            assert set(s["adding"]) <= set(s["replicas"]), where
+            assert set(s["removing"]) <= set(s["replicas"]), where
+            assert not set(s["elr"]) & set(s["isr"]), where
+            if not self.elr_on:
+                assert s["elr"] == [] and s["lastKnownElr"] == [], where
+            epochs = (s["leaderEpoch"], s["partitionEpoch"])
+            before = self.epochs.get(key, (-1, -1))
+            assert epochs[0] >= before[0] and epochs[1] >= before[1], f"{where} after {before}"
+            self.epochs[key] = epochs
+        self.checked += 1
+
+
+def test_the_builds_controller_answers_a_few_hundred_events(
+        kafka_build: Build, record_property: Any) -> None:
+    driver, elr_on = _open(kafka_build)
+    with driver:
+        ready = driver.ready
+        assert ready is not None and ready.kafka == kafka_build.version
+        assert ready.elr is elr_on
+        record_property("driver_start_s", round(driver.start_seconds or 0, 2))
+        record_property("elr", elr_on)
+        check = Invariants(elr_on)
+
+        def send(event: dict[str, Any]) -> Answer:
+            answer = driver.send(event)
+            check.check(answer)
+            return answer
+
+        # Fencing the leader moves leadership; the fenced broker leaves the ISR.
+        created = send(p.create_topic("t", [[1, 2, 3]], {"min.insync.replicas": "2"}))
+        assert created.ok, created.error
+        assert created.partition("t")["leader"] == 1
+        fenced = send(p.fence(1))
+        assert fenced.ok and _fenced(fenced, 1), fenced.records
+        after = fenced.partition("t")
+        assert after["leader"] in (2, 3) and 1 not in after["isr"], after
+        assert after["leaderEpoch"] > created.partition("t")["leaderEpoch"]
+
+        # The leader shrinks the ISR below min ISR (2): with ELR, the replica that left is
+        # eligible (ELR); without, nothing is kept.
+        leader = after["leader"]
+        other = 5 - leader  # of 2 and 3, the one that is not the leader
+        shrunk = send(p.alter_partition("t", [leader]))
+        assert shrunk.ok, shrunk.error
+        state = shrunk.partition("t")
+        assert state["isr"] == [leader]
+        assert state["elr"] == ([other] if elr_on else []), state
+
+        # A request from a stale leader epoch is refused, and changes nothing.
+        stale = send(p.alter_partition("t", [leader, other],
+                                       leaderEpoch=state["leaderEpoch"] - 1))
+        assert not stale.ok and stale.error_name == "FENCED_LEADER_EPOCH", stale.raw
+        assert stale.records == () and stale.partition("t") == state
+
+        # The broker comes back (a new incarnation after a crash) and catches up.
+        assert send(p.register(1, clean=False)).ok
+        assert send(p.unfence(1)).ok
+        grown = send(p.alter_partition("t", [leader, other, 1]))
+        assert grown.ok and sorted(grown.partition("t")["isr"]) == [1, 2, 3]
+        assert grown.partition("t")["elr"] == []
+
+        # docs/findings/elr-keeps-removed-replica: replicas [1, 2, 3] -> [1, 3, 4] with
+        # min ISR 3; the ISR shrinks to [1, 2] (3 into the ELR), then broker 4 catches up.
+        assert send(p.create_topic("r", [[1, 2, 3]], {"min.insync.replicas": "3"})).ok
+        moving = send(p.reassign("r", [1, 3, 4])).partition("r")
+        assert (moving["adding"], moving["removing"]) == ([4], [2]), moving
+        below = send(p.alter_partition("r", [1, 2])).partition("r")
+        assert below["elr"] == ([3] if elr_on else []), below
+        done = send(p.complete_reassignment("r", isr=[1, 2, 4]))
+        assert done.ok, done.error
+        final = done.partition("r")
+        completed = final["adding"] == [] and final["removing"] == []
+        record_property("reassignment_completed", completed)
+        record_property("reassignment_final", final)
+        print(f"Kafka {kafka_build.version} (elr {elr_on}): completing [1,2,3] -> [1,3,4] with "
+              f"ISR [1, 2, 4] writes {done.records} -> {final}")
+        if completed:
+            assert final["replicas"] == [1, 3, 4]
+        if elr_on and completed and kafka_build.version == "4.3.1":
+            # Measured (bench/RESULTS-diff.md): the ELR keeps 2, no longer a replica.
+            assert final["elr"] == [2, 3], final
+
+        # A few hundred events chosen from the state, as a cluster could produce them.
+        gen = RandomEvents(random.Random(966), list(BROKERS), ["a", "b", "c"])
+        last = driver.send_many(gen.setup())[-1]
+        check.check(last)
+        outcomes: dict[str, int] = {}
+        for _ in range(RANDOM_EVENTS):
+            answer = send(gen.next(last.partitions, last.brokers))
+            outcome = "ok" if answer.ok else answer.error_name or "unsupported"
+            outcomes[outcome] = outcomes.get(outcome, 0) + 1
+            last = answer
+        record_property("random_outcomes", outcomes)
+        assert outcomes.get("ok", 0) > RANDOM_EVENTS // 3, outcomes
+        assert check.checked == RANDOM_EVENTS + 12  # every answer was checked
+    assert not driver.running
