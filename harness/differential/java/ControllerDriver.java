@@ -75,14 +75,12 @@ import org.apache.kafka.server.common.ApiMessageAndVersion;
 import org.apache.kafka.server.common.MetadataVersion;
 import org.apache.kafka.timeline.SnapshotRegistry;
 
-import java.io.BufferedReader;
-import java.io.BufferedWriter;
+import java.io.BufferedOutputStream;
 import java.io.FileDescriptor;
 import java.io.FileOutputStream;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.OutputStreamWriter;
-import java.io.Writer;
+import java.io.InputStream;
+import java.io.OutputStream;
 import java.lang.reflect.Field;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
@@ -192,23 +190,20 @@ public final class ControllerDriver {
 
     public static void main(String[] args) throws IOException {
         // Answers go to the real stdout; anything a library prints goes to stderr.
-        Writer out = new BufferedWriter(new OutputStreamWriter(
-            new FileOutputStream(FileDescriptor.out), StandardCharsets.UTF_8), 1 << 16);
+        OutputStream out = new BufferedOutputStream(new FileOutputStream(FileDescriptor.out), 1 << 16);
         System.setOut(System.err);
         if (System.getProperty("org.slf4j.simpleLogger.defaultLogLevel") == null) {
             System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
         }
-        BufferedReader in = new BufferedReader(
-            new InputStreamReader(System.in, StandardCharsets.UTF_8), 1 << 16);
+        Lines in = new Lines(System.in);
         ControllerDriver driver = new ControllerDriver();
-        String line = in.readLine();
-        if (line == null) {
+        if (!in.next()) {
             return;
         }
         ObjectNode ready;
         boolean started = false;
         try {
-            ready = driver.start(parse(line));
+            ready = driver.start(parse(in.line, in.length));
             started = true;
         } catch (Unsupported u) {
             ready = JSON.createObjectNode();
@@ -230,12 +225,12 @@ public final class ControllerDriver {
             return;
         }
         long seq = 0;
-        while ((line = in.readLine()) != null) {
-            if (line.isBlank()) {
+        while (in.next()) {
+            if (in.blank()) {
                 continue;
             }
             seq++;
-            ObjectNode answer = driver.answer(line, seq);
+            ObjectNode answer = driver.answer(in.line, in.length, seq);
             write(out, answer);
             if (answer.has("fatal")) {
                 out.flush();
@@ -248,20 +243,78 @@ public final class ControllerDriver {
         out.flush();
     }
 
-    static void write(Writer out, ObjectNode node) throws IOException {
-        out.write(JSON.writeValueAsString(node));
+    static void write(OutputStream out, ObjectNode node) throws IOException {
+        out.write(JSON.writeValueAsBytes(node));
         out.write('\n');
     }
 
-    static JsonNode parse(String line) {
+    static JsonNode parse(byte[] line, int length) {
         try {
-            JsonNode node = JSON.readTree(line);
+            JsonNode node = JSON.readTree(line, 0, length);
             if (node == null || !node.isObject()) {
-                throw new ProtocolError("expected a JSON object, got: " + abbreviate(line));
+                throw new ProtocolError("expected a JSON object, got: "
+                    + abbreviate(new String(line, 0, length, StandardCharsets.UTF_8)));
             }
             return node;
         } catch (IOException e) {
             throw new ProtocolError("not JSON: " + e.getMessage());
+        }
+    }
+
+    /** Lines of bytes from a stream: JSON is parsed from the bytes, nothing is decoded. */
+    static final class Lines {
+        private final InputStream in;
+        private final byte[] buffer = new byte[1 << 16];
+        private int pos;
+        private int end;
+        byte[] line = new byte[1 << 12];
+        int length;
+
+        Lines(InputStream in) {
+            this.in = in;
+        }
+
+        /** The next line into line[0, length); false at the end of the input. */
+        boolean next() throws IOException {
+            length = 0;
+            while (true) {
+                if (pos == end) {
+                    int n = in.read(buffer, 0, buffer.length);
+                    pos = 0;
+                    end = Math.max(n, 0);
+                    if (n <= 0) {
+                        return length > 0;
+                    }
+                }
+                int start = pos;
+                while (pos < end && buffer[pos] != '\n') {
+                    pos++;
+                }
+                int count = pos - start;
+                if (length + count > line.length) {
+                    line = java.util.Arrays.copyOf(line, Math.max(2 * line.length, length + count));
+                }
+                System.arraycopy(buffer, start, line, length, count);
+                length += count;
+                if (pos < end) {
+                    pos++;  // the newline
+                    return true;
+                }
+            }
+        }
+
+        boolean blank() {
+            for (int i = 0; i < length; i++) {
+                if (!Character.isWhitespace(line[i])) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        /** More input is at hand without blocking. */
+        boolean ready() throws IOException {
+            return pos < end || in.available() > 0;
         }
     }
 
@@ -608,14 +661,14 @@ public final class ControllerDriver {
     // Events
     // =====================================================================================
 
-    ObjectNode answer(String line, long seq) {
+    ObjectNode answer(byte[] line, int length, long seq) {
         recordsOut = JSON.createArrayNode();
         touched.clear();
         ObjectNode answer = JSON.createObjectNode();
         answer.put("seq", seq);
         List<String> notes = new ArrayList<>();
         try {
-            JsonNode event = parse(line);
+            JsonNode event = parse(line, length);
             String op = event.path("op").asText("");
             answer.put("op", op);
             ObjectNode result = dispatch(op, event, notes);
