@@ -13,6 +13,7 @@ import pytest
 
 from harness.judge.axes import AxisVerdict
 from harness.run.runner import Runner
+from harness.scenario import steps as step_kinds
 from harness.scenario.loader import load_scenario, parse_scenario
 from harness.search import fuzz
 from harness.search.shrink import shrink
@@ -39,23 +40,24 @@ def test_generated_steps_are_valid_in_the_models_state(build: str) -> None:
     kinds: set[str] = set()
     acks: set[str] = set()
     for index in range(60):
-        steps = fuzz.schedule(nm, 3, index, fuzzgen.GenConfig(length=12))
-        assert fuzzgen.validate(nm, steps) is None
+        steps = fuzz.schedule(nm, 3, index, fuzz.gen_config(length=12))
+        assert fuzzgen.validate(nm, steps, fuzz.gen_config()) is None
         model, track = nm(), fuzzgen.Track()
         for step in steps:
-            assert fuzzgen.why_invalid(step, model, track, fuzzgen.GenConfig()) is None
+            assert fuzzgen.why_invalid(step, model, track, fuzz.gen_config()) is None
             if isinstance(step, S.Restart):  # restart only a stopped/killed node
                 assert all(not w.broker(step.broker).alive for w in model.branches)
             if isinstance(step, S.Heal):  # heal only an existing cut
                 assert all(w.cuts for w in model.branches)
             pred = model.apply(step)
             assert not pred.unsupported
-            track.after(step)
+            fuzzgen.after(step, track, fuzz.gen_config())
             kinds.add(step.kind)
             if isinstance(step, S.Produce):
                 acks.add(step.acks)
         assert len(track.ever_killed) <= 1  # min ISR 2: one broker may shut down uncleanly
-    assert kinds == set(fuzzgen.KINDS)
+    # every kind whose definition names a generator, pause and resume included
+    assert kinds == set(step_kinds.generators()) >= {"pause", "resume"}
     assert acks == {"0", "1", "all"}
 
 
@@ -68,22 +70,22 @@ def test_rules_refuse_invalid_steps() -> None:
     assert "nothing to heal" in (fuzzgen.why_invalid(S.Heal(), model, track, cfg) or "")
     for step in (S.Produce(2, "all"), S.Kill(1)):
         model.apply(step)
-        track.after(step)
+        fuzzgen.after(step, track, fuzz.gen_config())
     assert fuzzgen.why_invalid(S.LoseUnflushed(1, 1), model, track, cfg) is None
     assert "log end" in (fuzzgen.why_invalid(S.LoseUnflushed(1, 2), model, track, cfg) or "")
     model.apply(S.LoseUnflushed(1, 1))
-    track.after(S.LoseUnflushed(1, 1))
+    fuzzgen.after(S.LoseUnflushed(1, 1), track, fuzz.gen_config())
     assert "already" in (fuzzgen.why_invalid(S.LoseUnflushed(1, 0), model, track, cfg) or "")
     # A stop is not a kill: no lose_unflushed after it; and the fault budget holds.
     model.apply(S.Stop(2))
-    track.after(S.Stop(2))
+    fuzzgen.after(S.Stop(2), track, fuzz.gen_config())
     assert fuzzgen.why_invalid(S.LoseUnflushed(2, 0), model, track, cfg) is not None
     assert "last running broker" in (fuzzgen.why_invalid(S.Kill(3), model, track, cfg) or "")
     assert fuzzgen.validate(nm, (S.Restart(1),)) == (0, "broker 1 is not down")
     # Fault budget (min ISR - 1 = 1): a second broker is never killed, the first may be
     # killed again.
     model.apply(S.Restart(1))
-    track.after(S.Restart(1))
+    fuzzgen.after(S.Restart(1), track, fuzz.gen_config())
     assert "at most 1 broker(s) killed" in (fuzzgen.why_invalid(S.Kill(3), model, track, cfg)
                                             or "")
     assert fuzzgen.why_invalid(S.Kill(1), model, track, cfg) is None

@@ -67,3 +67,16 @@ def test_pause_names_a_node_of_the_cluster() -> None:
 
     with pytest.raises(ScenarioError, match=r":6: steps\[0\]\.pause\.node: 9 is not a node"):
         parse_scenario(HEAD + "  - pause: {node: 9}\n", "bad.yaml")
+
+
+def test_each_generator_is_named_by_its_kinds_definition() -> None:
+    """The fuzz generator makes the kinds whose definition names a generator: every
+    generator of reference.search.generators is named by exactly its kind, and no kind's
+    definition names another kind's generator."""
+    from harness.scenario import steps as step_kinds
+    from reference.search import generators
+
+    named = step_kinds.generators()
+    assert {k: g.kind for k, g in named.items()} == {k: k for k in named}
+    assert set(named) == set(generators.ALL)
+    assert {"pause", "resume"} <= set(named)

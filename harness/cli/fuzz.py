@@ -66,7 +66,6 @@ def _int(text: str, flag: str, lo: int, hi: int) -> int:
 def parse_args(args: argparse.Namespace) -> tuple[CampaignConfig, float]:
     """Every flag checked before a build is resolved or a cluster starts."""
     from harness.search import fuzz
-    from reference.search import fuzzgen
     if (args.runs is None) == (args.budget is None):
         raise UsageError("fuzz: give exactly one of --runs N or --budget DURATION")
     runs = _int(args.runs, "--runs", 1, MAX_RUNS) if args.runs is not None else None
@@ -85,7 +84,7 @@ def parse_args(args: argparse.Namespace) -> tuple[CampaignConfig, float]:
         raise UsageError("fuzz: --step-timeout: give seconds > 0 and <= 600")
     return fuzz.CampaignConfig(
         seed=seed, runs=runs, budget_s=budget,
-        gen=fuzzgen.GenConfig(length=_int(args.steps, "--steps", 1, 100), weights=weights),
+        gen=fuzz.gen_config(length=_int(args.steps, "--steps", 1, 100), weights=weights),
         confirm=_int(args.confirm, "--confirm", 0, 20), shrink=not args.no_shrink,
         shrink_attempts=_int(args.shrink_attempts, "--shrink-attempts", 1, 1000),
         shrink_budget_s=shrink_budget, guided=args.guided,
@@ -130,7 +129,7 @@ def _fuzz(args: argparse.Namespace) -> int:
     progress.say(f"fuzz: Kafka {build.version}, seed {cfg.seed}, "
                  + (f"{cfg.runs} runs" if cfg.runs else f"budget {cfg.budget_s:.0f} s")
                  + f", {cfg.gen.length} steps + tail, weights "
-                 + ",".join(f"{k}={v}" for k, v in cfg.gen.weights.items()))
+                 + ",".join(f"{k}={v}" for k, v in cfg.gen.weight_of().items()))
     spark = spark_runs(args.master)
     try:
         result = _campaign(args, cfg, build, new_model, out_dir, step_timeout, spark).run()

@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 
 from harness.run.parallel import run_all
+from harness.scenario import steps as step_kinds
 from harness.search.shrink import ShrinkResult, Signature, Steps, shrink
 from reference.model import steps as S
 from reference.search import fuzzgen
@@ -42,6 +43,12 @@ BASE: dict[str, Any] = {
               "config": {"unclean.leader.election.enable": "false"}},
 }
 
+
+
+def gen_config(**settings: Any) -> fuzzgen.GenConfig:
+    """The generator's settings with the kinds it makes: those whose definition in
+    harness/scenario/steps/ names a generator (pause and resume included)."""
+    return fuzzgen.GenConfig(generators=step_kinds.generators(), **settings)
 
 def scenario_yaml(name: str, seed: int, steps: Steps, description: str = "") -> str:
     """The scenario file of a schedule (FORMAT.md), as `kafka-chaos run` reads it."""
@@ -75,7 +82,7 @@ def schedule(new_model: Callable[[], Any], seed: int, index: int,
 def repairer(new_model: Callable[[], Any]) -> Callable[[Steps], Steps | None]:
     """Drop the steps a shrink candidate made invalid, until the generator's rules hold
     (no count bound: merged produces may exceed the generator's counts)."""
-    cfg = fuzzgen.GenConfig(max_count=10_000)
+    cfg = gen_config(max_count=10_000)
 
     def repair(steps: Steps) -> Steps | None:
         cur = tuple(steps)
@@ -202,7 +209,7 @@ class CampaignConfig:
     seed: int
     runs: int | None = None
     budget_s: float | None = None
-    gen: fuzzgen.GenConfig = field(default_factory=fuzzgen.GenConfig)
+    gen: fuzzgen.GenConfig = field(default_factory=lambda: gen_config())
     #: Re-runs of a new failure's schedule before shrinking (flaky classification).
     confirm: int = 1
     shrink: bool = True
@@ -445,7 +452,8 @@ def parse_duration(text: str) -> float:
 
 def parse_weights(text: str) -> dict[str, int]:
     """'produce=5,kill=2' over the defaults; unknown kinds and bad numbers are errors."""
-    weights = dict(fuzzgen.DEFAULT_WEIGHTS)
+    kinds = step_kinds.generators()
+    weights = {k: g.weight for k, g in kinds.items()}
     for part in (p.strip() for p in text.split(",")):
         if not part:
             continue
@@ -453,8 +461,8 @@ def parse_weights(text: str) -> dict[str, int]:
         key = key.strip()
         if not sep:
             raise ValueError(f"{part!r}: give KIND=WEIGHT")
-        if key not in fuzzgen.KINDS:
-            raise ValueError(f"unknown step kind {key!r} (one of {', '.join(fuzzgen.KINDS)})")
+        if key not in kinds:
+            raise ValueError(f"unknown step kind {key!r} (one of {', '.join(kinds)})")
         try:
             n = int(value)
         except ValueError:

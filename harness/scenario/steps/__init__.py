@@ -14,6 +14,7 @@ import pkgutil
 from typing import Any
 
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
+from reference.search.generators import Generator
 
 
 def _discover() -> dict[str, StepKind]:
@@ -31,6 +32,12 @@ def _discover() -> dict[str, StepKind]:
 KINDS: dict[str, StepKind] = _discover()
 
 
+def generators() -> dict[str, Generator]:
+    """The kinds ``kafka-chaos fuzz`` makes: every kind whose definition names a
+    generator."""
+    return {name: kind.generator for name, kind in KINDS.items() if kind.generator}
+
+
 def execute(session: Any, at: Target, name: str, step: Any) -> StepOutcome:
     """Run one step on the cluster; what it produced besides cluster state."""
     out = StepOutcome()
@@ -38,4 +45,4 @@ def execute(session: Any, at: Target, name: str, step: Any) -> StepOutcome:
     return out
 
 
-__all__ = ["KINDS", "StepKind", "StepOutcome", "Target", "execute"]
+__all__ = ["KINDS", "StepKind", "StepOutcome", "Target", "execute", "generators"]

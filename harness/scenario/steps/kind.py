@@ -14,6 +14,7 @@ from yaml.nodes import Node
 from harness.cluster.topology import ClusterShape
 from harness.scenario.nodes import Ctx, Items
 from reference.model.steps import Step
+from reference.search.generators import Generator
 
 if TYPE_CHECKING:
     from harness.client.session import Session
@@ -101,3 +102,7 @@ class StepKind:
     #: Whether the runner waits for the step's settled prediction (a restart with
     #: ``wait: false`` does not: the model's prediction is checked by the steps after it).
     settles: Callable[[Step], bool] = _always
+    #: How ``kafka-chaos fuzz`` makes this kind (its candidates, the guard that keeps a
+    #: schedule meaningful, its default weight): reference.search.generators; None: never
+    #: generated.
+    generator: Generator | None = None

@@ -11,6 +11,7 @@ from harness.infra.errors import HarnessError
 from harness.scenario.nodes import Ctx, Items, check_node
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from reference.model import steps as S
+from reference.search import generators as G
 
 
 def node_ref(c: Ctx, node: Node, where: str, cl: ClusterShape) -> S.NodeRef:
@@ -101,11 +102,13 @@ def _heal(s: Any, at: Target, step: S.Heal, out: StepOutcome) -> None:
 KINDS = (
     StepKind("isolate", "isolate: {node: N|active|last_active}: cut every link to and from "
              "node N",
-             lambda c, it, n, w, cl: S.Isolate(parse_node(c, it, n, w, cl)), _isolate),
+             lambda c, it, n, w, cl: S.Isolate(parse_node(c, it, n, w, cl)), _isolate,
+             generator=G.ISOLATE),
     StepKind("partition", "partition: {groups: [[...], [...]]}: cut every link between groups",
              _parse_partition, _partition),
     StepKind("cut", "cut: {src: A, dst: B, direction: both|oneway}: cut one link (A, B: "
              "ids, active or last_active)",
-             _parse_cut, _cut),
-    StepKind("heal", "heal: {}: restore every link", _parse_heal, _heal),
+             _parse_cut, _cut, generator=G.CUT),
+    StepKind("heal", "heal: {}: restore every link", _parse_heal, _heal,
+             generator=G.HEAL),
 )

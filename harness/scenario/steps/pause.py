@@ -9,6 +9,7 @@ from typing import Any
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from harness.scenario.steps.network import concrete, parse_node
 from reference.model.steps import Pause, Resume
+from reference.search import generators as G
 
 
 def _pause(s: Any, at: Target, step: Pause, out: StepOutcome) -> None:
@@ -22,7 +23,9 @@ def _resume(s: Any, at: Target, step: Resume, out: StepOutcome) -> None:
 KINDS = (
     StepKind("pause", "pause: {node: N|active|last_active}: SIGSTOP the node; silent on "
              "every link, log kept",
-             lambda c, it, n, w, cl: Pause(parse_node(c, it, n, w, cl)), _pause),
+             lambda c, it, n, w, cl: Pause(parse_node(c, it, n, w, cl)), _pause,
+             generator=G.PAUSE),
     StepKind("resume", "resume: {node: N|last_active}: SIGCONT a paused node; its links are back",
-             lambda c, it, n, w, cl: Resume(parse_node(c, it, n, w, cl)), _resume),
+             lambda c, it, n, w, cl: Resume(parse_node(c, it, n, w, cl)), _resume,
+             generator=G.RESUME),
 )

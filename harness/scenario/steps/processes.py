@@ -13,6 +13,7 @@ from harness.scenario.nodes import MAX_OFFSET, Ctx, Items, check_broker
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from harness.scenario.steps.network import concrete, node_ref
 from reference.model import steps as S
+from reference.search import generators as G
 
 
 def parse_broker(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape,
@@ -102,17 +103,17 @@ def _lose(s: Any, at: Target, step: S.LoseUnflushed, out: StepOutcome) -> None:
 KINDS = (
     StepKind("kill", "kill: {broker: N} | {controller: N|active|last_active}: SIGKILL the "
              "node (no clean-shutdown file)", _parse_kill, _kill,
-             follows=lambda down, step: _goes_down(down, step)),
+             follows=lambda down, step: _goes_down(down, step), generator=G.KILL),
     StepKind("lose_unflushed", "lose_unflushed: {broker: N, offset: O}: after its kill, the "
              "broker's replica keeps only offsets < O", _parse_lose, _lose,
-             follows=_after_its_kill, on_partitions=True),
+             follows=_after_its_kill, on_partitions=True, generator=G.LOSE_UNFLUSHED),
     StepKind("stop", "stop: {broker: N} | {controller: N|active|last_active}: clean "
              "shutdown (SIGTERM)", _parse_stop, _stop,
-             follows=lambda down, step: _goes_down(down, step)),
+             follows=lambda down, step: _goes_down(down, step), generator=G.STOP),
     StepKind("restart", "restart: {broker: N, wait: true|false} | {controller: "
              "N|last_active}: start a killed or stopped node again; wait: false goes on once "
              "its process runs (not settled: the next step or an await {ready: [N]} checks "
              "it)", _parse_restart, _restart,
              follows=lambda down, step: _comes_back(down, step),
-             settles=lambda step: bool(getattr(step, "wait", True))),
+             settles=lambda step: bool(getattr(step, "wait", True)), generator=G.RESTART),
 )

@@ -11,6 +11,7 @@ from harness.cluster.topology import ClusterShape
 from harness.scenario.nodes import MAX_RECORDS, Ctx, Items
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from reference.model import steps as S
+from reference.search import generators as G
 
 
 def _parse_produce(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Produce:
@@ -55,7 +56,9 @@ def _consume(s: Any, at: Target, step: S.Consume, out: StepOutcome) -> None:
 KINDS = (
     StepKind("produce", "produce: {count: N, acks: 0|1|all}: write N records with unique ids",
              _parse_produce, _produce,
-             records=_count, with_records=_named, on_partitions=True, concurrent=True),
+             records=_count, with_records=_named, on_partitions=True, concurrent=True,
+             generator=G.PRODUCE),
     StepKind("consume", "consume: {}: read every visible record",
-             _parse_consume, _consume, reads=True, on_partitions=True, concurrent=True),
+             _parse_consume, _consume, reads=True, on_partitions=True, concurrent=True,
+             generator=G.CONSUME),
 )
