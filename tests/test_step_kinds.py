@@ -35,7 +35,8 @@ def test_every_kind_is_documented(name: str) -> None:
 def test_a_loaded_step_serialises_to_what_was_written() -> None:
     written = ["produce: {count: 2, acks: 1}", "isolate: {node: 100}", "heal: {}",
                "cut: {src: 1, dst: 2, direction: oneway}", "kill: {broker: 3}",
-               "lose_unflushed: {broker: 3, offset: 1}", "restart: {broker: 3}",
+               "lose_unflushed: {broker: 3, offset: 1}", "unregister: {broker: 3}",
+               "restart: {broker: 3}",
                "elect: {type: unclean}", "reassign: {replicas: [2, 1]}",
                "alter_config: {scope: topic, config: {min.insync.replicas: '1'}}",
                "await: {leader: 2, timeout_s: 5.0}", "consume: {}", "pause: {node: 2}",
@@ -80,3 +81,11 @@ def test_each_generator_is_named_by_its_kinds_definition() -> None:
     assert {k: g.kind for k, g in named.items()} == {k: k for k in named}
     assert set(named) == set(generators.ALL)
     assert {"pause", "resume"} <= set(named)
+
+
+def test_unregister_follows_a_kill_or_stop_of_that_broker() -> None:
+    from harness.scenario.loader import ScenarioError
+    with pytest.raises(ScenarioError, match="must follow a kill or stop of that broker"):
+        parse_scenario(HEAD + "  - unregister: {broker: 2}\n")
+    sc = parse_scenario(HEAD + "  - stop: {broker: 2}\n  - unregister: {broker: 2}\n")
+    assert step_to_dict(sc.steps[1].step) == {"unregister": {"broker": 2}}

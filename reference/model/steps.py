@@ -287,6 +287,35 @@ class Restart(OnBroker):
 
 
 @dataclass(frozen=True, slots=True)
+class Unregister(OnBroker):
+    """UnregisterBroker (KIP-631) of a broker that is down: the controller drops its
+    registration and changes each partition as at a fencing, with the broker out of the
+    target ISR and no unclean-shutdown broker named (ReplicationControlManager
+    .handleBrokerUnregistered -> generateLeaderAndIsrUpdates). So a member of the ELR
+    stays in it: seen on 4.3.1, an UnregisterBrokerRecord and no PartitionChangeRecord,
+    ELR [3] kept (fixtures/scenarios/unregister-keeps-elr-member.yaml). KIP-966 says
+    nothing of unregistration. A restart registers the broker anew. A running broker
+    would register again at its next heartbeat, so the loader lets this step follow only
+    a kill or a stop."""
+
+    kind: ClassVar[str] = "unregister"
+
+    def transition(self, w: World, ctx: Ctx) -> World | list[Outcome]:
+        b = self.broker
+        br = w.broker(b)
+        if br.alive:
+            return w
+        w = w.with_broker(evolve(br, fenced=True))
+        p = w.partition
+        if b not in p.isr and p.leader != b:
+            return w
+        # An operator's change of the cluster, as a reassignment is: the KIP's guarantee
+        # of min ISR electable replicas no longer holds (invariants: reconfigured).
+        branches = partition_change(evolve(w, reconfigured=True), ctx, proposed_isr=p.isr - {b})
+        return [Outcome(x) for y in branches for x in settle(y, ctx)]
+
+
+@dataclass(frozen=True, slots=True)
 class OnController:
     """A step on one controller's process (``kill``/``stop``/``restart`` with
     ``controller:``). To the model a controller that is down is one nobody reaches: its
