@@ -385,6 +385,11 @@ public final class ControllerDriver {
         elrMode = elr.mode;
         ready.put("minIsr", minIsr);
         ready.put("uncleanElection", unclean);
+        uncleanConfigHonoured = probeUncleanConfig();
+        ready.put("uncleanElectionConfigHonoured", uncleanConfigHonoured);
+        if (!uncleanConfigHonoured && unclean) {
+            sessionNotes.add(IGNORES_UNCLEAN_CONFIG);
+        }
         ready.set("unsupportedEvents", unsupportedEvents());
         for (String note : elr.notes) {
             sessionNotes.add(note);
@@ -638,6 +643,24 @@ public final class ControllerDriver {
         }
     }
 
+    static final String IGNORES_UNCLEAN_CONFIG = "this build's controller ignores "
+        + "unclean.leader.election.enable (ConfigurationControlManager."
+        + "uncleanLeaderElectionEnabledForTopic is always false before 3.9): only electLeaders "
+        + "type unclean elects an out-of-sync leader";
+    boolean uncleanConfigHonoured = true;
+
+    /** Whether this build's controller reads unclean.leader.election.enable at all: asked
+     * of a scratch ConfigurationControlManager whose static config turns it on. */
+    boolean probeUncleanConfig() {
+        ConfigurationControlManager probe = new ConfigurationControlManager.Builder()
+            .setLogContext(logContext)
+            .setSnapshotRegistry(new SnapshotRegistry(logContext))
+            .setKafkaConfigSchema(configSchema())
+            .setStaticConfig(Map.of("unclean.leader.election.enable", "true"))
+            .build();
+        return probe.uncleanLeaderElectionEnabledForTopic("probe");
+    }
+
     boolean elrEnabled() {
         if (method(FeatureControlManager.class, "isElrFeatureEnabled", 0) != null) {
             return (Boolean) invoke(featureControl, "isElrFeatureEnabled");  // 4.0+
@@ -739,6 +762,9 @@ public final class ControllerDriver {
             case "electLeaders":
                 return electLeaders(e);
             case "alterConfig":
+                if (!uncleanConfigHonoured && e.path("configs").has("unclean.leader.election.enable")) {
+                    notes.add(IGNORES_UNCLEAN_CONFIG);
+                }
                 return alterConfig(e);
             case "tick":
                 return tick(e);
@@ -787,6 +813,12 @@ public final class ControllerDriver {
         } else if (notes != null && !clean) {
             notes.add("this build's BrokerRegistrationRequest has no PreviousBrokerEpoch: its "
                 + "controller cannot tell an unclean shutdown from a clean one");
+        }
+        if (notes != null && clean && canTell
+            && method(ClusterControlManager.class, "registerBroker", -1).getParameterCount() == 3
+            && method(ReplicationControlManager.class, "handleBrokerUncleanShutdown", 2) != null) {
+            notes.add("this build's controller does not read PreviousBrokerEpoch: it handles "
+                + "every new incarnation as an unclean shutdown");
         }
         if (notes != null && !clean
             && method(ReplicationControlManager.class, "handleBrokerUncleanShutdown", 2) == null
