@@ -131,12 +131,13 @@ def _bool(value: Any) -> bool:
     return isinstance(value, bool)
 
 
-def _opt_int(value: Any) -> bool:
-    return value is None or _is_int(value)
+def _natural(value: Any) -> bool:
+    """Partitions and offsets: whole numbers from 0 (Kafka's -1, "no offset", is null)."""
+    return _is_int(value) and value >= 0
 
 
-def _optional(test: Callable[[Any], bool]) -> Callable[[Any], bool]:
-    return lambda value: value is None or test(value)
+def _opt_natural(value: Any) -> bool:
+    return value is None or _natural(value)
 
 
 #: per kind, the fields the checks compute with and their types (absent = null)
@@ -144,18 +145,20 @@ FIELDS: dict[str, dict[str, Callable[[Any], bool]]] = {
     "traffic_start": {},
     "producer": {"producer": _str, "acks": _str, "idempotent": _bool},
     "send": {"producer": _str, "seq": _is_int, "id": _str, "topic": _str,
-             "partition": _opt_int},
+             "partition": _opt_natural},
     "ack": {"producer": _str, "seq": _is_int, "id": _str, "topic": _str,
-            "partition": _is_int, "offset": _opt_int},
+            "partition": _natural, "offset": _opt_natural},
     "send_error": {"producer": _str, "seq": _is_int, "id": _str, "topic": _str,
-                   "partition": _opt_int, "error": _str},
-    "poll": {"consumer": _str, "session": _is_int, "topic": _str, "partition": _is_int,
-             "offset": _is_int, "id": _str},
-    "commit": {"consumer": _str, "group": _str, "topic": _str, "partition": _is_int,
-               "offset": _is_int},
-    "final_read": {"topic": _str, "partition": _is_int, "offset": _is_int, "id": _str},
-    "final_read_end": {"topic": _str, "partition": _is_int, "complete": _bool},
+                   "partition": _opt_natural, "error": _str},
+    "poll": {"consumer": _str, "session": _is_int, "topic": _str, "partition": _natural,
+             "offset": _natural, "id": _str},
+    "commit": {"consumer": _str, "group": _str, "topic": _str, "partition": _natural,
+               "offset": _natural},
+    "final_read": {"topic": _str, "partition": _natural, "offset": _natural, "id": _str},
+    "final_read_end": {"topic": _str, "partition": _natural, "complete": _bool},
 }
+#: fields that must be >= 0 where present (spark.py checks these on top of the types)
+NATURAL = ("partition", "offset")
 
 
 def well_typed(event: Any) -> bool:
@@ -235,8 +238,10 @@ class TrafficRecorder:
 
     def ack(self, producer: str, seq: int, id: str, topic: str, partition: int,
             offset: int | None) -> Event:
+        """`offset` None, or negative as clients report "no offset" (acks=0): null."""
+        known = offset if offset is not None and offset >= 0 else None
         return self._emit({"kind": "ack", "producer": producer, "seq": seq, "id": id,
-                           "topic": topic, "partition": partition, "offset": offset})
+                           "topic": topic, "partition": partition, "offset": known})
 
     def send_error(self, producer: str, seq: int, id: str, topic: str, error: str,
                    partition: int | None = None) -> Event:
