@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.scenario.loader import Scenario
 from reference.releases.deviations import (
     Deviation,
     apply_deviations,
@@ -118,7 +119,7 @@ def fields_note(fields: Mapping[str, list[str]] | None) -> str:
     return note
 
 
-def declared(scenario: Any, axis: str, version: tuple[int, int, int]) -> dict[str, str] | None:
+def declared(scenario: Scenario, axis: str, version: tuple[int, int, int]) -> dict[str, str] | None:
     """The scenario's expected verdict on ``axis`` for this version, if it declares one."""
     finder = getattr(scenario, "expected", None)
     exp = finder(axis, version) if callable(finder) else None
@@ -316,7 +317,7 @@ def _step_no(finding: Mapping[str, Any]) -> str:
     return "-" if index is None else str(int(index) + 1)
 
 
-def effective_min_isr(scenario: Any) -> int:
+def effective_min_isr(scenario: Scenario) -> int:
     """The smallest effective min ISR of the run: min(min.insync.replicas, RF), over the
     topic's setting and every alter_config step's."""
     values = [int(scenario.topic.min_insync_replicas)]
@@ -332,7 +333,7 @@ class RunEvidence:
     """What a finished run leaves to judge: its events and data checks, and its trace
     (a function from a profile to the violations of the committed records under it)."""
 
-    scenario: Any
+    scenario: Scenario
     version: tuple[int, int, int]
     events: list[dict[str, Any]]
     raw_checks: list[Any] | None

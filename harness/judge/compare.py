@@ -9,6 +9,7 @@ from typing import Any
 
 from harness.cluster.topology import ClusterShape
 from harness.judge.lanes import single
+from harness.scenario.loader import Scenario
 
 CONFORMS, DIVERGES, UNSUPPORTED, ERROR = "CONFORMS", "DIVERGES", "UNSUPPORTED", "ERROR"
 
@@ -26,7 +27,7 @@ def effective_broker_config(shape: ClusterShape) -> dict[str, str]:
     return {**TEST_FRIENDLY_BROKER, **shape.broker_config}
 
 
-def shape_of(scenario: Any) -> ClusterShape:
+def shape_of(scenario: Scenario) -> ClusterShape:
     c = scenario.cluster
     return ClusterShape(brokers=c.brokers, controllers=c.controllers, elr=c.elr,
                         broker_config={k: str(v) for k, v in dict(c.broker_config).items()})
@@ -149,7 +150,7 @@ def consume_mismatch(pred: Any, outcome: Any) -> str | None:
     return None
 
 
-def model_for(scenario: Any, profile: Any, elr: bool) -> Any:
+def model_for(scenario: Scenario, profile: Any, elr: bool) -> Any:
     """The model of a scenario under a profile (name or Profile), as the run had it."""
     from reference import ClusterSpec, Model, TopicSpec
     sc = scenario

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.judge.axes import AxisVerdict
+from harness.scenario.loader import Scenario
 from reference.model import steps as S
 
 #: What a step on partitions is to a lane it does not name: nothing happens to the lane's
@@ -32,7 +33,7 @@ class Lane:
     """One partition of one of the scenario's topics, and the scenario as seen from it."""
 
     partition: int
-    scenario: Any
+    scenario: Scenario
 
     @property
     def topic(self) -> str:
@@ -44,7 +45,7 @@ class Lane:
         return f"{self.topic}-{self.partition}"
 
 
-def lanes(scenario: Any) -> list[Lane]:
+def lanes(scenario: Scenario) -> list[Lane]:
     """One lane per partition of every topic, in the topics' order, partition 0 first."""
     if single(scenario):
         return [Lane(0, scenario)]
@@ -52,13 +53,13 @@ def lanes(scenario: Any) -> list[Lane]:
             for t in scenario.every_topic() for p in range(t.partitions)]
 
 
-def single(scenario: Any) -> bool:
+def single(scenario: Scenario) -> bool:
     """Whether the scenario has one partition (its lane is the scenario itself)."""
     topics = scenario.every_topic()
     return len(topics) == 1 and topics[0].partitions == 1
 
 
-def lane_scenario(scenario: Any, topic: str, partition: int) -> Any:
+def lane_scenario(scenario: Scenario, topic: str, partition: int) -> Scenario:
     """The scenario as a single-partition one on ``partition`` of ``topic``."""
     (named,) = [t for t in scenario.every_topic() if t.name == topic]
     own = replace(named, replicas=named.replicas_of(partition), assignment=())
@@ -82,7 +83,7 @@ def _without_target(mapping: Mapping[str, Any]) -> dict[str, Any]:
                    if k not in ("partition", "topic")}}
 
 
-def lane_events(events: Iterable[Mapping[str, Any]], scenario: Any, lane: Lane
+def lane_events(events: Iterable[Mapping[str, Any]], scenario: Scenario, lane: Lane
                 ) -> list[dict[str, Any]]:
     """The run's events as the lane's single-partition run would have written them: events
     of other partitions left out, step events as the lane's steps (an untouched lane's

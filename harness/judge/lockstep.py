@@ -12,6 +12,7 @@ from typing import Any
 from harness.judge.axes import KipJudge, Mismatch, ObservedStep, read_of
 from harness.judge.lanes import Lane, lanes
 from harness.scenario import steps as step_kinds
+from harness.scenario.loader import Scenario
 
 
 @dataclass
@@ -22,7 +23,7 @@ class LaneModel:
 
 
 class Lockstep:
-    def __init__(self, scenario: Any, profile: Any, elr: bool, mismatch: Mismatch,
+    def __init__(self, scenario: Scenario, profile: Any, elr: bool, mismatch: Mismatch,
                  model_for: Callable[[Any, Any, bool], Any]) -> None:
         self.scenario = scenario
         self.lanes: list[LaneModel] = []
@@ -119,7 +120,7 @@ def _names(by_topic: Mapping[str, list[int]]) -> str:
                     for t, ps in by_topic.items())
 
 
-def _factory(model_for: Callable[[Any, Any, bool], Any], scenario: Any, elr: bool
+def _factory(model_for: Callable[[Any, Any, bool], Any], scenario: Scenario, elr: bool
              ) -> Callable[[Any], Any]:
     return lambda profile: model_for(scenario, profile, elr)
 

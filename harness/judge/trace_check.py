@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.client import metadata_records
+from harness.scenario.loader import Scenario
 from reference.releases.profiles import Profile
 from reference.trace.records import CommittedState, TraceContext, Violation
 from reference.trace.replay import committed_prefix_agrees, validate
@@ -67,7 +68,7 @@ def unclean_registrations(events: Iterable[Mapping[str, Any]]) -> frozenset[tupl
     return frozenset(out)
 
 
-def context(scenario: Any, events: list[dict[str, Any]], profile: str | Profile,
+def context(scenario: Scenario, events: list[dict[str, Any]], profile: str | Profile,
             elr: bool) -> TraceContext:
     cfg = dict(scenario.cluster.broker_config)
     unclean_asked = any(getattr(s.step, "type", None) == "unclean" for s in scenario.steps)
@@ -82,7 +83,7 @@ def context(scenario: Any, events: list[dict[str, Any]], profile: str | Profile,
         unclean_registrations=unclean_registrations(events))
 
 
-def memo(logs: TraceLogs, scenario: Any, events: list[dict[str, Any]],
+def memo(logs: TraceLogs, scenario: Scenario, events: list[dict[str, Any]],
          elr: bool) -> Callable[[str | Profile], list[dict[str, Any]]]:
     """Violations under a profile, each profile judged once."""
     cache: dict[str | Profile, list[dict[str, Any]]] = {}

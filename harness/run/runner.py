@@ -52,6 +52,7 @@ from harness.judge.lanes import lane_events, merge_axes, merge_checks
 from harness.judge.lockstep import Lockstep
 from harness.run.sampler import MIN_RATE, SampleObserver, Sampler
 from harness.scenario import steps as step_kinds
+from harness.scenario.loader import Scenario
 from harness.scenario.steps import StepOutcome, Target
 from reference.model.steps import Produce
 
@@ -112,7 +113,7 @@ def step_mapping(step: Any) -> tuple[str, dict[str, Any], int | None]:
     return str(kind), dict(params or {}), step.line
 
 
-def requirement_gap(scenario: Any, build: Build) -> str | None:
+def requirement_gap(scenario: Scenario, build: Build) -> str | None:
     """Why this build cannot run the scenario (its verdict is then UNSUPPORTED), or None."""
     req = scenario.requires
     low, high = _as_version(req.min_version), _as_version(req.max_version)
@@ -128,7 +129,7 @@ def requirement_gap(scenario: Any, build: Build) -> str | None:
     return None
 
 
-def _keep_scenario(scenario: Any, run_dir: Path) -> None:
+def _keep_scenario(scenario: Scenario, run_dir: Path) -> None:
     """The run directory carries the scenario it ran, so `audit` needs nothing else."""
     source = Path(str(getattr(scenario, "path", "") or ""))
     if source.is_file():
@@ -144,14 +145,14 @@ def _as_version(value: Any) -> tuple[int, int, int] | None:
     return int(major), int(minor), int(patch)
 
 
-def elr_enabled(scenario: Any, build: Build) -> bool:
+def elr_enabled(scenario: Scenario, build: Build) -> bool:
     if not build.features.elr:
         return False
     wanted = scenario.cluster.elr
     return build.features.elr_default_on if wanted is None else bool(wanted)
 
 
-def choose_profile(scenario: Any, build: Build, override: str | None) -> str:
+def choose_profile(scenario: Scenario, build: Build, override: str | None) -> str:
     from reference import profile_for_build
     if override:
         return override
@@ -161,7 +162,7 @@ def choose_profile(scenario: Any, build: Build, override: str | None) -> str:
 
 
 class Runner:
-    def __init__(self, scenario: Any, build: Build, backend: str = "local",
+    def __init__(self, scenario: Scenario, build: Build, backend: str = "local",
                  runs_dir: Path = Path("runs"), profile: str | None = None,
                  step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S,
                  on_step: Callable[[StepResult], None] | None = None) -> None:

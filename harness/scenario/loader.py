@@ -30,8 +30,8 @@ from harness.scenario.nodes import (
     NAME_RE,
     TOPIC_RE,
     Composer,
-    Ctx,
     Items,
+    Reader,
     ScenarioError,
     broker_list,
     check_not_owned,
@@ -190,7 +190,7 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
     root = Composer(path).compose(text)
     if root is None:
         raise ScenarioError(f"{path}:1: empty file")
-    ctx = Ctx(path)
+    ctx = Reader(path)
     top = ctx.mapping(root, "")
     ctx.unknown(top, TOP_KEYS, "")
     version = ctx.int_(ctx.required(top, "version", root, ""), "version")
@@ -212,7 +212,7 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
                     steps=tuple(steps), path=path, expectations=expectations)
 
 
-def _name(ctx: Ctx, node: Node) -> str:
+def _name(ctx: Reader, node: Node) -> str:
     name = ctx.str_(node, "name")
     if not NAME_RE.fullmatch(name):
         raise ctx.fail(node, "name", f"{name!r} must match [a-z0-9-]+")
@@ -222,7 +222,7 @@ def _name(ctx: Ctx, node: Node) -> str:
     return name
 
 
-def _profile(ctx: Ctx, node: Node) -> str:
+def _profile(ctx: Reader, node: Node) -> str:
     profile = ctx.str_(node, "profile")
     if profile != "auto" and profile not in PROFILES:
         raise ctx.fail(node, "profile", f"unknown profile {profile!r} (auto or one of: "
@@ -230,12 +230,12 @@ def _profile(ctx: Ctx, node: Node) -> str:
     return profile
 
 
-def _expectations(ctx: Ctx, node: Node) -> tuple[Expectation, ...]:
+def _expectations(ctx: Reader, node: Node) -> tuple[Expectation, ...]:
     return tuple(_expectation(ctx, item, f"expect[{i}]")
                  for i, item in enumerate(ctx.sequence(node, "expect")))
 
 
-def _expectation(ctx: Ctx, item: Node, where: str) -> Expectation:
+def _expectation(ctx: Reader, item: Node, where: str) -> Expectation:
     it = ctx.mapping(item, where)
     ctx.unknown(it, ("axis", "verdict", "versions", "reason"), where)
     anode = ctx.required(it, "axis", item, where)
@@ -257,7 +257,7 @@ def _expectation(ctx: Ctx, item: Node, where: str) -> Expectation:
     return Expectation(axis, verdict, lo, hi, reason)
 
 
-def _version_range(ctx: Ctx, node: Node, where: str
+def _version_range(ctx: Reader, node: Node, where: str
                    ) -> tuple[tuple[int, int, int] | None, tuple[int, int, int] | None]:
     items = ctx.mapping(node, where)
     ctx.unknown(items, ("min", "max"), where)
@@ -268,7 +268,7 @@ def _version_range(ctx: Ctx, node: Node, where: str
     return lo, hi
 
 
-def _requires(ctx: Ctx, node: Node) -> Requires:
+def _requires(ctx: Reader, node: Node) -> Requires:
     items = ctx.mapping(node, "requires")
     ctx.unknown(items, ("min_version", "max_version", "features"), "requires")
     lo = ctx.version(items["min_version"][1], "requires.min_version") \
@@ -290,7 +290,7 @@ def _requires(ctx: Ctx, node: Node) -> Requires:
     return Requires(lo, hi, tuple(feats))
 
 
-def _cluster(ctx: Ctx, node: Node) -> ClusterShape:
+def _cluster(ctx: Reader, node: Node) -> ClusterShape:
     items = ctx.mapping(node, "cluster")
     ctx.unknown(items, ("brokers", "controllers", "elr", "broker_config"), "cluster")
     brokers = ctx.int_(ctx.required(items, "brokers", node, "cluster"), "cluster.brokers")
@@ -310,7 +310,7 @@ def _cluster(ctx: Ctx, node: Node) -> ClusterShape:
     return ClusterShape(brokers, controllers, elr, cfg)
 
 
-def _topics(ctx: Ctx, top: Items, root: Node, cluster: ClusterShape) -> tuple[Topic, ...]:
+def _topics(ctx: Reader, top: Items, root: Node, cluster: ClusterShape) -> tuple[Topic, ...]:
     """``topic`` (one) or ``topics`` (a list of the same mappings, names distinct)."""
     if "topic" in top and "topics" in top:
         raise ctx.fail(top["topics"][1], "topics", "give topic (one) or topics (a list), "
@@ -333,7 +333,7 @@ def _topics(ctx: Ctx, top: Items, root: Node, cluster: ClusterShape) -> tuple[To
     return tuple(out)
 
 
-def _topic(ctx: Ctx, node: Node, cluster: ClusterShape, where: str) -> Topic:
+def _topic(ctx: Reader, node: Node, cluster: ClusterShape, where: str) -> Topic:
     items = ctx.mapping(node, where)
     ctx.unknown(items, ("name", "replicas", "partitions", "assignment", "min_insync_replicas",
                         "config"), where)
@@ -348,7 +348,7 @@ def _topic(ctx: Ctx, node: Node, cluster: ClusterShape, where: str) -> Topic:
     return Topic(name, assignment[0], mir, cfg, assignment if len(assignment) > 1 else ())
 
 
-def _assignment(ctx: Ctx, node: Node, items: Items, cluster: ClusterShape, where: str
+def _assignment(ctx: Reader, node: Node, items: Items, cluster: ClusterShape, where: str
                 ) -> tuple[tuple[int, ...], ...]:
     """Every partition's replicas: ``assignment`` as written, or ``replicas`` for partition
     0 and a spread (``spread_assignment``) for the rest."""
@@ -389,7 +389,7 @@ def spread_assignment(replicas: tuple[int, ...], brokers: tuple[int, ...], parti
     return tuple(tuple(cycle[(p + i) % n] for i in range(rf)) for p in range(partitions))
 
 
-def _topic_name(ctx: Ctx, node: Node, where: str = "topic.name") -> str:
+def _topic_name(ctx: Reader, node: Node, where: str = "topic.name") -> str:
     """Kafka's rule: 1..249 of [a-zA-Z0-9._-], and not '.' or '..'."""
     name = ctx.str_(node, where)
     if not TOPIC_RE.fullmatch(name) or name in (".", "..") or len(name) > MAX_TOPIC_NAME:
@@ -399,7 +399,7 @@ def _topic_name(ctx: Ctx, node: Node, where: str = "topic.name") -> str:
     return name
 
 
-def _steps(ctx: Ctx, node: Node, cluster: ClusterShape, topics: tuple[Topic, ...]
+def _steps(ctx: Reader, node: Node, cluster: ClusterShape, topics: tuple[Topic, ...]
            ) -> list[ScenarioStep]:
     out: list[ScenarioStep] = []
     down: set[int] = set()
@@ -437,7 +437,7 @@ def _config_target(step: S.Step, topic: str | None, topics: tuple[Topic, ...]
     return None
 
 
-def _step(ctx: Ctx, item: Node, where: str, cluster: ClusterShape, topics: tuple[Topic, ...]
+def _step(ctx: Reader, item: Node, where: str, cluster: ClusterShape, topics: tuple[Topic, ...]
           ) -> tuple[step_kinds.StepKind, S.Step, str | None, int | None]:
     items = ctx.mapping(item, where)
     if len(items) != 1:
@@ -453,7 +453,7 @@ def _step(ctx: Ctx, item: Node, where: str, cluster: ClusterShape, topics: tuple
     return kind, kind.parse(ctx, params, item, f"{where}.{name}", cluster), topic, partition
 
 
-def _target(ctx: Ctx, params: Items, where: str, kind: step_kinds.StepKind,
+def _target(ctx: Reader, params: Items, where: str, kind: step_kinds.StepKind,
             topics: tuple[Topic, ...]) -> tuple[str | None, int | None]:
     """The topic and partition a step on partitions names (taken out of ``params``; None:
     every one)."""

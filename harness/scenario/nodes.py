@@ -1,7 +1,7 @@
 """Scenario YAML as bounded nodes, and the checked readers of their values: every
 failure is a ScenarioError naming the file, the line and the key (FORMAT.md "Limits").
 The scenario loader (scenario.py) and every step kind's parser (steps/) read through
-``Ctx``. Nothing here touches a cluster.
+``Reader``. Nothing here touches a cluster.
 """
 
 from __future__ import annotations
@@ -246,7 +246,7 @@ def _events(text: str, loader: Any) -> Iterator[Event]:
 Items = dict[str, tuple[Node, Node]]
 
 
-class Ctx:
+class Reader:
     """Reads validated values off the nodes; its constructor lives as long as one load."""
 
     def __init__(self, path: str) -> None:
@@ -408,7 +408,7 @@ STRATEGIES = ("Aggressive", "Balanced", "None")
 _LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
 
 
-def check_config_value(c: Ctx, node: Node, where: str, key: str, text: str) -> None:
+def check_config_value(c: Reader, node: Node, where: str, key: str, text: str) -> None:
     if any(ch in _LINE_BREAKS for ch in text):
         raise c.fail(node, where, "a line break cannot go into a .properties value")
     if not text.isprintable():
@@ -426,7 +426,7 @@ def check_config_value(c: Ctx, node: Node, where: str, key: str, text: str) -> N
         raise c.fail(node, where, f"{key} must be one of {', '.join(STRATEGIES)}, got {text!r}")
 
 
-def check_not_owned(c: Ctx, node: Node, where: str, cfg: Mapping[str, str]) -> None:
+def check_not_owned(c: Reader, node: Node, where: str, cfg: Mapping[str, str]) -> None:
     owned = sorted(set(cfg) & HARNESS_OWNED)
     if owned:
         raise c.fail(node, where, f"{', '.join(owned)} is owned by the harness (it wires "
@@ -435,7 +435,7 @@ def check_not_owned(c: Ctx, node: Node, where: str, cfg: Mapping[str, str]) -> N
 
 # --- brokers and nodes of the cluster ------------------------------------------------
 
-def broker_list(ctx: Ctx, node: Node, where: str, cluster: ClusterShape) -> tuple[int, ...]:
+def broker_list(ctx: Reader, node: Node, where: str, cluster: ClusterShape) -> tuple[int, ...]:
     """A non-empty list of distinct brokers (a topic's or a reassignment's replicas)."""
     out = broker_ids(ctx, node, where, cluster)
     if not out:
@@ -443,18 +443,18 @@ def broker_list(ctx: Ctx, node: Node, where: str, cluster: ClusterShape) -> tupl
     return tuple(out)
 
 
-def check_broker(ctx: Ctx, node: Node, where: str, b: int, cluster: ClusterShape) -> None:
+def check_broker(ctx: Reader, node: Node, where: str, b: int, cluster: ClusterShape) -> None:
     if b not in cluster.broker_ids:
         raise ctx.fail(node, where, f"{b} is not a broker (brokers are 1..{cluster.brokers})")
 
 
-def check_node(ctx: Ctx, node: Node, where: str, n: int, cluster: ClusterShape) -> None:
+def check_node(ctx: Reader, node: Node, where: str, n: int, cluster: ClusterShape) -> None:
     if n not in cluster.broker_ids and n not in cluster.controller_ids:
         raise ctx.fail(node, where, f"{n} is not a node (brokers 1..{cluster.brokers}, "
                        f"controllers {FIRST_CONTROLLER}..{cluster.controller_ids[-1]})")
 
 
-def broker_ids(c: Ctx, node: Node, where: str, cl: ClusterShape) -> list[int]:
+def broker_ids(c: Reader, node: Node, where: str, cl: ClusterShape) -> list[int]:
     """A set of brokers, possibly empty (an await's isr, elr, ...)."""
     ids: list[int] = []
     for i, x in enumerate(c.sequence(node, where)):

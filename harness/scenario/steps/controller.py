@@ -3,13 +3,19 @@ local_log (KIP-1303)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from yaml.nodes import Node
 
 from harness.client import admin
+from harness.client.session import Session
 from harness.cluster.topology import ClusterShape
-from harness.scenario.nodes import MAX_LONG, Ctx, Items, broker_list, check_broker, check_not_owned
+from harness.scenario.nodes import (
+    MAX_LONG,
+    Items,
+    Reader,
+    broker_list,
+    check_broker,
+    check_not_owned,
+)
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from harness.scenario.steps.processes import parse_broker
 from reference.model import steps as S
@@ -17,7 +23,7 @@ from reference.model import steps as S
 SUPPORTED_ELECTIONS = ("preferred", "unclean")
 
 
-def _parse_alter(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.AlterConfig:
+def _parse_alter(c: Reader, it: Items, n: Node, w: str, cl: ClusterShape) -> S.AlterConfig:
     c.unknown(it, ("scope", "config"), w)
     snode = c.required(it, "scope", n, w)
     scope = c.str_(snode, f"{w}.scope")
@@ -32,11 +38,11 @@ def _parse_alter(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Alte
     return S.AlterConfig(scope, cfg)
 
 
-def _alter(s: Any, at: Target, step: S.AlterConfig, out: StepOutcome) -> None:
+def _alter(s: Session, at: Target, step: S.AlterConfig, out: StepOutcome) -> None:
     admin.alter_config(s.observer, step.scope, at.topic, step.config)
 
 
-def _parse_elect(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Elect:
+def _parse_elect(c: Reader, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Elect:
     c.unknown(it, ("type", "broker"), w)
     tnode = c.required(it, "type", n, w)
     kind = c.str_(tnode, f"{w}.type")
@@ -53,7 +59,7 @@ def _parse_elect(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Elec
     return S.Elect(kind, broker)
 
 
-def _elect(s: Any, at: Target, step: S.Elect, out: StepOutcome) -> None:
+def _elect(s: Session, at: Target, step: S.Elect, out: StepOutcome) -> None:
     if step.type not in SUPPORTED_ELECTIONS:
         out.unsupported = (f"election type {step.type} (KIP-966 part 2 / "
                            "kafka-leader-election.sh LONGEST_LOG_* / DESIGNATION) is not in "
@@ -62,7 +68,7 @@ def _elect(s: Any, at: Target, step: S.Elect, out: StepOutcome) -> None:
     out.note = admin.elect_leaders(s.observer, step.type, at.topic, at.partition)
 
 
-def _parse_reassign(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Reassign:
+def _parse_reassign(c: Reader, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Reassign:
     """``{replicas: [...]}`` (a target) or ``{cancel: true}`` (revert), not both."""
     c.unknown(it, ("replicas", "cancel"), w)
     if "cancel" in it:
@@ -78,12 +84,12 @@ def _parse_reassign(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.R
     return S.Reassign(broker_list(c, it["replicas"][1], f"{w}.replicas", cl))
 
 
-def _reassign(s: Any, at: Target, step: S.Reassign, out: StepOutcome) -> None:
+def _reassign(s: Session, at: Target, step: S.Reassign, out: StepOutcome) -> None:
     out.note = admin.reassign(s.observer, at.topic, None if step.cancel else list(step.replicas),
                               at.partition)
 
 
-def _parse_local_log(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape
+def _parse_local_log(c: Reader, it: Items, n: Node, w: str, cl: ClusterShape
                      ) -> S.ReportLocalLog:
     b = parse_broker(c, it, n, w, cl, ("age_ms", "size_bytes"))
     age = c.int_(it["age_ms"][1], f"{w}.age_ms", 0, MAX_LONG) if "age_ms" in it else None
@@ -94,7 +100,7 @@ def _parse_local_log(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape
     return S.ReportLocalLog(b, age, size)
 
 
-def _local_log(s: Any, at: Target, step: S.ReportLocalLog, out: StepOutcome) -> None:
+def _local_log(s: Session, at: Target, step: S.ReportLocalLog, out: StepOutcome) -> None:
     out.unsupported = ("local_log (KIP-1303 local-log facts) needs a follower bootstrapped "
                        "from the last tiered offset (tiered storage, KIP-1023) on a build that "
                        "reports localLogStartTimestamp/localLogSizeBytes; the harness cannot "

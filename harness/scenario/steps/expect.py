@@ -7,8 +7,9 @@ from typing import Any
 
 from yaml.nodes import Node
 
+from harness.client.session import Session
 from harness.cluster.topology import ClusterShape
-from harness.scenario.nodes import MAX_OFFSET, Ctx, Items, broker_ids, check_broker
+from harness.scenario.nodes import MAX_OFFSET, Items, Reader, broker_ids, check_broker
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from reference.model import steps as S
 
@@ -16,7 +17,7 @@ AWAIT_KEYS = ("leader", "leader_epoch", "replicas", "isr", "elr", "last_known_el
               "fenced", "adding", "removing", "ready", "timeout_s")
 
 
-def _parse_await(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Await:
+def _parse_await(c: Reader, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Await:
     c.unknown(it, AWAIT_KEYS, w)
     expect: dict[str, Any] = {}
     timeout = 30.0
@@ -37,7 +38,7 @@ def _parse_await(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Awai
     return S.Await(expect, timeout)
 
 
-def _await(s: Any, at: Target, step: S.Await, out: StepOutcome) -> None:
+def _await(s: Session, at: Target, step: S.Await, out: StepOutcome) -> None:
     """Nothing to do: the runner polls until the expectation (and the model) hold."""
 
 

@@ -7,17 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from yaml.nodes import Node
 
+from harness.client.session import Session
 from harness.cluster.topology import ClusterShape
-from harness.scenario.nodes import Ctx, Items
+from harness.scenario.nodes import Items, Reader
 from reference.model.steps import Step
 from reference.search.generators import Generator
-
-if TYPE_CHECKING:
-    from harness.client.session import Session
 
 
 @dataclass
@@ -42,9 +40,9 @@ class Target:
 
 
 #: (reader, the step's mapping, the step's node, where, cluster) -> the model step.
-Parser = Callable[[Ctx, Items, Node, str, ClusterShape], Step]
+Parser = Callable[[Reader, Items, Node, str, ClusterShape], Step]
 #: (session, where, the model step, what it produced so far) -> None.
-Executor = Callable[["Session", Target, Any, StepOutcome], None]
+Executor = Callable[[Session, Target, Any, StepOutcome], None]
 
 
 def _no_records(step: Step) -> int:

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from yaml.nodes import Node
 
+from harness.client.session import Session
 from harness.cluster.topology import ClusterShape
 from harness.infra.errors import HarnessError
-from harness.scenario.nodes import Ctx, Items, check_node
+from harness.scenario.nodes import Items, Reader, check_node
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from reference.model import steps as S
 from reference.search import generators as G
 
 
-def node_ref(c: Ctx, node: Node, where: str, cl: ClusterShape) -> S.NodeRef:
+def node_ref(c: Reader, node: Node, where: str, cl: ClusterShape) -> S.NodeRef:
     """A broker or controller id, or a controller role: ``active`` (the quorum leader when
     the step runs), ``last_active`` (what the latest ``active`` resolved to) or
     ``follower`` (the lowest-id controller that is not active)."""
@@ -36,13 +35,13 @@ def concrete(ref: S.NodeRef) -> int:
     return ref
 
 
-def parse_node(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.NodeRef:
+def parse_node(c: Reader, it: Items, n: Node, w: str, cl: ClusterShape) -> S.NodeRef:
     """The step's one key, ``node``: a broker or a controller of the cluster, or a role."""
     c.unknown(it, ("node",), w)
     return node_ref(c, c.required(it, "node", n, w), f"{w}.node", cl)
 
 
-def _parse_partition(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Partition:
+def _parse_partition(c: Reader, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Partition:
     c.unknown(it, ("groups",), w)
     gnode = c.required(it, "groups", n, w)
     groups: list[tuple[int, ...]] = []
@@ -64,7 +63,7 @@ def _parse_partition(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.
     return S.Partition(tuple(groups))
 
 
-def _parse_cut(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Cut:
+def _parse_cut(c: Reader, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Cut:
     c.unknown(it, ("src", "dst", "direction"), w)
     vals = [node_ref(c, c.required(it, key, n, w), f"{w}.{key}", cl) for key in ("src", "dst")]
     if vals[0] == vals[1]:
@@ -78,24 +77,24 @@ def _parse_cut(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Cut:
     return S.Cut(vals[0], vals[1], direction)
 
 
-def _parse_heal(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Heal:
+def _parse_heal(c: Reader, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Heal:
     c.unknown(it, (), w)
     return S.Heal()
 
 
-def _isolate(s: Any, at: Target, step: S.Isolate, out: StepOutcome) -> None:
+def _isolate(s: Session, at: Target, step: S.Isolate, out: StepOutcome) -> None:
     s.faults.isolate(concrete(step.node))
 
 
-def _partition(s: Any, at: Target, step: S.Partition, out: StepOutcome) -> None:
+def _partition(s: Session, at: Target, step: S.Partition, out: StepOutcome) -> None:
     s.faults.partition(step.groups)
 
 
-def _cut(s: Any, at: Target, step: S.Cut, out: StepOutcome) -> None:
+def _cut(s: Session, at: Target, step: S.Cut, out: StepOutcome) -> None:
     s.faults.cut(concrete(step.src), concrete(step.dst), step.direction)
 
 
-def _heal(s: Any, at: Target, step: S.Heal, out: StepOutcome) -> None:
+def _heal(s: Session, at: Target, step: S.Heal, out: StepOutcome) -> None:
     s.faults.heal()
 
 

@@ -4,19 +4,18 @@ unchanged; resume restores that node's links (the other nodes' cuts stay)."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from harness.client.session import Session
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from harness.scenario.steps.network import concrete, parse_node
 from reference.model.steps import Pause, Resume
 from reference.search import generators as G
 
 
-def _pause(s: Any, at: Target, step: Pause, out: StepOutcome) -> None:
+def _pause(s: Session, at: Target, step: Pause, out: StepOutcome) -> None:
     s.faults.pause(concrete(step.node))
 
 
-def _resume(s: Any, at: Target, step: Resume, out: StepOutcome) -> None:
+def _resume(s: Session, at: Target, step: Resume, out: StepOutcome) -> None:
     s.faults.resume(concrete(step.node))
 
 

@@ -8,15 +8,16 @@ from typing import Any
 
 from yaml.nodes import Node
 
+from harness.client.session import Session
 from harness.cluster.topology import ClusterShape
-from harness.scenario.nodes import MAX_OFFSET, Ctx, Items, check_broker
+from harness.scenario.nodes import MAX_OFFSET, Items, Reader, check_broker
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from harness.scenario.steps.network import concrete, node_ref
 from reference.model import steps as S
 from reference.search import generators as G
 
 
-def parse_broker(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape,
+def parse_broker(c: Reader, it: Items, n: Node, w: str, cl: ClusterShape,
                  more: tuple[str, ...] = ()) -> int:
     """The step's ``broker`` key: a broker of the cluster (``more``: its other keys)."""
     c.unknown(it, ("broker",) + more, w)
@@ -26,7 +27,7 @@ def parse_broker(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape,
     return b
 
 
-def parse_controller(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.NodeRef:
+def parse_controller(c: Reader, it: Items, n: Node, w: str, cl: ClusterShape) -> S.NodeRef:
     """The step's ``controller`` key: a controller id of the cluster or a role."""
     c.unknown(it, ("controller",), w)
     node = it["controller"][1]
@@ -37,19 +38,19 @@ def parse_controller(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.
     return ref
 
 
-def _parse_kill(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Step:
+def _parse_kill(c: Reader, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Step:
     if "controller" in it:
         return S.KillController(parse_controller(c, it, n, w, cl))
     return S.Kill(parse_broker(c, it, n, w, cl))
 
 
-def _parse_stop(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Step:
+def _parse_stop(c: Reader, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Step:
     if "controller" in it:
         return S.StopController(parse_controller(c, it, n, w, cl))
     return S.Stop(parse_broker(c, it, n, w, cl))
 
 
-def _parse_lose(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.LoseUnflushed:
+def _parse_lose(c: Reader, it: Items, n: Node, w: str, cl: ClusterShape) -> S.LoseUnflushed:
     b = parse_broker(c, it, n, w, cl, ("offset",))
     off = c.int_(c.required(it, "offset", n, w), f"{w}.offset", 0, MAX_OFFSET)
     return S.LoseUnflushed(b, off)
@@ -76,15 +77,15 @@ def _node(step: Any) -> int:
     return concrete(step.controller) if isinstance(step, S.OnController) else int(step.broker)
 
 
-def _kill(s: Any, at: Target, step: Any, out: StepOutcome) -> None:
+def _kill(s: Session, at: Target, step: Any, out: StepOutcome) -> None:
     s.faults.kill(_node(step))
 
 
-def _stop(s: Any, at: Target, step: Any, out: StepOutcome) -> None:
+def _stop(s: Session, at: Target, step: Any, out: StepOutcome) -> None:
     s.faults.stop(_node(step))
 
 
-def _parse_restart(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Step:
+def _parse_restart(c: Reader, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Step:
     if "controller" in it:
         return S.RestartController(parse_controller(c, it, n, w, cl))
     b = parse_broker(c, it, n, w, cl, ("wait",))
@@ -92,11 +93,11 @@ def _parse_restart(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.St
     return S.Restart(b, wait)
 
 
-def _restart(s: Any, at: Target, step: Any, out: StepOutcome) -> None:
+def _restart(s: Session, at: Target, step: Any, out: StepOutcome) -> None:
     s.faults.restart(_node(step), wait=getattr(step, "wait", True))
 
 
-def _lose(s: Any, at: Target, step: S.LoseUnflushed, out: StepOutcome) -> None:
+def _lose(s: Session, at: Target, step: S.LoseUnflushed, out: StepOutcome) -> None:
     s.faults.lose_unflushed(step.broker, at.topic, at.partition, step.offset)
 
 

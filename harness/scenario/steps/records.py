@@ -7,14 +7,15 @@ from typing import Any
 
 from yaml.nodes import Node
 
+from harness.client.session import Session
 from harness.cluster.topology import ClusterShape
-from harness.scenario.nodes import MAX_RECORDS, Ctx, Items
+from harness.scenario.nodes import MAX_RECORDS, Items, Reader
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from reference.model import steps as S
 from reference.search import generators as G
 
 
-def _parse_produce(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Produce:
+def _parse_produce(c: Reader, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Produce:
     c.unknown(it, ("count", "acks"), w)
     count = c.int_(it["count"][1], f"{w}.count", 1, MAX_RECORDS) if "count" in it else 1
     acks = "all"
@@ -26,7 +27,7 @@ def _parse_produce(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Pr
     return S.Produce(count=count, acks=acks)
 
 
-def _produce(s: Any, at: Target, step: S.Produce, out: StepOutcome) -> None:
+def _produce(s: Session, at: Target, step: S.Produce, out: StepOutcome) -> None:
     ids = list(step.record_ids)
     for ack in s.workload.produce(at.topic, len(ids), acks=step.acks,
                                       partition=at.partition, record_ids=ids):
@@ -44,12 +45,12 @@ def _named(step: Any, ids: tuple[str, ...]) -> Any:
     return replace(step, record_ids=ids)
 
 
-def _parse_consume(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Consume:
+def _parse_consume(c: Reader, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Consume:
     c.unknown(it, (), w)
     return S.Consume()
 
 
-def _consume(s: Any, at: Target, step: S.Consume, out: StepOutcome) -> None:
+def _consume(s: Session, at: Target, step: S.Consume, out: StepOutcome) -> None:
     out.consumed = s.workload.consume_all(at.topic, at.partition, timeout_s=15.0)
 
 

@@ -12,8 +12,9 @@ from typing import Any
 
 from yaml.nodes import Node
 
+from harness.client.session import Session
 from harness.cluster.topology import ClusterShape
-from harness.scenario.nodes import Ctx, Items, check_broker, check_node
+from harness.scenario.nodes import Items, Reader, check_broker, check_node
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from reference.model import timing as T
 
@@ -39,7 +40,7 @@ def effective(cl: ClusterShape, key: str) -> int:
         return KAFKA_DEFAULTS[key]
 
 
-def _link(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape, value_keys: tuple[str, ...],
+def _link(c: Reader, it: Items, n: Node, w: str, cl: ClusterShape, value_keys: tuple[str, ...],
           brokers_only: bool) -> dict[str, Any]:
     """``node: N`` (a broker: its links to the other brokers) or ``src``/``dst`` (one
     link, ``direction`` both | oneway)."""
@@ -68,7 +69,7 @@ def _link(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape, value_keys: tupl
     return out
 
 
-def _parse_latency(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> T.Latency:
+def _parse_latency(c: Reader, it: Items, n: Node, w: str, cl: ClusterShape) -> T.Latency:
     where = _link(c, it, n, w, cl, ("ms", "jitter_ms"), brokers_only=False)
     ms_node = c.required(it, "ms", n, w)
     ms = c.int_(ms_node, f"{w}.ms", 0, MAX_LATENCY_MS)
@@ -101,7 +102,7 @@ def _parse_latency(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> T.La
     return step
 
 
-def _parse_bandwidth(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> T.Bandwidth:
+def _parse_bandwidth(c: Reader, it: Items, n: Node, w: str, cl: ClusterShape) -> T.Bandwidth:
     where = _link(c, it, n, w, cl, ("kbps",), brokers_only=True)
     node = c.required(it, "kbps", n, w)
     kbps = c.int_(node, f"{w}.kbps", 1, MAX_KBPS)
@@ -116,7 +117,7 @@ def _parse_bandwidth(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> T.
     return T.Bandwidth(kbps, **where)
 
 
-def _parse_sleep(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> T.Sleep:
+def _parse_sleep(c: Reader, it: Items, n: Node, w: str, cl: ClusterShape) -> T.Sleep:
     c.unknown(it, ("seconds",), w)
     node = c.required(it, "seconds", n, w)
     t = c.scalar(node, f"{w}.seconds")
@@ -135,16 +136,16 @@ def pairs_of(step: Any, brokers: tuple[int, ...]) -> list[tuple[int, int]]:
     return out + [(step.dst, step.src)] if step.direction == "both" else out
 
 
-def _latency(s: Any, at: Target, step: T.Latency, out: StepOutcome) -> None:
+def _latency(s: Session, at: Target, step: T.Latency, out: StepOutcome) -> None:
     s.faults.latency(pairs_of(step, s.cluster.shape.broker_ids), step.ms, step.jitter_ms,
                      step.params())
 
 
-def _bandwidth(s: Any, at: Target, step: T.Bandwidth, out: StepOutcome) -> None:
+def _bandwidth(s: Session, at: Target, step: T.Bandwidth, out: StepOutcome) -> None:
     s.faults.bandwidth(pairs_of(step, s.cluster.shape.broker_ids), step.kbps, step.params())
 
 
-def _sleep(s: Any, at: Target, step: T.Sleep, out: StepOutcome) -> None:
+def _sleep(s: Session, at: Target, step: T.Sleep, out: StepOutcome) -> None:
     s.history.record("sleep", seconds=step.seconds)
     time.sleep(step.seconds)  # the one deliberate sleep: time itself is the step's input
 

@@ -14,7 +14,7 @@ from harness.client.session import Session
 from harness.cluster.topology import ClusterShape
 from harness.infra import tools
 from harness.infra.errors import HarnessError
-from harness.scenario.nodes import Ctx, Items
+from harness.scenario.nodes import Items, Reader
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from harness.scenario.steps.processes import parse_broker
 from reference.model import steps as S
@@ -23,7 +23,7 @@ TOOL = "org.apache.kafka.tools.ClusterTool"
 TIMEOUT_S = 60
 
 
-def _parse(c: Ctx, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Unregister:
+def _parse(c: Reader, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Unregister:
     return S.Unregister(parse_broker(c, it, n, w, cl))
 
 
