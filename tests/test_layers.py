@@ -116,3 +116,13 @@ def test_no_package_holds_more_than_a_fifth_of_the_code() -> None:
         lines[package] = lines.get(package, 0) + len(path.read_text().splitlines())
     total = sum(lines.values())
     assert {p: round(n / total, 3) for p, n in lines.items() if n > total / 5} == {}
+
+
+def test_no_subcommand_imports_another() -> None:
+    """harness/cli: subcommands share options through options.py; only app.py composes."""
+    deps = graph()
+    shared = {"harness.cli", "harness.cli.options", "harness.cli.app", "harness.cli.__main__"}
+    crossing = [f"{m} -> {t}" for m, targets in deps.items() if m.startswith("harness.cli.")
+                and m not in shared for t in targets
+                if t.startswith("harness.cli.") and t not in shared]
+    assert crossing == []

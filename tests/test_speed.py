@@ -166,7 +166,7 @@ def test_default_jobs_follows_cores_and_memory() -> None:
 def test_jobs_flag() -> None:
     import argparse
 
-    from harness.cli.run import jobs_count
+    from harness.cli.options import jobs_count
     assert jobs_count("3") == 3 and jobs_count("auto") >= 1
     for bad in ("0", "17", "many"):
         with pytest.raises(argparse.ArgumentTypeError):

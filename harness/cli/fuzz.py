@@ -7,8 +7,14 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from harness.cli.options import add_build_options
-from harness.cli.run import add_master_option, check_master, jobs_count, spark_runs
+from harness.cli.options import (
+    add_build_options,
+    add_master_option,
+    check_master,
+    check_runs_dir,
+    jobs_count,
+    spark_runs,
+)
 from harness.infra.errors import UsageError
 
 if TYPE_CHECKING:
@@ -107,7 +113,7 @@ def _fuzz(args: argparse.Namespace) -> int:
     from harness.infra import progress
     from harness.search import fuzz
     cfg, step_timeout = parse_args(args)
-    _check_runs_dir(args.runs_dir)
+    check_runs_dir(args.runs_dir)
     check_master(args.master)
     build = builds.resolve(args.kafka_version, args.kafka_dist)
     new_model = fuzz.model_factory(build)
@@ -178,16 +184,6 @@ def _make_campaign(args: argparse.Namespace, cfg: CampaignConfig, build: Any, ne
     run = fuzz.real_runner(build, args.backend, args.runs_dir, schedules, step_timeout,
                            on_step=steps_said)
     return fuzz.Campaign(cfg, new_model, run, out_dir, say=progress.say, width=args.jobs)
-
-
-def _check_runs_dir(runs_dir: Path) -> None:
-    if runs_dir.exists() and not runs_dir.is_dir():
-        raise UsageError(f"fuzz: --runs-dir {runs_dir} is a file; give a directory")
-    try:
-        runs_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise UsageError(f"fuzz: --runs-dir {runs_dir}: cannot create it "
-                         f"({e.strerror or e})") from None
 
 
 def _no_run(name: str, seed: int, steps: tuple[Any, ...]) -> NoReturn:

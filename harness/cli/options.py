@@ -1,15 +1,20 @@
-"""Options several subcommands share (the build under test and where runs go)."""
+"""Options several subcommands share (the build under test, where runs go, how many
+clusters at once, a Spark master). Subcommands import this module, never each other."""
 
 from __future__ import annotations
 
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.cluster import builds
 from harness.cluster.backends import BACKENDS
 from harness.infra import progress
 from harness.infra.errors import UsageError
+
+if TYPE_CHECKING:
+    from harness.run.fanout import SparkRuns
 
 
 def add_build_options(parser: argparse.ArgumentParser) -> None:
@@ -57,3 +62,55 @@ def _scenario_run(run_dir: Path) -> bool:
     except (OSError, ValueError):
         return True  # let the judge name what is wrong with it
     return bool((meta.get("scenario") or {}).get("file"))
+
+
+def jobs_count(text: str) -> int:
+    """--jobs N (1..MAX_JOBS) or `auto` (2 clusters per core, as memory allows)."""
+    from harness.run.parallel import MAX_JOBS, default_jobs
+    if text == "auto":
+        return default_jobs()
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a count or `auto`") from None
+    if not 1 <= value <= MAX_JOBS:
+        raise argparse.ArgumentTypeError(f"{text}: give a count of 1..{MAX_JOBS} or `auto`")
+    return value
+
+
+JOBS_HELP = ("clusters run at once (default `auto`: 2 per core as memory allows, "
+              "2.5 GiB each; 1: one after another); each has its own loopback block, "
+              "Toxiproxy and run dir")
+_MASTER_HELP = ("run each scenario as a task on a Spark cluster (spark://HOST:PORT): one "
+                "cluster per executor core, on the executor's machine; --runs-dir must be a "
+                "path every executor shares (--jobs is then the executor cores)")
+
+
+def add_master_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--master", help=_MASTER_HELP)
+
+
+def check_master(master: str | None) -> None:
+    """--master answers (or is local[N]): checked before a build resolves or a session starts."""
+    if master:
+        from harness.run.fanout import check_master as check
+        check(master)
+
+
+def spark_runs(master: str | None) -> SparkRuns | None:
+    """The Spark fan-out for --master (None without it); checked before any build resolves."""
+    if not master:
+        return None
+    from harness.run.fanout import SparkRuns
+    return SparkRuns(master, progress.say)
+
+
+def check_runs_dir(runs_dir: Path) -> None:
+    """--runs-dir must be a directory this process can create and write in."""
+    if runs_dir.exists() and not runs_dir.is_dir():
+        raise UsageError(f"--runs-dir {runs_dir} is a file; give a directory for run histories")
+    try:
+        runs_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--runs-dir {runs_dir}: cannot create it ({e.strerror or e}); give a "
+                         "writable directory") from None

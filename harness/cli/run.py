@@ -6,9 +6,17 @@ import argparse
 import sys
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from harness.cli.options import add_build_options
+from harness.cli.options import (
+    JOBS_HELP,
+    add_build_options,
+    add_master_option,
+    check_master,
+    check_runs_dir,
+    jobs_count,
+    spark_runs,
+)
 from harness.cluster import builds
 from harness.infra import progress
 from harness.infra.errors import UsageError
@@ -20,52 +28,8 @@ from harness.run.fanout import spec_for
 from harness.run.parallel import run_all
 from harness.run.runner import Runner, RunResult, StepResult
 
-if TYPE_CHECKING:
-    from harness.run.fanout import SparkRuns
-
 MAX_STEP_TIMEOUT_S = 600
 MAX_REPEAT = 1000
-
-
-def jobs_count(text: str) -> int:
-    """--jobs N (1..MAX_JOBS) or `auto` (2 clusters per core, as memory allows)."""
-    from harness.run.parallel import MAX_JOBS, default_jobs
-    if text == "auto":
-        return default_jobs()
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a count or `auto`") from None
-    if not 1 <= value <= MAX_JOBS:
-        raise argparse.ArgumentTypeError(f"{text}: give a count of 1..{MAX_JOBS} or `auto`")
-    return value
-
-
-_JOBS_HELP = ("clusters run at once (default `auto`: 2 per core as memory allows, "
-              "2.5 GiB each; 1: one after another); each has its own loopback block, "
-              "Toxiproxy and run dir")
-_MASTER_HELP = ("run each scenario as a task on a Spark cluster (spark://HOST:PORT): one "
-                "cluster per executor core, on the executor's machine; --runs-dir must be a "
-                "path every executor shares (--jobs is then the executor cores)")
-
-
-def add_master_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--master", help=_MASTER_HELP)
-
-
-def check_master(master: str | None) -> None:
-    """--master answers (or is local[N]): checked before a build resolves or a session starts."""
-    if master:
-        from harness.run.fanout import check_master as check
-        check(master)
-
-
-def spark_runs(master: str | None) -> SparkRuns | None:
-    """The Spark fan-out for --master (None without it); checked before any build resolves."""
-    if not master:
-        return None
-    from harness.run.fanout import SparkRuns
-    return SparkRuns(master, progress.say)
 
 
 def seconds(text: str) -> float:
@@ -99,7 +63,7 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
                      help="seconds a step may take to settle (default 30, at most 600)")
     run.add_argument("--repeat", type=repeat_count, default=1,
                      help="run each scenario N times and summarise the verdicts (flakiness)")
-    run.add_argument("--jobs", type=jobs_count, default="auto", help=_JOBS_HELP)
+    run.add_argument("--jobs", type=jobs_count, default="auto", help=JOBS_HELP)
     add_master_option(run)
     run.set_defaults(func=_run)
     matrix = sub.add_parser("matrix", help="scenarios x builds -> markdown verdict table")
@@ -111,7 +75,7 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     matrix.add_argument("--backend", default="local")
     matrix.add_argument("--runs-dir", type=Path, default=Path("runs"))
     matrix.add_argument("--out", type=Path, help="write the markdown table here too")
-    matrix.add_argument("--jobs", type=jobs_count, default="auto", help=_JOBS_HELP)
+    matrix.add_argument("--jobs", type=jobs_count, default="auto", help=JOBS_HELP)
     add_master_option(matrix)
     matrix.set_defaults(func=_matrix)
 
@@ -127,17 +91,6 @@ def check_profile(profile: str | None) -> None:
     if profile is not None and profile not in PROFILES:
         raise UsageError(f"--profile {profile!r} is not a model profile; choose one of "
                          f"{', '.join(sorted(PROFILES))} (or leave it out to follow the build)")
-
-
-def check_runs_dir(runs_dir: Path) -> None:
-    """--runs-dir must be a directory this process can create and write in."""
-    if runs_dir.exists() and not runs_dir.is_dir():
-        raise UsageError(f"--runs-dir {runs_dir} is a file; give a directory for run histories")
-    try:
-        runs_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise UsageError(f"--runs-dir {runs_dir}: cannot create it ({e.strerror or e}); give a "
-                         "writable directory") from None
 
 
 def _run(args: argparse.Namespace) -> int:
