@@ -176,7 +176,6 @@ public final class ControllerDriver {
     final Set<Integer> alive = new TreeSet<>();  // brokers whose process runs and heartbeats
     final Map<Integer, Uuid> logDirs = new HashMap<>();
     boolean reportChanged = false;
-    String elrMode = "unsupported";
     final List<String> sessionNotes = new ArrayList<>();
 
     // ---- per event ----
@@ -382,7 +381,6 @@ public final class ControllerDriver {
         boolean elrOn = elrEnabled();
         ready.put("elr", elrOn);
         ready.put("elrMode", elr.mode);
-        elrMode = elr.mode;
         ready.put("minIsr", minIsr);
         ready.put("uncleanElection", unclean);
         uncleanConfigHonoured = probeUncleanConfig();
