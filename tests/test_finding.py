@@ -184,9 +184,14 @@ def test_a_directory_of_runs_reports_the_failing_ones_and_lists_the_rest() -> No
     names = {ev.run_dir.name for ev in found}
     assert KAFKA_19522.name in names and LOSS_391.name in names
     assert CLEAN_431.name not in names
-    assert any(why.startswith(f"{CLEAN_431.name} has no failing axis") for why in left_out)
+    assert any(lo.why.startswith(f"{CLEAN_431.name} has no failing axis") for lo in left_out)
     text = finding_text([HISTORIES])
+    # clean runs of a scenario with a draft are the builds it does not affect
+    assert "Not affected, or not judged (measured with the same scenario):" in text
+    assert f"| 4.3.1 | release CONFORMS, kip CONFORMS, safety SAFE | - | `{CLEAN_431}` |" in text
+    # the rest are listed at the end
     assert "## Runs left out (not findings)" in text
+    assert "- hwm-frozen-under-min-isr-20261122T152510-e1ac16 has no failing axis" in text
 
 
 def test_a_directory_without_a_failing_run_is_refused(tmp_path: Path) -> None:
@@ -234,3 +239,29 @@ def test_record_names_are_kafkas_message_names() -> None:
 
 def test_not_a_finding_is_a_usage_error() -> None:
     assert issubclass(NotAFinding, UsageError)
+
+
+# --- the ELR report (docs/findings/elr-keeps-removed-replica.md) ---------------------------
+
+ELR_RUNS = ROOT / "docs" / "findings" / "elr-keeps-removed-replica" / "runs"
+
+
+def test_the_elr_report_draft_names_the_stale_record_and_the_lost_records() -> None:
+    """The command's first output, kept with the finding: the 4.3.1 data-loss run."""
+    run = ELR_RUNS / "elr-removed-replica-elected-after-reassign-back-20261126T163425-ecab88"
+    text = finding_text([run])
+    assert "Priority (suggested):** Critical: data loss (3 acks=all record(s) lost" in text
+    assert ("PartitionChangeRecord (version 2) partitionId=0, topicId=ZOJbCSIIQD63kqZ8O8EH1w, "
+            "isr=[1, 4], leader=1, replicas=[1, 3, 4], removingReplicas=[], addingReplicas=[], "
+            "eligibleLeaderReplicas=[2, 3]") in text
+    for rid in ("ecab88-r0", "ecab88-r1", "ecab88-r2"):
+        assert f"  - record `{rid}` (offset {rid[-1]}, acks all, topic t, partition 0)" in text
+    # broker 2 elected from the ELR with an empty log (HWM 0), step by step
+    assert "| 10 | `{\"stop\": {\"broker\": 1}}` | 2 | 2 | [1, 4, 2, 3] | [2] | [1, 3, 4] | [] | " \
+           "0 | CONFORMS |" in text
+
+
+def test_the_elr_runs_of_two_builds_share_one_table_per_scenario() -> None:
+    text = finding_text([ELR_RUNS])
+    assert text.count("## Affected versions (measured)") == 2
+    assert "| 4.0.2 | kafka-4.0-elr | UNSAFE | DIVERGES | KIP-DIVERGES | UNSAFE |" in text

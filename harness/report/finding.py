@@ -68,8 +68,25 @@ DATA_CHECK_RULE = {"acked_lost": "acked-record-durable", "above_hwm": "nothing-v
 SHOW = 5
 
 
+@dataclass
+class LeftOut:
+    """A run that is no finding, as the drafts mention it: a build a finding does not
+    affect (clean or UNSUPPORTED, with the reason), or a run that proves nothing (ERROR)."""
+
+    run_dir: Path
+    why: str
+    scenario: str = ""
+    version: str = ""
+    verdicts: str = ""
+    reason: str = ""
+
+
 class NotAFinding(UsageError):
     """A run the command refuses: no failing axis, or ERROR / INCOMPLETE."""
+
+    def __init__(self, message: str, left: LeftOut | None = None) -> None:
+        super().__init__(message)
+        self.left = left
 
 
 @dataclass
@@ -103,13 +120,13 @@ def failing_axes(result: AuditResult) -> list[str]:
 
 # --- gathering -----------------------------------------------------------------------------
 
-def gather(paths: Sequence[Path]) -> tuple[list[Evidence], list[str]]:
+def gather(paths: Sequence[Path]) -> tuple[list[Evidence], list[LeftOut]]:
     """The failing runs among ``paths`` and a note for each run left out. A path that is a
     run directory (it holds run.json) must be a finding, else ``NotAFinding``; under a
     directory of runs, the runs that are not findings are left out with their reason (they
     are the builds a finding does not affect), and at least one must be a finding."""
     found: list[Evidence] = []
-    left_out: list[str] = []
+    left_out: list[LeftOut] = []
     for path in paths:
         if (path / "run.json").is_file():
             found.append(examine(path))
@@ -124,14 +141,16 @@ def gather(paths: Sequence[Path]) -> tuple[list[Evidence], list[str]]:
             raise UsageError(f"finding: {path} is not a run directory (no run.json) and holds "
                              "no run directories")
         mine: list[Evidence] = []
+        theirs: list[LeftOut] = []
         for run in runs:
             try:
                 mine.append(examine(run))
             except NotAFinding as exc:
-                left_out.append(str(exc).removeprefix("finding: "))
+                theirs.append(exc.left or LeftOut(run, str(exc).removeprefix("finding: ")))
         if not mine:
             raise NotAFinding(f"finding: {path}: none of its {len(runs)} run(s) has a failing "
-                              "axis: " + "; ".join(left_out[-len(runs):]))
+                              "axis: " + "; ".join(t.why for t in theirs))
+        left_out.extend(theirs)
         found.extend(mine)
     return found, left_out
 
@@ -154,11 +173,17 @@ def examine(run_dir: Path) -> Evidence:
         why = next(a.reason for a in result.axes.values() if a.verdict == stop)
         what = ("ended in ERROR (a harness failure, not evidence about Kafka: rerun it)"
                 if stop == ERROR else "is INCOMPLETE (its history was cut short)")
-        raise NotAFinding(f"finding: {run_dir.name} {what}: {why}")
+        raise NotAFinding(f"finding: {run_dir.name} {what}: {why}",
+                          LeftOut(run_dir, f"{run_dir.name} {what}: {why}", result.scenario,
+                                  result.build, stop, why))
     if not failing_axes(result):
-        raise NotAFinding(f"finding: {run_dir.name} has no failing axis ("
-                          f"{', '.join(f'{a} {result.axes[a].verdict}' for a in AXES)}): "
-                          "nothing to report")
+        verdicts = ", ".join(f"{a} {result.axes[a].verdict}" for a in AXES)
+        why = f"{run_dir.name} has no failing axis ({verdicts}): nothing to report"
+        if len({result.axes[a].verdict for a in AXES}) == 1:
+            verdicts = result.axes["release"].verdict
+        reason = next((v.reason for v in result.axes.values() if v.reason), "")
+        raise NotAFinding(f"finding: {why}", LeftOut(run_dir, why, result.scenario,
+                                                       result.build, verdicts, reason))
     ev = Evidence(run_dir, meta, events, result, "", "")
     ev.scenario_text, ev.scenario_file = _scenario_text(run_dir, meta)
     if (run_dir / "minimal.yaml").is_file():
@@ -189,22 +214,26 @@ def _scenario_text(run_dir: Path, meta: Mapping[str, Any]) -> tuple[str, str]:
 
 # --- rendering -----------------------------------------------------------------------------
 
-def render(found: Sequence[Evidence], left_out: Sequence[str] = (),
+def render(found: Sequence[Evidence], left_out: Sequence[LeftOut] = (),
            today: dt.date | None = None) -> str:
-    """The drafts, one per scenario, in the order the scenarios first appear."""
+    """The drafts, one per scenario, in the order the scenarios first appear. A left-out
+    run of a scenario with a draft is a build it does not affect (listed in its draft);
+    the others are listed at the end."""
     by_scenario: dict[str, list[Evidence]] = {}
     for ev in found:
         by_scenario.setdefault(ev.result.scenario, []).append(ev)
     day = (today or dt.date.today()).isoformat()
-    drafts = [_draft(runs, day) for runs in by_scenario.values()]
+    drafts = [_draft(runs, day, [lo for lo in left_out if lo.scenario == name])
+              for name, runs in by_scenario.items()]
     text = "\n\n---\n\n".join(drafts)
-    if left_out:
+    rest = [lo for lo in left_out if lo.scenario not in by_scenario]
+    if rest:
         text += ("\n\n## Runs left out (not findings)\n\n"
-                 + "\n".join(f"- {why}" for why in left_out) + "\n")
+                 + "\n".join(f"- {lo.why}" for lo in rest) + "\n")
     return text
 
 
-def _draft(runs: list[Evidence], day: str) -> str:
+def _draft(runs: list[Evidence], day: str, unaffected: Sequence[LeftOut] = ()) -> str:
     runs = sorted(runs, key=lambda e: (version_tuple(e.version), e.run_dir.name), reverse=True)
     main = runs[0]
     out: list[str] = []
@@ -221,6 +250,12 @@ def _draft(runs: list[Evidence], day: str) -> str:
                f"{', '.join(sorted({e.version for e in runs}, key=version_tuple))}")
     out += ["", "## Affected versions (measured)", ""]
     out += _versions_table(runs)
+    if unaffected:
+        out += ["", "Not affected, or not judged (measured with the same scenario):", "",
+                "| build | verdicts | why | run |", "|---|---|---|---|"]
+        for lo in sorted(unaffected, key=lambda lo: (version_tuple(lo.version or "0.0.0"),
+                                                     lo.run_dir.name)):
+            out.append(f"| {lo.version} | {lo.verdicts} | {lo.reason or '-'} | `{lo.run_dir}` |")
     out += ["", "## Environment", ""]
     out += _environment(main)
     out += ["", "## Steps to reproduce", ""]
