@@ -7,14 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from harness.cli.options import (
-    add_build_options,
-    add_master_option,
-    check_master,
-    check_runs_dir,
-    jobs_count,
-    spark_runs,
-)
+from harness.cli import options
 from harness.infra.errors import UsageError
 
 if TYPE_CHECKING:
@@ -26,7 +19,7 @@ MAX_RUNS = 100_000
 def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     cmd = sub.add_parser("fuzz", help="random schedules valid in the model's state, run and "
                                       "judged on every axis; failures shrunk to a scenario")
-    add_build_options(cmd)
+    options.add_build_options(cmd)
     cmd.add_argument("--runs", help="generated runs (no new run starts after them)")
     cmd.add_argument("--budget", help="campaign time: no new generated run starts after it "
                                       "(30m, 90s, 1h30m)")
@@ -50,10 +43,10 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
                      help="run only schedules the model predicts exercise these rules: "
                           "mutant names, comma-separated (kafka-chaos mutate lists them; "
                           "a rule no run of the build covers is the one to target)")
-    cmd.add_argument("--jobs", type=jobs_count, default=1,
+    cmd.add_argument("--jobs", type=options.jobs_count, default=1,
                      help="generated runs side by side, one cluster each (default 1; `auto`: "
                           "2 per core as memory allows); re-runs and shrinking go one at a time")
-    add_master_option(cmd)
+    options.add_master_option(cmd)
     cmd.add_argument("--print", dest="print_only", action="store_true",
                      help="print the first schedules as scenario files and start nothing")
     cmd.set_defaults(func=_fuzz)
@@ -113,8 +106,8 @@ def _fuzz(args: argparse.Namespace) -> int:
     from harness.infra import progress
     from harness.search import fuzz
     cfg, step_timeout = parse_args(args)
-    check_runs_dir(args.runs_dir)
-    check_master(args.master)
+    options.check_runs_dir(args.runs_dir)
+    options.check_master(args.master)
     build = builds.resolve(args.kafka_version, args.kafka_dist)
     new_model = fuzz.model_factory(build)
     if args.print_only:
@@ -136,7 +129,7 @@ def _fuzz(args: argparse.Namespace) -> int:
                  + (f"{cfg.runs} runs" if cfg.runs else f"budget {cfg.budget_s:.0f} s")
                  + f", {cfg.gen.length} steps + tail, weights "
                  + ",".join(f"{k}={v}" for k, v in cfg.gen.weight_of().items()))
-    spark = spark_runs(args.master)
+    spark = options.spark_runs(args.master)
     try:
         result = _campaign(args, cfg, build, new_model, out_dir, step_timeout, spark).run()
     finally:

@@ -69,12 +69,18 @@ def jobs_count(text: str) -> int:
     from harness.run.parallel import MAX_JOBS, default_jobs
     if text == "auto":
         return default_jobs()
+    return count(text, MAX_JOBS, " or `auto`")
+
+
+def count(text: str, most: int, alternative: str = "") -> int:
+    """A whole number of 1..most, as an argparse type (checked before anything runs)."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a count or `auto`") from None
-    if not 1 <= value <= MAX_JOBS:
-        raise argparse.ArgumentTypeError(f"{text}: give a count of 1..{MAX_JOBS} or `auto`")
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of 1..{most}"
+                                         f"{alternative}") from None
+    if not 1 <= value <= most:
+        raise argparse.ArgumentTypeError(f"{text}: give a count of 1..{most}{alternative}")
     return value
 
 

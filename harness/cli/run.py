@@ -14,6 +14,7 @@ from harness.cli.options import (
     add_master_option,
     check_master,
     check_runs_dir,
+    count,
     jobs_count,
     spark_runs,
 )
@@ -45,13 +46,7 @@ def seconds(text: str) -> float:
 
 def repeat_count(text: str) -> int:
     """--repeat: 1..1000 (argparse type, so it is checked before anything runs)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 1 <= value <= MAX_REPEAT:
-        raise argparse.ArgumentTypeError(f"{text}: give a count of 1..{MAX_REPEAT}")
-    return value
+    return count(text, MAX_REPEAT)
 
 
 def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -41,7 +41,7 @@ from pathlib import Path
 
 from harness.cluster import config as kafkaconfig
 from harness.cluster.builds import Build
-from harness.infra import procs, progress
+from harness.infra import procs, progress, tools
 from harness.infra.cache import cache_dir, entry_lock
 
 ENV = "KAFKA_CHAOS_CDS"
@@ -95,13 +95,7 @@ def archive_key(build: Build, java: Path, jvm_opts: Sequence[str]) -> str:
         st = jar.stat()
         digest.update(f"{jar.name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
     home = Path(os.path.realpath(java)).parent.parent
-    digest.update(str(home).encode())
-    for part in ("release", "lib/modules"):
-        try:
-            st = (home / part).stat()
-            digest.update(f"{part}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-        except OSError:
-            digest.update(f"{part}:missing\n".encode())
+    tools.hash_jdk(digest, home)
     return digest.hexdigest()[:16]
 
 

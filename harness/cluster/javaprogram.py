@@ -178,13 +178,7 @@ def cache_key(source: Path, build: Build, extra_jars: Sequence[Path], jdk: Jdk) 
         st = jar.stat()
         digest.update(f"extra {jar.resolve()}:{st.st_size}:{st.st_mtime_ns}\n".encode())
     home = jdk.home
-    digest.update(str(home).encode())
-    for part in ("release", "lib/modules"):
-        try:
-            st = (home / part).stat()
-            digest.update(f"{part}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-        except OSError:
-            digest.update(f"{part}:missing\n".encode())
+    tools.hash_jdk(digest, home)
     return digest.hexdigest()[:16]
 
 

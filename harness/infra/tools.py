@@ -4,6 +4,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from harness.infra.errors import ToolMissing
 
@@ -37,3 +38,16 @@ def require_java(min_major: int) -> Path:
         raise ToolMissing(f"{java} is Java {major}; this Kafka build needs Java {min_major}+: "
                           f"{_INSTALL_HINT['java']}")
     return java
+
+
+def hash_jdk(digest: Any, home: Path) -> None:
+    """Feed what identifies a JDK install into a cache key's hash (``hashlib`` object): its
+    path, and the size and time of its release file and module image (an upgrade in place
+    changes them)."""
+    digest.update(str(home).encode())
+    for part in ("release", "lib/modules"):
+        try:
+            st = (home / part).stat()
+            digest.update(f"{part}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+        except OSError:
+            digest.update(f"{part}:missing\n".encode())

@@ -143,14 +143,19 @@ CONSUME = Generator("consume", S.Consume, 1, lambda g, rng: [S.Consume()], _clie
 
 # -- network ------------------------------------------------------------------------------
 
+def _not_running(g: Gen, n: object) -> str | None:
+    if not isinstance(n, int) or n not in g.brokers or not g.alive(n):
+        return f"broker {n} is not running"
+    return None
+
+
 def _isolate_guard(step: S.Step, g: Gen) -> str | None:
     assert isinstance(step, S.Isolate)
     n = step.node
-    if not isinstance(n, int) or n not in g.brokers or not g.alive(n):
-        return f"broker {n} is not running"
-    if g.every(lambda w: _isolated(w, n)):
-        return f"broker {n} is isolated already"
-    return None
+    why = _not_running(g, n)
+    if why is None and isinstance(n, int) and g.every(lambda w: _isolated(w, n)):
+        why = f"broker {n} is isolated already"
+    return why
 
 
 def _cut_guard(step: S.Step, g: Gen) -> str | None:
@@ -175,16 +180,18 @@ def _heal_guard(step: S.Step, g: Gen) -> str | None:
 
 ISOLATE = Generator("isolate", S.Isolate, 2, lambda g, rng: [S.Isolate(b) for b in g.brokers],
                     _isolate_guard)
-CUT = Generator("cut", S.Cut, 2, lambda g, rng: [S.Cut(a, b) for a in g.brokers for b in g.brokers
-                                          if a < b], _cut_guard)
+CUT = Generator("cut", S.Cut, 2,
+                lambda g, rng: [S.Cut(a, b) for a in g.brokers for b in g.brokers if a < b],
+                _cut_guard)
 HEAL = Generator("heal", S.Heal, 2, lambda g, rng: [S.Heal()], _heal_guard)
 
 
 def _pause_guard(step: S.Step, g: Gen) -> str | None:
     assert isinstance(step, S.Pause)
     n = step.node
-    if not isinstance(n, int) or n not in g.brokers or not g.alive(n):
-        return f"broker {n} is not running"
+    why = _not_running(g, n)
+    if why is not None:
+        return why
     if n in g.track.paused:
         return f"broker {n} is paused already"
     if len(g.current) < 2:
@@ -216,8 +223,9 @@ def _down_guard(step: S.Step, g: Gen) -> str | None:
     """kill and stop: a running broker, never the last current one."""
     assert isinstance(step, S.Kill | S.Stop)
     victim = step.broker
-    if victim not in g.brokers or not g.alive(victim):
-        return f"broker {victim} is not running"
+    why = _not_running(g, victim)
+    if why is not None:
+        return why
     if len([b for b in g.current if b != victim]) < 1:
         return "the last running broker stays up (the observer needs one)"
     return None
