@@ -85,7 +85,9 @@ def test_the_first_violating_records_are_decoded_with_the_partition_around_them(
             "isr=[1], leader=1, leaderRecoveryState=1") in actual
     assert "before: leader=-1, leader_epoch=1, partition_epoch=4, replicas=[1, 2, 3], isr=[]" \
         in actual
-    assert "RegisterBrokerRecord (version 3) brokerId=1" in actual
+    # an invariant judged at the end of a batch shows the batch's record of the partition
+    assert "**LeaderIsLive** at offset 70 of controller 100's metadata log (16:29:51.471 UTC, " \
+           "judged at offset 71 (the end of its batch, a RegisterBrokerRecord)), t-0" in actual
     # the settled states, step by step
     assert "| 9 | `{\"restart\": {\"broker\": 1}}` | 1 | 2 | [1, 2, 3] | [1, 2, 3] | [] | [] | " \
            "4 | CONFORMS |" in actual

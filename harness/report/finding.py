@@ -37,7 +37,7 @@ import yaml
 
 from harness.cluster.builds import version_tuple
 from harness.infra.errors import HarnessError, UsageError
-from harness.judge import datachecks
+from harness.judge import datachecks, trace_check
 from harness.judge.audit import AuditResult, audit, recorded_steps
 from harness.judge.axes import AXES, CLEAN, ERROR, INCOMPLETE, UNSUPPORTED
 from harness.judge.headline import headline
@@ -102,6 +102,7 @@ class Evidence:
     minimal: Path | None = None
     shrink: dict[str, Any] | None = None
     checks: list[datachecks.CheckResult] = field(default_factory=list)
+    logs: trace_check.TraceLogs | None = None
 
     @property
     def version(self) -> str:
@@ -477,7 +478,7 @@ def _actual(ev: Evidence) -> list[str]:
     if violations:
         out += ["### The first violating metadata record of each rule (decoded)", ""]
         for f in violations:
-            out += _record_lines(f) + [""]
+            out += _record_lines(_culprit(ev, f)) + [""]
     failed = [c for c in ev.checks if not c.ok]
     if failed:
         out += ["### Data checks that failed", ""]
@@ -545,12 +546,43 @@ def _first_violations(ev: Evidence) -> list[dict[str, Any]]:
     return list(firsts.values())[:SHOW]
 
 
+PARTITION_RECORDS = ("PARTITION_CHANGE_RECORD", "PARTITION_RECORD")
+
+
+def _culprit(ev: Evidence, f: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The violation with the record that made the partition's state: an invariant is
+    judged at the end of a batch, whose last record (a NoOpRecord, a broker's record) may
+    say nothing about the partition; then the batch's last record of that partition is
+    shown, with the offset the rule was judged at."""
+    rec = f.get("record") or {}
+    tp = f.get("topic_partition")
+    if not tp or rec.get("type") in PARTITION_RECORDS or f.get("offset") is None:
+        return f
+    if ev.logs is None:
+        ev.logs = trace_check.read_logs(ev.run_dir)
+    controller = f.get("controller")
+    records = (ev.logs.by_controller.get(int(controller)) if controller is not None else None) \
+        or (ev.logs.longest[1] if ev.logs.longest else [])
+    topic_ids = {r["data"].get("topicId") for r in records
+                 if r["type"] == "TOPIC_RECORD" and r["data"].get("name") == tp[0]}
+    mine = [r for r in records if r["type"] in PARTITION_RECORDS
+            and r["data"].get("topicId") in topic_ids and r["data"].get("partitionId") == tp[1]
+            and r["offset"] <= int(f["offset"])]
+    if not mine:
+        return f
+    last, ender = mine[-1], record_name(str(rec.get("type")))
+    return {**f, "offset": last["offset"],
+            "judged_at": f"{f['offset']} (the end of its batch, a {ender})",
+            "record": {k: last.get(k) for k in ("type", "version", "data")}}
+
+
 def _record_lines(f: Mapping[str, Any]) -> list[str]:
     rec = f.get("record") or {}
     tp = f.get("topic_partition")
     where = f"{tp[0]}-{tp[1]}" if tp else (f"broker {f['broker']}" if f.get("broker") else "")
+    judged = f", judged at offset {f['judged_at']}" if f.get("judged_at") else ""
     lines = [f"**{f['rule']}** at offset {f.get('offset')} of controller {f.get('controller')}'s "
-             f"metadata log ({_when(f.get('t_wall'))}){', ' + where if where else ''}: "
+             f"metadata log ({_when(f.get('t_wall'))}{judged}){', ' + where if where else ''}: "
              f"{f.get('detail')}", "", "```",
              f"{record_name(str(rec.get('type')))} (version {rec.get('version')}) "
              f"{_fields(rec.get('data') or {})}"]
