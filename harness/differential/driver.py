@@ -231,6 +231,7 @@ class ControllerDriver:
             selector.register(stdin, selectors.EVENT_WRITE)
         try:
             while len(lines) < answers:
+                procs.check_interrupted()  # a run being interrupted stops here too
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     self._kill()
@@ -259,16 +260,19 @@ class ControllerDriver:
                 with contextlib.suppress(KeyError, ValueError):
                     selector.unregister(stdin)
         if len(lines) > answers:
-            raise self._failure(f"answered {len(lines)} lines where {answers} were due")
+            raise self._failure(f"answered {len(lines)} lines where {answers} were due",
+                                exiting=False)
         return lines
 
-    def _failure(self, what: str) -> DriverError:
+    def _failure(self, what: str, exiting: bool = True) -> DriverError:
+        """The error to raise, with the exit status (waited for briefly when the driver is
+        exiting: it closed a pipe or was killed) and the tail of its stderr."""
         self._failed = True
         proc = self._proc
         status = ""
         if proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=2)
+                proc.wait(timeout=2 if exiting else 0)
             if proc.returncode is not None:
                 status = f", exit status {proc.returncode}"
         return DriverError(f"{self.label} {what}{status}; stderr ({self.log_path}):\n"
