@@ -60,23 +60,24 @@ def check_run(run_dir: Path, **options: Any) -> TrafficVerdict | None:
 
 def check_on_spark(spark: SparkSession, path: Path, budget: LossBudget | None = None,
                    idempotent: bool | None = None, examples: int = 20) -> TrafficVerdict:
-    raw = spark.read.schema(_schema()).json(str(path.resolve()))
-    events = raw.filter(_well_typed()).cache()
+    # parsed once: every line with whether it is well-typed, and only the columns used
+    lines = (spark.read.schema(_schema()).json(str(path.resolve()))
+             .select(*USED, _well_typed().alias("valid")).cache())
     saved = spark.conf.get(SHUFFLE_PARTITIONS)
     spark.conf.set(SHUFFLE_PARTITIONS, str(_shuffle_partitions(spark, path)))
     try:
-        facts = _Facts(events, budget or LossBudget(), examples)
+        read = _one(lines.agg(F.count(F.lit(1)).alias("all"),
+                              _count_where(F.col("valid")).alias("valid")))
+        facts = _Facts(lines.filter(F.col("valid")), budget or LossBudget(), examples)
         summaries = [lost_writes(facts), duplicates(facts, idempotent),
                      inconsistent_offsets(facts), lost_after_read(facts), poll_order(facts),
                      commit_order(facts), unseen_acked(facts)]
-        lines = _one(raw.agg(F.count(F.lit(1)).alias("all"),
-                             _count_where(_well_typed()).alias("valid")))
         facts.unpersist()
     finally:
-        events.unpersist()
+        lines.unpersist()
         _restore(spark, SHUFFLE_PARTITIONS, saved)
-    return TrafficVerdict("spark", lines["valid"] or 0, lines["all"] - (lines["valid"] or 0),
-                          summaries)
+    valid = read["valid"] or 0
+    return TrafficVerdict("spark", valid, read["all"] - valid, summaries)
 
 
 def _restore(spark: SparkSession, key: str, value: str | None) -> None:
@@ -99,14 +100,18 @@ def _shuffle_partitions(spark: SparkSession, path: Path) -> int:
 
 # --- reading -------------------------------------------------------------------------------
 
+TYPES = {"n": LongType(), "kind": StringType(), "producer": StringType(), "seq": LongType(),
+         "id": StringType(), "topic": StringType(), "partition": LongType(),
+         "offset": LongType(), "consumer": StringType(), "session": LongType(),
+         "group": StringType(), "error": StringType(), "acks": StringType(),
+         "idempotent": BooleanType(), "complete": BooleanType(), "t": DoubleType()}
+#: the columns the checks use (the others are only checked for their types)
+USED = ("n", "kind", "producer", "id", "topic", "partition", "offset", "consumer", "session",
+        "group", "acks", "idempotent", "complete")
+
+
 def _schema() -> StructType:
-    types = {"n": LongType(), "kind": StringType(), "producer": StringType(),
-             "seq": LongType(), "id": StringType(), "topic": StringType(),
-             "partition": LongType(), "offset": LongType(), "consumer": StringType(),
-             "session": LongType(), "group": StringType(), "error": StringType(),
-             "acks": StringType(), "idempotent": BooleanType(), "complete": BooleanType(),
-             "t": DoubleType()}
-    return StructType([StructField(name, kind) for name, kind in types.items()])
+    return StructType([StructField(name, kind) for name, kind in TYPES.items()])
 
 
 def _well_typed() -> Column:
