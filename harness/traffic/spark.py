@@ -1,5 +1,6 @@
-"""The traffic checks as one Spark job over a history's `traffic.jsonl`, for histories too
-large to check in process in good time; `check_history` picks the engine by file size.
+"""The traffic checks as one Spark job over a history's `traffic.jsonl`, for histories whose
+ids would crowd one process's memory, or to spread over a cluster (on one machine the
+in-process checks are faster); `check_history` picks the engine by file size.
 
 Every check is the in-process rule of checks.py as DataFrame operations: per-id and
 per-offset facts by groupBy, "never in the final read" by anti-joins, the order of polls
@@ -45,7 +46,8 @@ def check_history(path: Path, threshold_bytes: int = DEFAULT_THRESHOLD_BYTES,
                   budget: LossBudget | None = None, idempotent: bool | None = None,
                   examples: int = 20, spark: SparkSession | None = None) -> TrafficVerdict:
     """Every check over the history at `path`: in this process below `threshold_bytes`,
-    on Spark (the given session, else the report's) at or above it."""
+    on Spark at or above it (the given session, else the harness's local one; a session on
+    a cluster needs `path` on a filesystem its executors share)."""
     if path.stat().st_size < threshold_bytes:
         return check_file(path, budget, idempotent, examples)
     if spark is None:
