@@ -1,0 +1,86 @@
+"""`kafka-chaos diff`: the build's own controller code against the model, event by event
+(issue 33: harness/differential/README.md, campaign.py). Exit 0: no finding; 1: findings
+(each printed, shrunk, written under the run directory); 2: an error."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from harness.cli import options
+from harness.infra.errors import UsageError
+
+
+def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    cmd = sub.add_parser("diff", help="random controller events on the build's own controller "
+                                      "code, each compared with the model (release profile "
+                                      "and kip966); findings shrunk and written")
+    options.add_build_options(cmd)
+    cmd.add_argument("--budget", default="60s", help="search time (30m, 90s, 1h30m; default 60s)")
+    cmd.add_argument("--seed", default="1", help="campaign seed (0..2^63-1; default 1)")
+    cmd.add_argument("--elr", choices=("on", "off", "default"), default="default",
+                     help="ELR feature of the session (default: the build's, on from 4.1)")
+    cmd.add_argument("--min-isr", default="2", help="cluster min.insync.replicas (1..5)")
+    cmd.add_argument("--lanes", default="8", help="independent 5-broker clusters per driver "
+                                                  "session (1..50, default 8)")
+    cmd.add_argument("--lane-events", default="500",
+                     help="events per lane before a new session (10..100000, default 500)")
+    cmd.add_argument("--no-shrink", action="store_true", help="report findings unshrunk")
+    cmd.add_argument("--shrink-budget", default="90s", help="time per finding's shrink")
+    cmd.add_argument("--shrink-attempts", default="60", help="replays per shrink (default 60)")
+    cmd.set_defaults(func=_diff)
+
+
+def _int(text: str, flag: str, lo: int, hi: int) -> int:
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        raise UsageError(f"diff: {flag} {text!r} is not a whole number") from None
+    if not lo <= value <= hi:
+        raise UsageError(f"diff: {flag} {value}: give {lo}..{hi}")
+    return value
+
+
+def parse_config(args: argparse.Namespace) -> object:
+    """Every flag checked before a build is resolved or a JVM starts."""
+    from harness.differential.campaign import Config
+    from harness.search.fuzz import parse_duration
+    try:
+        budget = parse_duration(args.budget)
+        shrink_budget = parse_duration(args.shrink_budget)
+    except ValueError as exc:
+        raise UsageError(f"diff: {exc}") from None
+    return Config(seed=_int(args.seed, "--seed", 0, 2**63 - 1), budget_s=budget,
+                  lanes=_int(args.lanes, "--lanes", 1, 50),
+                  lane_events=_int(args.lane_events, "--lane-events", 10, 100_000),
+                  min_isr=_int(args.min_isr, "--min-isr", 1, 5),
+                  elr={"on": True, "off": False}.get(args.elr),
+                  shrink=not args.no_shrink,
+                  shrink_attempts=_int(args.shrink_attempts, "--shrink-attempts", 1, 10_000),
+                  shrink_budget_s=shrink_budget)
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from harness.cluster import builds
+    from harness.differential.campaign import Campaign, Config, summary_lines
+    from harness.differential.protocol import SessionUnsupported
+    from harness.infra import progress
+    cfg = parse_config(args)
+    assert isinstance(cfg, Config)
+    options.check_runs_dir(args.runs_dir)
+    build = builds.resolve(args.kafka_version, args.kafka_dist)
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    out_dir = Path(args.runs_dir) / f"diff-{build.version}-s{cfg.seed}-{stamp}"
+    progress.say(f"diff: Kafka {build.version}, seed {cfg.seed}, budget {cfg.budget_s:.0f} s, "
+                 f"{cfg.lanes} lanes of {cfg.lane_events} events; findings to {out_dir}")
+    campaign = Campaign(build, cfg, out_dir, say=progress.say)
+    try:
+        campaign.run()
+    except SessionUnsupported as exc:
+        raise UsageError(f"diff: Kafka {build.version} cannot run this session: "
+                         f"{exc.reason}") from None
+    for line in summary_lines(campaign):
+        print(line)
+    print(f"run directory: {out_dir}")
+    return 1 if campaign.found else 0

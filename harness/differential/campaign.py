@@ -1,0 +1,410 @@
+"""A differential campaign (issue 33 parts 2, 3 and 5): random events on the build's own
+controller code, each compared with the model (compare.Comparator), findings deduplicated
+by signature, shrunk by deleting events, written to the run directory.
+
+Lanes: one driver session holds ``lanes`` independent little clusters, each its own five
+brokers (lane k: 10k+1 .. 10k+5) and three topics (``k<k>t0`` ..), each driven by its own
+seeded ``workload.RandomEvents`` from its own state. One event of every lane goes in one
+pipelined batch (one round trip for ``lanes`` events); a lane's events touch only its own
+brokers and partitions, except the controller's periodic ``tick`` tasks (which act on
+every partition: a lane's log holds every tick, in order). A session ends after
+``lane_events`` events per lane and a new JVM starts, so a finding's sequence is at most
+that long before shrinking.
+
+Shrinking: the finding's lane log up to the event, renamed to lane 0's names, replayed in
+fresh sessions with events deleted (halves, quarters, ... single events) while the same
+signature still appears; several candidates share one JVM, each in a namespace of its own
+(candidates run one after the other, so the clock and ticks of one cannot change another's
+state midway). Bounded by attempts and time.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import random
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.cluster.builds import Build
+from harness.differential.compare import (
+    AGREES,
+    DEVIATES,
+    DIVERGES,
+    KIP_DIVERGES,
+    UNMODELLED,
+    UNSUPPORTED,
+    Comparator,
+    Finding,
+)
+from harness.differential.driver import ControllerDriver
+from harness.differential.model import initial
+from harness.differential.protocol import Answer, Settings
+from harness.differential.workload import RandomEvents
+
+BROKERS_PER_LANE = 5
+TOPICS_PER_LANE = 3
+#: Broker id fields of events (single ids and lists).
+_BROKER_FIELDS = ("broker", "leader")
+_BROKER_LISTS = ("replicas", "isr")
+
+
+def lane_brokers(k: int) -> list[int]:
+    return [10 * k + i for i in range(1, BROKERS_PER_LANE + 1)]
+
+
+def lane_topics(k: int) -> list[str]:
+    return [f"k{k}t{j}" for j in range(TOPICS_PER_LANE)]
+
+
+_TOPIC = re.compile(r"^k(\d+)(t\d+)$")
+
+
+def lane_of_topic(topic: str) -> int | None:
+    m = _TOPIC.match(topic)
+    return int(m.group(1)) if m else None
+
+
+def lane_of_where(where: str) -> int | None:
+    if where.startswith("broker "):
+        return (int(where.split()[1]) - 1) // 10
+    return lane_of_topic(where.rpartition("-")[0])
+
+
+def lane_of_event(event: Mapping[str, Any]) -> int | None:
+    if "topic" in event:
+        return lane_of_topic(str(event["topic"]))
+    if "broker" in event:
+        return (int(event["broker"]) - 1) // 10
+    return None
+
+
+def rename(event: Mapping[str, Any], src: int, dst: int) -> dict[str, Any]:
+    """The event moved from lane ``src``'s names to lane ``dst``'s."""
+    shift = 10 * (dst - src)
+    out = dict(event)
+    for f in _BROKER_FIELDS:
+        if f in out and isinstance(out[f], int):
+            out[f] = out[f] + shift
+    for f in _BROKER_LISTS:
+        if isinstance(out.get(f), list):
+            out[f] = [b + shift for b in out[f]]
+    if isinstance(out.get("assignment"), list):
+        out["assignment"] = [[b + shift for b in r] for r in out["assignment"]]
+    if "topic" in out:
+        m = _TOPIC.match(str(out["topic"]))
+        if m:
+            out["topic"] = f"k{dst}{m.group(2)}"
+    return out
+
+
+def finding_lane(f: Finding, event: Mapping[str, Any]) -> int | None:
+    lane = lane_of_where(f.where) if f.where != "event" else None
+    return lane if lane is not None else lane_of_event(event)
+
+
+@dataclass
+class Found:
+    """A signature's first occurrence and how often it came back."""
+
+    finding: Finding
+    count: int
+    event_no: int
+    seconds: float
+    events: list[dict[str, Any]]  # the lane's log up to the event, in lane 0's names
+    shrunk: list[dict[str, Any]] | None = None
+    shrink_note: str = ""
+    file: Path | None = None
+
+
+@dataclass
+class Stats:
+    events: int = 0
+    seconds: float = 0.0
+    sessions: int = 0
+    start_seconds: float = 0.0
+    per_op: collections.Counter[str] = field(default_factory=collections.Counter)
+    verdicts: collections.Counter[str] = field(default_factory=collections.Counter)
+    deviations: collections.Counter[str] = field(default_factory=collections.Counter)
+    unmodelled: collections.Counter[str] = field(default_factory=collections.Counter)
+    refused: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"events": self.events, "seconds": round(self.seconds, 3),
+                "events_per_second": round(self.events / max(self.seconds, 1e-9), 1),
+                "sessions": self.sessions, "session_start_seconds": round(self.start_seconds, 3),
+                "refused": self.refused, "per_op": dict(self.per_op),
+                "verdicts": dict(self.verdicts), "deviations": dict(self.deviations),
+                "unmodelled": dict(self.unmodelled)}
+
+
+@dataclass(frozen=True)
+class Config:
+    seed: int
+    budget_s: float
+    lanes: int = 8
+    lane_events: int = 500
+    min_isr: int = 2
+    elr: bool | None = None
+    shrink: bool = True
+    shrink_attempts: int = 60
+    shrink_budget_s: float = 90.0
+    #: Candidates replayed in one JVM while shrinking.
+    shrink_batch: int = 12
+
+
+def settings_for(lanes: int, cfg: Config) -> Settings:
+    brokers = tuple(b for k in range(lanes) for b in lane_brokers(k))
+    return Settings(brokers=brokers, min_isr=cfg.min_isr, elr=cfg.elr, report="changed")
+
+
+def version_of(build: Build) -> tuple[int, int, int]:
+    parts = [int(x) for x in re.findall(r"\d+", build.version)[:3]]
+    while len(parts) < 3:
+        parts.append(0)
+    return parts[0], parts[1], parts[2]
+
+
+class Session:
+    """One driver session with its comparator and the merged state the answers report."""
+
+    def __init__(self, build: Build, settings: Settings) -> None:
+        self.driver = ControllerDriver.for_build(build, settings)
+        t0 = time.monotonic()
+        ready = self.driver.start()
+        self.start_seconds = time.monotonic() - t0
+        self.elr = ready.elr
+        self.comparator = Comparator(version_of(build), ready.elr, initial(
+            ready.partitions, ready.brokers, min_isr=settings.min_isr,
+            unclean=settings.unclean_election, elr=ready.elr))
+        self.partitions: dict[str, dict[str, Any]] = dict(ready.partitions)
+        self.brokers: dict[str, dict[str, Any]] = dict(ready.brokers)
+
+    def send(self, events: Sequence[Mapping[str, Any]]) -> list[Answer]:
+        answers = self.driver.send_many(events)
+        for a in answers:
+            self.partitions.update(a.partitions)
+            if a.brokers:
+                self.brokers = dict(a.brokers)
+        return answers
+
+    def close(self) -> None:
+        self.driver.close()
+
+
+def _lane_state(s: Session, k: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    topics = set(lane_topics(k))
+    parts = {key: v for key, v in s.partitions.items() if key.rpartition("-")[0] in topics}
+    ids = {str(b) for b in lane_brokers(k)}
+    return parts, {b: v for b, v in s.brokers.items() if b in ids}
+
+
+class Campaign:
+    def __init__(self, build: Build, cfg: Config, out_dir: Path,
+                 say: Callable[[str], None] = print) -> None:
+        self.build, self.cfg, self.out_dir, self.say = build, cfg, out_dir, say
+        self.stats = Stats()
+        self.found: dict[str, Found] = {}
+        self.profiles: tuple[str, str] = ("", "")
+        self.elr: bool | None = None
+
+    # ---- search ----
+
+    def run(self) -> None:
+        cfg = self.cfg
+        rng = random.Random(cfg.seed)
+        t0 = time.monotonic()
+        deadline = t0 + cfg.budget_s
+        while time.monotonic() < deadline:
+            self._session(random.Random(rng.getrandbits(63)), t0, deadline)
+        self.stats.seconds = time.monotonic() - t0
+        if cfg.shrink:
+            for found in self.found.values():
+                self._shrink(found)
+        self._write()
+
+    def _session(self, rng: random.Random, t0: float, deadline: float) -> None:
+        cfg = self.cfg
+        s = Session(self.build, settings_for(cfg.lanes, cfg))
+        self.stats.sessions += 1
+        self.stats.start_seconds += s.start_seconds
+        self.elr = s.elr
+        self.profiles = (s.comparator.release.name, s.comparator.kip.name)
+        try:
+            gens = [RandomEvents(random.Random(rng.getrandbits(63)), lane_brokers(k),
+                                 lane_topics(k)) for k in range(cfg.lanes)]
+            logs: list[list[dict[str, Any]]] = [[] for _ in range(cfg.lanes)]
+            first = [e for g in gens for e in g.setup()]
+            self._compare(s, first, s.send(first), logs, t0)
+            for _ in range(cfg.lane_events):
+                if time.monotonic() >= deadline:
+                    break
+                batch = []
+                for k, g in enumerate(gens):
+                    parts, brokers = _lane_state(s, k)
+                    batch.append(g.next(parts, brokers))
+                self._compare(s, batch, s.send(batch), logs, t0)
+        finally:
+            s.close()
+
+    def _compare(self, s: Session, events: Sequence[dict[str, Any]], answers: Sequence[Answer],
+                 logs: list[list[dict[str, Any]]], t0: float) -> None:
+        st = self.stats
+        for event, answer in zip(events, answers, strict=True):
+            st.events += 1
+            op = str(event["op"])
+            st.per_op[op] += 1
+            lane = lane_of_event(event)
+            for k, log in enumerate(logs):
+                if lane is None or lane == k:
+                    log.append(event)
+            rep = s.comparator.step(event, answer)
+            if answer.unsupported is None and not answer.ok:
+                st.refused += 1
+            st.verdicts[f"release {rep.release}"] += 1
+            st.verdicts[f"kip {rep.kip}"] += 1
+            for d in rep.deviations:
+                st.deviations[d] += 1
+            if rep.release == UNMODELLED:
+                st.unmodelled[op] += 1
+            for f in rep.findings:
+                self._record(f, event, logs, st.events, time.monotonic() - t0)
+
+    def _record(self, f: Finding, event: Mapping[str, Any], logs: list[list[dict[str, Any]]],
+                event_no: int, seconds: float) -> None:
+        known = self.found.get(f.signature)
+        if known is not None:
+            known.count += 1
+            return
+        lane = finding_lane(f, event)
+        log = logs[lane] if lane is not None and lane < len(logs) else []
+        events = [rename(e, lane, 0) for e in log] if lane is not None else list(log)
+        self.found[f.signature] = Found(f, 1, event_no, seconds, events)
+        self.say(f"diff: first {f.signature} at event {event_no} ({seconds:.1f} s): "
+                 f"{f.detail}")
+
+    # ---- shrinking ----
+
+    def replay(self, candidates: Sequence[Sequence[dict[str, Any]]]) -> list[set[str]]:
+        """The signatures each candidate (in lane 0's names) shows, each replayed in a
+        namespace of its own, one after the other, in one fresh session."""
+        out: list[set[str]] = [set() for _ in candidates]
+        s = Session(self.build, settings_for(len(candidates), self.cfg))
+        try:
+            for i, cand in enumerate(candidates):
+                events = [rename(e, 0, i) for e in cand]
+                if not events:
+                    continue
+                for event, answer in zip(events, s.send(events), strict=True):
+                    for f in s.comparator.step(event, answer).findings:
+                        if finding_lane(f, event) == i:
+                            out[i].add(f.signature)
+        finally:
+            s.close()
+        return out
+
+    def _shrink(self, found: Found) -> None:
+        cfg = self.cfg
+        sig = found.finding.signature
+        seq = found.events
+        deadline = time.monotonic() + cfg.shrink_budget_s
+        attempts = 0
+        if not seq or sig not in self.replay([seq])[0]:
+            found.shrink_note = "not reproduced by the lane's events alone: kept unshrunk"
+            return
+        attempts += 1
+        chunk = max(1, len(seq) // 2)
+        while chunk >= 1 and attempts < cfg.shrink_attempts and time.monotonic() < deadline:
+            cands = [seq[:i] + seq[i + chunk:] for i in range(0, len(seq), chunk)]
+            hit = None
+            for start in range(0, len(cands), cfg.shrink_batch):
+                if attempts >= cfg.shrink_attempts or time.monotonic() >= deadline:
+                    break
+                batch = cands[start:start + cfg.shrink_batch]
+                attempts += len(batch)
+                shown = self.replay(batch)
+                hit = next((c for c, sigs in zip(batch, shown, strict=True) if sig in sigs), None)
+                if hit is not None:
+                    break
+            if hit is not None:
+                seq = hit
+                chunk = min(chunk, max(1, len(seq) // 2))
+            elif chunk == 1:
+                break
+            else:
+                chunk = max(1, chunk // 2)
+        found.shrunk = seq
+        found.shrink_note = (f"{len(found.events)} -> {len(seq)} events in {attempts} replays"
+                             + ("" if chunk <= 1 else " (bounded: not minimal)"))
+
+    # ---- output ----
+
+    def _write(self) -> None:
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        settings = settings_for(1, self.cfg).to_json()
+        findings = []
+        for n, found in enumerate(self.found.values(), 1):
+            slug = re.sub(r"[^A-Za-z0-9]+", "-", found.finding.signature).strip("-")
+            path = self.out_dir / "findings" / f"{n:02d}-{slug}.json"
+            path.parent.mkdir(exist_ok=True)
+            doc = {"kafka": self.build.version, "settings": settings,
+                   "finding": found.finding.to_json(), "count": found.count,
+                   "first_event": found.event_no, "first_seconds": round(found.seconds, 3),
+                   "shrink": found.shrink_note,
+                   "events": found.shrunk if found.shrunk is not None else found.events,
+                   "unshrunk_events": len(found.events)}
+            path.write_text(json.dumps(doc, indent=1) + "\n")
+            found.file = path
+            findings.append({k: doc[k] for k in ("finding", "count", "first_event",
+                                                  "first_seconds", "shrink")}
+                            | {"file": str(path.relative_to(self.out_dir))})
+        summary = {"kafka": self.build.version, "seed": self.cfg.seed, "elr": self.elr,
+                   "profiles": {"release": self.profiles[0], "kip": self.profiles[1]},
+                   "lanes": self.cfg.lanes, "lane_events": self.cfg.lane_events,
+                   "stats": self.stats.to_json(), "findings": findings}
+        (self.out_dir / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+
+
+def summary_lines(c: Campaign) -> Iterator[str]:
+    st = c.stats
+    rate = st.events / max(st.seconds, 1e-9)
+    yield (f"Kafka {c.build.version}, ELR {'on' if c.elr else 'off'}; profiles "
+           f"{c.profiles[0]} (release axis) and {c.profiles[1]} (kip axis)")
+    yield (f"{st.events:,} events in {st.seconds:.1f} s: {rate:,.0f} events/s "
+           f"({st.sessions} sessions, {st.start_seconds:.1f} s of JVM starts); "
+           f"{st.refused:,} refused by the controller")
+    yield "events per kind: " + ", ".join(f"{op} {n:,}" for op, n in st.per_op.most_common())
+    rel = {k.split()[1]: v for k, v in st.verdicts.items() if k.startswith("release ")}
+    kip = {k.split()[1]: v for k, v in st.verdicts.items() if k.startswith("kip ")}
+    yield "release axis: " + ", ".join(f"{v} {rel.get(v, 0):,}" for v in
+                                       (AGREES, DIVERGES, UNMODELLED, UNSUPPORTED))
+    yield "kip axis: " + ", ".join(f"{v} {kip.get(v, 0):,}" for v in
+                                   (AGREES, DEVIATES, KIP_DIVERGES, UNMODELLED, UNSUPPORTED))
+    if st.deviations:
+        yield "deviations named: " + ", ".join(f"{d} {n:,}" for d, n in
+                                               st.deviations.most_common())
+    if st.unmodelled:
+        yield "unmodelled: " + ", ".join(f"{op} {n:,}" for op, n in st.unmodelled.items())
+    yield f"findings: {len(c.found)} signature(s)"
+    for found in c.found.values():
+        f = found.finding
+        yield ""
+        yield (f"FINDING {f.signature}: {found.count} time(s), first at event "
+               f"{found.event_no:,} ({found.seconds:.1f} s)")
+        yield f"  {f.detail}"
+        for key in f.model:
+            yield f"  model {key}: {json.dumps(f.model[key])}"
+        for key in f.build:
+            yield f"  build {key}: {json.dumps(f.build[key])}"
+        for r in f.records:
+            yield f"  record: {json.dumps(r)}"
+        if found.shrink_note:
+            yield f"  shrunk: {found.shrink_note}"
+        for e in found.shrunk if found.shrunk is not None else found.events[-12:]:
+            yield f"    {json.dumps(e)}"
+        if found.file is not None:
+            yield f"  written: {found.file}"

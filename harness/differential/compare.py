@@ -1,0 +1,305 @@
+"""The build's answer against the model's prediction, after every event (issue 33 part 2).
+
+For each event the :class:`Comparator` predicts, from the state the build reported after
+the previous event, what the event does under two profiles (``reference.model
+.controller_events``), and compares field by field with the build's answer (accepted or
+refused; every partition either side changed: leader, epochs, replicas, ISR, ELR,
+LastKnownELR, adding, removing, recovery state; every broker's registration and fencing):
+
+- **release** axis, the build's own profile (``reference.releases.catalog
+  .profile_for_build``): a difference is a finding (DIVERGES);
+- **kip** axis, ``kip966``: a difference that ``kip966`` plus some of the build's cited
+  deviations (``reference.releases.deviations``, the fewest first) explains is DEVIATES,
+  naming them; else a finding (KIP-DIVERGES), exactly as on the scenario runs' kip axis;
+- **invariant**: the KIP's state invariants (the trace rules' names) on every partition the
+  event changed, whatever the profile: a violation is a finding.
+
+An event the model does not cover is UNMODELLED (never compared, never "equal"); one the
+build cannot run is UNSUPPORTED. After every event both axes continue from the build's
+state (configs, which answers do not carry, from the events the build accepted): each
+comparison is one event from one known state, so a difference never hides the next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.differential.model import FIELDS, observed, view
+from harness.differential.protocol import Answer
+from reference.model.controller_events import Cluster, Outcome, apply, configured, world_of
+from reference.model.state import evolve
+from reference.releases.catalog import get_profile, profile_for_build
+from reference.releases.deviations import (
+    Deviation,
+    apply_deviations,
+    candidate_sets,
+    deviations_of,
+    kip_base,
+)
+from reference.releases.profiles import Profile
+
+AGREES, DEVIATES, DIVERGES, KIP_DIVERGES = "AGREES", "DEVIATES", "DIVERGES", "KIP-DIVERGES"
+UNMODELLED, UNSUPPORTED = "UNMODELLED", "UNSUPPORTED"
+#: Profile fields no controller event reads: their deviations cannot explain an answer.
+_NOT_CONTROLLER = frozenset({"leader_hwm_lag", "pre_vote", "hwm_rule", "acks_all_needs_min_isr",
+                             "kip1303"})
+_RULES = "reference/trace/rules.py"
+
+
+@dataclass(frozen=True, slots=True)
+class Diff:
+    where: str  # "t-0", "broker 3" or "event"
+    field: str
+    predicted: Any
+    observed: Any
+
+    def text(self) -> str:
+        return f"{self.where} {self.field}: model {self.predicted}, build {self.observed}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"where": self.where, "field": self.field, "model": self.predicted,
+                "build": self.observed}
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One difference no cited deviation explains (or a broken invariant), at one event."""
+
+    axis: str  # "release" | "kip" | "invariant"
+    name: str  # the first differing field, or the invariant
+    op: str
+    profile: str
+    detail: str
+    diffs: tuple[Diff, ...] = ()
+    #: The model's partitions and the build's, for the partitions that differ.
+    model: Mapping[str, Any] = field(default_factory=dict)
+    build: Mapping[str, Any] = field(default_factory=dict)
+    #: The partition ("t-0") or broker ("broker 3") it is about ("event": the answer).
+    where: str = "event"
+    #: The records the build wrote for the event (those of the partition's topic when the
+    #: finding is about a partition).
+    records: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def signature(self) -> str:
+        return f"{self.axis}:{self.name}:{self.op}:{self.profile}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"signature": self.signature, "axis": self.axis, "name": self.name,
+                "op": self.op, "profile": self.profile, "detail": self.detail,
+                "where": self.where, "records": [dict(r) for r in self.records],
+                "diffs": [d.to_json() for d in self.diffs], "model": dict(self.model),
+                "build": dict(self.build)}
+
+
+@dataclass(slots=True)
+class StepReport:
+    op: str
+    release: str
+    kip: str
+    deviations: tuple[str, ...] = ()
+    findings: list[Finding] = field(default_factory=list)
+    why: str | None = None
+
+
+def accepted(answer: Answer) -> bool:
+    """Accepted, or written with a new leader (AlterPartition's NEW_LEADER_ELECTED)."""
+    return answer.ok or answer.error_name == "NEW_LEADER_ELECTED"
+
+
+def _changed(c: Cluster, prior: Cluster) -> set[str]:
+    if c.partitions is prior.partitions:
+        return set()
+    old = prior.partitions
+    return {k for k, p in c.partitions.items()
+            if (q := old.get(k)) is not p and q != p}
+
+
+def diffs(out: Outcome, obs: Cluster, obs_accepted: bool, prior: Cluster) -> list[Diff]:
+    """Every field where the outcome and the build's state differ."""
+    found: list[Diff] = []
+    if out.accepted != obs_accepted:
+        found.append(Diff("event", "accepted", out.accepted, obs_accepted))
+    for key in sorted(_changed(out.cluster, prior) | _changed(obs, prior)):
+        mp, op = out.cluster.partitions.get(key), obs.partitions.get(key)
+        if mp is None or op is None:
+            found.append(Diff(key, "exists", mp is not None, op is not None))
+            continue
+        mv, ov = view(mp), view(op)
+        found.extend(Diff(key, f, mv[f], ov[f]) for f in FIELDS if mv[f] != ov[f])
+    mb, ob = out.cluster.brokers, obs.brokers
+    for b in sorted(set(mb) | set(ob)):
+        mr, br = mb.get(b), ob.get(b)
+        if mr is br:
+            continue
+        if (mr is None) != (br is None):
+            found.append(Diff(f"broker {b}", "registered", mr is not None, br is not None))
+        elif mr is not None and br is not None and mr.fenced != br.fenced:
+            found.append(Diff(f"broker {b}", "fenced", mr.fenced, br.fenced))
+    return found
+
+
+def best(outcomes: tuple[Outcome, ...], obs: Cluster, obs_accepted: bool, prior: Cluster
+         ) -> tuple[Outcome, list[Diff]]:
+    """The allowed outcome closest to the build's (no differences: it matches)."""
+    scored = [(o, diffs(o, obs, obs_accepted, prior)) for o in outcomes]
+    return min(scored, key=lambda x: len(x[1]))
+
+
+def violations(c: Cluster, key: str) -> list[tuple[str, str]]:
+    """(rule, detail) for each of the KIP's state invariants partition ``key`` breaks (the
+    names of reference/trace/rules.py)."""
+    out: list[tuple[str, str]] = []
+    q = c.partitions[key]
+    leader = q.leader
+    if leader is not None and leader not in q.isr:
+        out.append(("LeaderInIsr", f"{key}: leader {leader} not in ISR {sorted(q.isr)}"))
+    if leader is not None and (leader not in c.brokers or not c.brokers[leader].active):
+        out.append(("LeaderIsLive", f"{key}: leader {leader} is fenced, shutting down or "
+                                    "unregistered"))
+    outside = (q.isr | q.elr | q.last_known_elr) - set(q.replicas)
+    if outside:
+        out.append(("IsrElrWithinReplicas",
+                    f"{key}: {sorted(outside)} in ISR {sorted(q.isr)} / ELR {sorted(q.elr)} "
+                    f"/ LastKnownELR {sorted(q.last_known_elr)} but not in replicas "
+                    f"{list(q.replicas)}"))
+    if q.isr & q.elr:
+        out.append(("ElrIsrDisjoint", f"{key}: {sorted(q.isr & q.elr)} in both ISR and ELR"))
+    min_isr = world_of(c, key).min_isr
+    if q.elr and len(q.isr) >= min_isr:
+        out.append(("ElrEmptyAtMinIsr", f"{key}: ELR {sorted(q.elr)} with ISR "
+                                        f"{sorted(q.isr)} at min ISR {min_isr}"))
+    if not c.elr_enabled and (q.elr or q.last_known_elr):
+        out.append(("NoElrWhenDisabled", f"{key}: ELR {sorted(q.elr)} / LastKnownELR "
+                                         f"{sorted(q.last_known_elr)} with ELR off"))
+    return out
+
+
+def invariants(obs: Cluster, prior: Cluster) -> list[tuple[str, str, str]]:
+    """The invariants broken by a partition the event changed that it did not break
+    before the event (a broken state is reported by the event that made it)."""
+    out: list[tuple[str, str, str]] = []
+    for key in sorted(_changed(obs, prior)):
+        before = ({rule for rule, _ in violations(prior, key)} if key in prior.partitions
+                  else set())
+        out.extend((key, rule, detail) for rule, detail in violations(obs, key)
+                   if rule not in before)
+    return out
+
+
+def _records(answer: Answer, where: str) -> tuple[Mapping[str, Any], ...]:
+    topic = where.rpartition("-")[0] if "-" in where else None
+    if topic is None:
+        return answer.records
+    return tuple(r for r in answer.records if r.get("topic") in (None, topic)
+                 and ("topic" in r or "brokerId" in r))
+
+
+def _partitions(c: Cluster, ds: list[Diff]) -> dict[str, Any]:
+    keys = sorted({d.where for d in ds if d.where in c.partitions})
+    return {k: view(c.partitions[k]) for k in keys}
+
+
+def _hidden_from(obs: Cluster, prior: Cluster) -> Cluster:
+    """``obs`` with ``prior``'s last known leaders (the kip axis's own hidden field)."""
+    parts = dict(obs.partitions)
+    changed = False
+    for key, old in prior.partitions.items():
+        if key in parts and parts[key].last_known_leader != old.last_known_leader:
+            parts[key] = evolve(parts[key], last_known_leader=old.last_known_leader)
+            changed = True
+    return evolve(obs, partitions=parts) if changed else obs
+
+
+class Comparator:
+    """Model and build, event by event, from the session's first state ``start``."""
+
+    def __init__(self, version: tuple[int, int, int], elr: bool, start: Cluster) -> None:
+        self.release: Profile = get_profile(profile_for_build(version, elr))
+        self.kip: Profile = kip_base(self.release)
+        self.available: tuple[Deviation, ...] = tuple(
+            d for d in deviations_of(self.release, elr, self.kip) if d.field not in _NOT_CONTROLLER)
+        self.states: dict[str, Cluster] = {"release": start, "kip": start}
+        self._profiles: dict[tuple[Deviation, ...], Profile] = {}
+        #: Deviation sets that explained a difference, most recent first (tried first).
+        self._recent: list[tuple[Deviation, ...]] = []
+
+    def step(self, event: Mapping[str, Any], answer: Answer) -> StepReport:
+        op = str(event.get("op"))
+        if answer.unsupported is not None:
+            return StepReport(op, UNSUPPORTED, UNSUPPORTED, why=answer.unsupported)
+        ok = accepted(answer)
+        before = self.states["release"]
+        report = StepReport(op, AGREES, AGREES)
+        base = observed(before, answer.partitions, answer.brokers)
+        for axis, profile in (("release", self.release), ("kip", self.kip)):
+            prior = self.states[axis]
+            obs = base if axis == "release" else _hidden_from(base, prior)
+            pred = apply(prior, profile, event)
+            if pred.unmodelled is not None:
+                report.release = report.kip = UNMODELLED
+                report.why = pred.unmodelled
+                self.states[axis] = configured(obs, event) if ok else obs
+                continue
+            chosen, ds = best(pred.outcomes, obs, ok, prior)
+            verdict = AGREES
+            if ds and axis == "kip":
+                explained = self._explain(prior, event, obs, ok)
+                if explained is not None:
+                    devs, chosen = explained
+                    verdict = DEVIATES
+                    report.deviations = tuple(d.id for d in devs)
+            where = next((d.where for d in ds if d.where != "event"), "event")
+            if ds and verdict == AGREES:
+                verdict = DIVERGES if axis == "release" else KIP_DIVERGES
+                report.findings.append(Finding(
+                    axis, ds[0].field, op, profile.name, "; ".join(d.text() for d in ds[:6]),
+                    tuple(ds), _partitions(chosen.cluster, ds), _partitions(obs, ds),
+                    where, _records(answer, where)))
+            setattr(report, axis, verdict)
+            self.states[axis] = self._resync(obs, chosen, event, ok)
+        after = self.states["release"]
+        for key, rule, detail in invariants(after, before):
+            report.findings.append(Finding("invariant", rule, op, self.release.name,
+                                           f"{detail} ({_RULES} {rule})",
+                                           build={key: view(after.partitions[key])}, where=key,
+                                           records=_records(answer, key)))
+        return report
+
+    def _explain(self, prior: Cluster, event: Mapping[str, Any], obs: Cluster, ok: bool
+                 ) -> tuple[tuple[Deviation, ...], Outcome] | None:
+        tried: set[tuple[Deviation, ...]] = set()
+        for devs in [*self._recent, *candidate_sets(self.available, ())]:
+            if devs in tried:
+                continue
+            tried.add(devs)
+            profile = self._profiles.get(devs)
+            if profile is None:
+                profile = self._profiles[devs] = apply_deviations(self.kip, devs)
+            pred = apply(prior, profile, event)
+            if pred.unmodelled is not None:
+                return None
+            chosen, ds = best(pred.outcomes, obs, ok, prior)
+            if not ds:
+                if devs in self._recent:
+                    self._recent.remove(devs)
+                self._recent.insert(0, devs)
+                del self._recent[8:]
+                return devs, chosen
+        return None
+
+    @staticmethod
+    def _resync(obs: Cluster, chosen: Outcome, event: Mapping[str, Any], ok: bool) -> Cluster:
+        """The build's state, with the model's hidden fields (the KIP's last known leader)
+        and the configs of the event if the build accepted it."""
+        parts = dict(obs.partitions)
+        for key, p in chosen.cluster.partitions.items():
+            if key in parts and parts[key].last_known_leader != p.last_known_leader:
+                parts[key] = evolve(parts[key], last_known_leader=p.last_known_leader)
+        regs = {b: (evolve(r, expired=chosen.cluster.brokers[b].expired)
+                    if b in chosen.cluster.brokers and not r.alive else r)
+                for b, r in obs.brokers.items()}
+        out = evolve(obs, partitions=parts, brokers=regs)
+        return configured(out, event) if ok else out
