@@ -34,7 +34,7 @@ from harness.traffic.checks import LossBudget, Summary, TrafficVerdict, check_fi
 from harness.traffic.history import FIELDS, NATURAL, TRAFFIC_FILE
 
 #: at or above this size a history goes to Spark: about 17 M events, where the in-process
-#: peak passes ~450 MB. Set by memory: in local mode Spark was ten times slower than the
+#: peak passes ~450 MB. Set by memory: in local mode Spark was 7-11 times slower than the
 #: in-process checks on 1 M events (docs/TRAFFIC.md "Measured").
 DEFAULT_THRESHOLD_BYTES = 2 << 30
 
