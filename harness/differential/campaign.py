@@ -53,8 +53,20 @@ _BROKER_FIELDS = ("broker", "leader")
 _BROKER_LISTS = ("replicas", "isr")
 
 
+#: A lane's clock broker (10k+9): registered, then fenced at the lane's start and never
+#: used again. A ``fence`` moves the controller's clock for every lane (sessions of brokers
+#: that are down expire: their new incarnations may register), so each lane's log holds
+#: every other lane's ``fence`` as a fence of its own clock broker, which moves the clock
+#: the same way when the lane is replayed alone.
+CLOCK = 9
+
+
 def lane_brokers(k: int) -> list[int]:
     return [10 * k + i for i in range(1, BROKERS_PER_LANE + 1)]
+
+
+def clock_broker(k: int) -> int:
+    return 10 * k + CLOCK
 
 
 def lane_topics(k: int) -> list[str]:
@@ -132,10 +144,20 @@ class Stats:
     deviations: collections.Counter[str] = field(default_factory=collections.Counter)
     unmodelled: collections.Counter[str] = field(default_factory=collections.Counter)
     refused: int = 0
+    #: CPU seconds of the drivers and of this process during the search.
+    driver_cpu_s: float = 0.0
+    harness_cpu_s: float = 0.0
+
+    @property
+    def per_cpu_second(self) -> float:
+        return self.events / max(self.driver_cpu_s + self.harness_cpu_s, 1e-9)
 
     def to_json(self) -> dict[str, Any]:
         return {"events": self.events, "seconds": round(self.seconds, 3),
                 "events_per_second": round(self.events / max(self.seconds, 1e-9), 1),
+                "driver_cpu_seconds": round(self.driver_cpu_s, 2),
+                "harness_cpu_seconds": round(self.harness_cpu_s, 2),
+                "events_per_cpu_second": round(self.per_cpu_second, 1),
                 "sessions": self.sessions, "session_start_seconds": round(self.start_seconds, 3),
                 "refused": self.refused, "per_op": dict(self.per_op),
                 "verdicts": dict(self.verdicts), "deviations": dict(self.deviations),
@@ -158,7 +180,7 @@ class Config:
 
 
 def settings_for(lanes: int, cfg: Config) -> Settings:
-    brokers = tuple(b for k in range(lanes) for b in lane_brokers(k))
+    brokers = tuple(b for k in range(lanes) for b in [*lane_brokers(k), clock_broker(k)])
     return Settings(brokers=brokers, min_isr=cfg.min_isr, elr=cfg.elr, report="changed")
 
 
@@ -192,6 +214,14 @@ class Session:
                 self.brokers = dict(a.brokers)
         return answers
 
+    def cpu_seconds(self) -> float:
+        """CPU time the driver's JVM has used so far (0 once it has exited)."""
+        from harness.differential.bench import cpu_seconds
+        try:
+            return cpu_seconds(self.driver.pid)
+        except (OSError, IndexError, ValueError):
+            return 0.0
+
     def close(self) -> None:
         self.driver.close()
 
@@ -218,13 +248,18 @@ class Campaign:
         cfg = self.cfg
         rng = random.Random(cfg.seed)
         t0 = time.monotonic()
+        cpu0 = time.process_time()
         deadline = t0 + cfg.budget_s
         while time.monotonic() < deadline:
             self._session(random.Random(rng.getrandbits(63)), t0, deadline)
         self.stats.seconds = time.monotonic() - t0
+        self.stats.harness_cpu_s = time.process_time() - cpu0
         if cfg.shrink:
-            for found in self.found.values():
+            for n, found in enumerate(self.found.values(), 1):
+                self.say(f"diff: shrinking {n}/{len(self.found)} {found.finding.signature} "
+                         f"({len(found.events)} events)")
                 self._shrink(found)
+                self.say(f"diff: {found.shrink_note}")
         self._write()
 
     def _session(self, rng: random.Random, t0: float, deadline: float) -> None:
@@ -238,7 +273,8 @@ class Campaign:
             gens = [RandomEvents(random.Random(rng.getrandbits(63)), lane_brokers(k),
                                  lane_topics(k)) for k in range(cfg.lanes)]
             logs: list[list[dict[str, Any]]] = [[] for _ in range(cfg.lanes)]
-            first = [e for g in gens for e in g.setup()]
+            first = [e for k, g in enumerate(gens)
+                     for e in [{"op": "fence", "broker": clock_broker(k)}, *g.setup()]]
             self._compare(s, first, s.send(first), logs, t0)
             for _ in range(cfg.lane_events):
                 if time.monotonic() >= deadline:
@@ -249,6 +285,7 @@ class Campaign:
                     batch.append(g.next(parts, brokers))
                 self._compare(s, batch, s.send(batch), logs, t0)
         finally:
+            self.stats.driver_cpu_s += s.cpu_seconds()
             s.close()
 
     def _compare(self, s: Session, events: Sequence[dict[str, Any]], answers: Sequence[Answer],
@@ -262,6 +299,8 @@ class Campaign:
             for k, log in enumerate(logs):
                 if lane is None or lane == k:
                     log.append(event)
+                elif op == "fence":  # the clock moved for this lane too
+                    log.append({"op": "fence", "broker": clock_broker(k)})
             rep = s.comparator.step(event, answer)
             if answer.unsupported is None and not answer.ok:
                 st.refused += 1
@@ -317,6 +356,18 @@ class Campaign:
             found.shrink_note = "not reproduced by the lane's events alone: kept unshrunk"
             return
         attempts += 1
+        # First, in one replay: without the events of the lane's other topics (a
+        # comparison is one event from one state: only the partition's own events and the
+        # brokers' can matter).
+        topic = found.finding.where.rpartition("-")[0] if "-" in found.finding.where else None
+        if topic is not None:
+            own = lane_of_topic(topic)
+            topic0 = rename({"topic": topic}, own, 0)["topic"] if own is not None else topic
+            alone = [e for e in seq if "topic" not in e or e["topic"] == topic0]
+            if len(alone) < len(seq):
+                attempts += 1
+                if sig in self.replay([alone])[0]:
+                    seq = alone
         chunk = max(1, len(seq) // 2)
         while chunk >= 1 and attempts < cfg.shrink_attempts and time.monotonic() < deadline:
             cands = [seq[:i] + seq[i + chunk:] for i in range(0, len(seq), chunk)]
@@ -338,7 +389,8 @@ class Campaign:
             else:
                 chunk = max(1, chunk // 2)
         found.shrunk = seq
-        found.shrink_note = (f"{len(found.events)} -> {len(seq)} events in {attempts} replays"
+        found.shrink_note = (f"{len(found.events)} -> {len(seq)} events in {attempts} replays "
+                             f"({time.monotonic() - deadline + cfg.shrink_budget_s:.0f} s)"
                              + ("" if chunk <= 1 else " (bounded: not minimal)"))
 
     # ---- output ----
@@ -374,7 +426,8 @@ def summary_lines(c: Campaign) -> Iterator[str]:
     rate = st.events / max(st.seconds, 1e-9)
     yield (f"Kafka {c.build.version}, ELR {'on' if c.elr else 'off'}; profiles "
            f"{c.profiles[0]} (release axis) and {c.profiles[1]} (kip axis)")
-    yield (f"{st.events:,} events in {st.seconds:.1f} s: {rate:,.0f} events/s "
+    yield (f"{st.events:,} events in {st.seconds:.1f} s: {rate:,.0f} events/s, "
+           f"{st.per_cpu_second:,.0f} per CPU second of driver and harness "
            f"({st.sessions} sessions, {st.start_seconds:.1f} s of JVM starts); "
            f"{st.refused:,} refused by the controller")
     yield "events per kind: " + ", ".join(f"{op} {n:,}" for op, n in st.per_op.most_common())

@@ -254,8 +254,11 @@ class Comparator:
             where = next((d.where for d in ds if d.where != "event"), "event")
             if ds and verdict == AGREES:
                 verdict = DIVERGES if axis == "release" else KIP_DIVERGES
+                said = (f" (build: {answer.error})" if answer.error else "") + (
+                    f" (model: {chosen.error})" if chosen.error else "")
                 report.findings.append(Finding(
-                    axis, ds[0].field, op, profile.name, "; ".join(d.text() for d in ds[:6]),
+                    axis, ds[0].field, op, profile.name,
+                    "; ".join(d.text() for d in ds[:6]) + said,
                     tuple(ds), _partitions(chosen.cluster, ds), _partitions(obs, ds),
                     where, _records(answer, where)))
             setattr(report, axis, verdict)

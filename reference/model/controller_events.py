@@ -349,7 +349,8 @@ def _alter_partition(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction:
     lrs = int(e.get("leaderRecoveryState", 0))
     if (lrs == 1 and len(isr) > 1) or (lrs == 1 and not p.recovering):
         return _refused(c, "INVALID_REQUEST")
-    if not isr <= frozenset(p.replicas):
+    if not isr <= frozenset(p.replicas) or leader not in isr:
+        # An ISR without the leader that sends it: INVALID_REQUEST (4.3.1).
         return _refused(c, "INVALID_REQUEST")
     if any(r not in c.brokers or not c.brokers[r].active for r in isr):
         return _refused(c, "INELIGIBLE_REPLICA")
