@@ -28,7 +28,8 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
                      help="events per lane before a new session (10..100000, default 500)")
     cmd.add_argument("--no-shrink", action="store_true", help="report findings unshrunk")
     cmd.add_argument("--shrink-budget", default="90s", help="time per finding's shrink")
-    cmd.add_argument("--shrink-attempts", default="60", help="replays per shrink (default 60)")
+    cmd.add_argument("--shrink-attempts", default="400",
+                     help="candidate sequences replayed per shrink (default 400)")
     cmd.set_defaults(func=_diff)
 
 

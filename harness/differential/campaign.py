@@ -173,10 +173,10 @@ class Config:
     min_isr: int = 2
     elr: bool | None = None
     shrink: bool = True
-    shrink_attempts: int = 60
+    shrink_attempts: int = 400
     shrink_budget_s: float = 90.0
     #: Candidates replayed in one JVM while shrinking.
-    shrink_batch: int = 12
+    shrink_batch: int = 32
 
 
 def settings_for(lanes: int, cfg: Config) -> Settings:
