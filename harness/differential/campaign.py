@@ -368,6 +368,23 @@ class Campaign:
                 attempts += 1
                 if sig in self.replay([alone])[0]:
                     seq = alone
+        # Then, in one session: without every event of one kind (one candidate per kind,
+        # and one per broker's clock moves), repeated while one of them keeps the signature.
+        while attempts < cfg.shrink_attempts and time.monotonic() < deadline:
+            groups: list[list[dict[str, Any]]] = []
+            for key in sorted({(str(e["op"]), e.get("broker")) for e in seq}, key=str):
+                rest = [e for e in seq if (str(e["op"]), e.get("broker")) != key]
+                if rest and len(rest) < len(seq) and rest not in groups:
+                    groups.append(rest)
+            groups = groups[:cfg.shrink_batch]
+            if not groups:
+                break
+            attempts += len(groups)
+            shown = self.replay(groups)
+            kept = [g for g, sigs in zip(groups, shown, strict=True) if sig in sigs]
+            if not kept:
+                break
+            seq = min(kept, key=len)
         chunk = max(1, len(seq) // 2)
         while chunk >= 1 and attempts < cfg.shrink_attempts and time.monotonic() < deadline:
             cands = [seq[:i] + seq[i + chunk:] for i in range(0, len(seq), chunk)]
