@@ -397,3 +397,21 @@ def test_a_targeted_campaign_runs_only_schedules_that_exercise_the_rule(tmp_path
         steps = fuzz.schedule(MODELS["4.3.1"], 5, index, cfg.gen)
         assert wanted(steps) == (index in ran), index
     assert any(isinstance(x, S.Kill) for x in fuzz.schedule(MODELS["4.3.1"], 5, ran[0], cfg.gen))
+
+
+def test_pause_rules_keep_a_paused_broker_out_of_heal_stop_and_the_observers_need() -> None:
+    nm = MODELS["4.3.1"]
+    cfg = fuzz.gen_config()
+    model, track = nm(), fuzzgen.Track()
+    assert "not paused" in (fuzzgen.why_invalid(S.Resume(1), model, track, cfg) or "")
+    for step in (S.Cut(2, 3), S.Pause(1)):
+        assert fuzzgen.why_invalid(step, model, track, cfg) is None
+        model.apply(step)
+        fuzzgen.after(step, track, cfg)
+    assert "paused already" in (fuzzgen.why_invalid(S.Pause(1), model, track, cfg) or "")
+    assert "resume them first" in (fuzzgen.why_invalid(S.Heal(), model, track, cfg) or "")
+    assert "no clean shutdown" in (fuzzgen.why_invalid(S.Stop(1), model, track, cfg) or "")
+    model.apply(S.Pause(2))
+    fuzzgen.after(S.Pause(2), track, cfg)
+    assert "observer needs one" in (fuzzgen.why_invalid(S.Pause(3), model, track, cfg) or "")
+    assert "observer needs one" in (fuzzgen.why_invalid(S.Kill(3), model, track, cfg) or "")

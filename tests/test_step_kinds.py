@@ -10,6 +10,7 @@ import yaml
 
 from harness.scenario import steps
 from harness.scenario.loader import parse_scenario
+from reference.model import steps as S
 from reference.model.steps import BUILTIN, step_to_dict
 
 FORMAT = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios" / "FORMAT.md"
@@ -89,3 +90,21 @@ def test_unregister_follows_a_kill_or_stop_of_that_broker() -> None:
         parse_scenario(HEAD + "  - unregister: {broker: 2}\n")
     sc = parse_scenario(HEAD + "  - stop: {broker: 2}\n  - unregister: {broker: 2}\n")
     assert step_to_dict(sc.steps[1].step) == {"unregister": {"broker": 2}}
+
+
+def test_unregister_keeps_an_elr_member_and_a_removal_diverges() -> None:
+    """The rule follows 4.3.1's controller (handleBrokerUnregistered names no unclean-shutdown
+    broker: UnregisterBrokerRecord, no PartitionChangeRecord; unregister-keeps-elr-member
+    CONFORMS there); an observation with the member removed is a divergence."""
+    from dataclasses import replace
+
+    from reference import ClusterSpec, Model, TopicSpec
+    m = Model("kafka-4.3", ClusterSpec(brokers=(1, 2, 3)),
+              TopicSpec(replicas=(1, 2, 3), min_insync_replicas=3), elr_enabled=True)
+    m.apply(S.Produce(3))
+    m.apply(S.Kill(3))
+    pred = m.apply(S.Unregister(3))
+    assert {s.elr for s in pred.allowed} == {frozenset({3})}
+    assert {s.isr for s in pred.allowed} == {frozenset({1, 2})}
+    removed = replace(pred.allowed[0], elr=frozenset())
+    assert "elr" in (m.explain(removed) or "")
