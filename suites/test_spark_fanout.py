@@ -38,14 +38,19 @@ cluster: {{brokers: 3, controllers: 1}}
 topic: {{name: t, replicas: [1, 2, 3], min_insync_replicas: 2}}
 steps:
   - produce: {{count: 1, acks: all}}
-  - sleep: {{seconds: 100}}
+  - sleep: {{seconds: 120}}
+  - sleep: {{seconds: 120}}
+  - sleep: {{seconds: 120}}
+  - sleep: {{seconds: 120}}
+  - sleep: {{seconds: 120}}
 """
 
 
 def _held_clusters(where: Path) -> list[Path]:
-    """Two scenarios whose clusters stay up for 100 s: the interrupt test needs both up at
-    once, and the suite's own scenarios (20-25 s) could end on one executor before the other
-    had its cluster up when the machine was loaded (seen with 8 clusters on 2 cores)."""
+    """Two scenarios whose clusters stay up for 600 s (the test interrupts them): the test
+    needs both up at once, and the suite's own scenarios (20-25 s) could end on one executor
+    before the other had its cluster up when the machine was loaded (seen with 8 clusters on
+    2 cores)."""
     files = []
     for name in ("hold-a", "hold-b"):
         (path := where / f"{name}.yaml").write_text(_HOLD.format(name=name))
@@ -56,6 +61,10 @@ def _held_clusters(where: Path) -> list[Path]:
 def _executor_logs(spark_dir: Path, worker: int) -> str:
     return "".join(p.read_text(errors="replace")
                    for p in (spark_dir / f"work-{worker}").glob("app-*/*/stderr"))
+
+
+def _tail(path: Path, chars: int = 3000) -> str:
+    return path.read_text(errors="replace")[-chars:]
 
 
 def test_a_matrix_runs_one_cluster_per_spark_worker(tmp_path: Path, kafka_build) -> None:
@@ -86,14 +95,21 @@ def test_an_interrupted_fan_out_leaves_nothing_running(tmp_path: Path, kafka_bui
     # the executors, started by these workers, bring theirs up at once.
     monkeypatch.setenv(startslots.ENV, "0")
     with StandaloneSpark(spark_dir, workers=2, cores=1) as master:
+        log = (tmp_path / "matrix.log").open("wb")
         child = subprocess.Popen(_matrix_args(kafka_build, master, runs, tmp_path / "m.md",
                                               _held_clusters(tmp_path)),
-                                 cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                 cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
         try:
             # Both clusters up at once: 2 x (3 brokers + 1 controller) JVMs in the runs dir.
-            assert _wait_for(lambda: _started_brokers(runs) >= 6
-                             and len(_processes_mentioning(str(runs))) >= 8, 180), \
-                "the two executors never had their clusters up at once"
+            # The wait ends early if the driver exits (its output is then the message).
+            both_up = _wait_for(lambda: child.poll() is not None or (
+                _started_brokers(runs) >= 6 and len(_processes_mentioning(str(runs))) >= 8), 300)
+            assert both_up and child.poll() is None, (
+                "the two executors never had their clusters up at once: "
+                f"{_started_brokers(runs)} broker(s) started; driver exit {child.poll()}; "
+                f"its output ends:\n{_tail(tmp_path / 'matrix.log')}\n"
+                f"executor 0:\n{_executor_logs(spark_dir, 0)[-1500:]}\n"
+                f"executor 1:\n{_executor_logs(spark_dir, 1)[-1500:]}")
             kafka = _processes_mentioning(str(runs))
             child.send_signal(signal.SIGINT)
             child.wait(timeout=120)
@@ -101,5 +117,6 @@ def test_an_interrupted_fan_out_leaves_nothing_running(tmp_path: Path, kafka_bui
             if child.poll() is None:
                 child.kill()
                 child.wait(timeout=30)
+            log.close()
         assert _wait_for(lambda: not any(_alive(pid) for pid in kafka), 60), \
             f"left running after the driver's Ctrl-C: {[p for p in kafka if _alive(p)]}"

@@ -57,3 +57,16 @@ def test_a_task_carries_the_scenario_text_and_a_shared_absolute_runs_dir(
     failed = fanout._error_result(spec, "executor lost")
     assert failed.verdict == "ERROR" and failed.scenario == "kip966-isolate-leader"
     assert "executor lost" in failed.reason
+
+
+def test_more_runs_are_submitted_than_the_cores_counted_at_start() -> None:
+    # A core whose executor registered after the count must still get work: the driver
+    # submits up to SUBMITTED_RUNS and Spark queues them; never more than there are runs.
+    from harness.run.fanout import SUBMITTED_RUNS, SparkRuns
+    runs = SparkRuns.__new__(SparkRuns)
+    runs.slots = 1
+    assert runs.in_flight(2) == 2
+    assert runs.in_flight(1000) == SUBMITTED_RUNS
+    runs.slots = SUBMITTED_RUNS + 8
+    assert runs.in_flight(1000) == SUBMITTED_RUNS + 8
+    assert runs.in_flight(0) == 1

@@ -96,7 +96,8 @@ def _run(args: argparse.Namespace) -> int:
     check_master(args.master)
     build = builds.resolve(args.kafka_version, args.kafka_dist)
     spark = spark_runs(args.master)
-    jobs = spark.slots if spark else min(args.jobs, len(scenarios) * args.repeat)
+    runs = len(scenarios) * args.repeat
+    jobs = spark.in_flight(runs) if spark else min(args.jobs, runs)
 
     def one(sc: Any, attempt: int) -> RunResult:
         what = f"scenario {sc.name} on Kafka {build.version} run {attempt + 1}/{args.repeat}"
@@ -215,7 +216,8 @@ def _matrix(args: argparse.Namespace) -> int:
     resolved = [builds.resolve(v) for v in versions]  # unknown versions fail before any run
     cells: dict[tuple[str, str], RunResult] = {}
     spark = spark_runs(args.master)
-    jobs = spark.slots if spark else min(args.jobs, len(resolved) * len(scenarios))
+    runs = len(resolved) * len(scenarios)
+    jobs = spark.in_flight(runs) if spark else min(args.jobs, runs)
 
     def one(build: builds.Build, sc: Any) -> RunResult:
         if spark:

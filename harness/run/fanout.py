@@ -34,6 +34,11 @@ if TYPE_CHECKING:
 EXECUTOR_WAIT_S = 90.0
 #: Seconds the executor core count must hold before runs are handed out.
 EXECUTORS_SETTLE_S = 3.0
+#: Runs the driver keeps submitted at once when the executors counted at start are fewer:
+#: an executor that registers late (a loaded machine; seen in CI, where the second of two
+#: executors registered after the settle time and its core sat idle) still gets work, and
+#: Spark queues the rest until a core frees. Each submitted run holds one driver thread.
+SUBMITTED_RUNS = 32
 
 
 @dataclass(frozen=True)
@@ -129,6 +134,11 @@ class SparkRuns:
                                  "(spark-class org.apache.spark.deploy.worker.Worker "
                                  f"--cores N {master})")
             time.sleep(0.25)
+
+    def in_flight(self, runs: int) -> int:
+        """How many of ``runs`` runs to keep submitted: at least one per executor core
+        counted at start, more (SUBMITTED_RUNS) so that cores registered later are used."""
+        return max(1, min(runs, max(self.slots, SUBMITTED_RUNS)))
 
     def run(self, spec: RunSpec) -> RunResult:
         """One run as a one-task job; a failure on the executor comes back as an ERROR run."""
