@@ -264,6 +264,12 @@ class Campaign:
         self.on_interrupt: Callable[[], None] | None = None
         #: Steps -> whether to run them (--target; see target_predicate).
         self.target: Callable[[Steps], bool] | None = None
+        #: Hooks for `kafka-chaos hunt` (harness/search/hunt.py): the schedule of an index
+        #: (default: the generator's), the first index (a resumed campaign goes on from
+        #: there), and a call after each generated run has been counted, confirmed and shrunk.
+        self.source: Callable[[int], Steps] | None = None
+        self.first_index = 0
+        self.after_generated: Callable[[str, Outcome], None] | None = None
         self.out_dir, self.say, self.clock = out_dir, say, clock
         self.result = CampaignResult()
         self._t0 = clock()
@@ -274,12 +280,13 @@ class Campaign:
         return self.cfg.budget_s - (self.clock() - self._t0)
 
     def schedules(self) -> Iterator[tuple[int, Steps]]:
-        index = ran = 0
+        index, ran = self.first_index, 0
         while self.cfg.runs is None or ran < self.cfg.runs:
             if self.time_left() <= 0:
                 self.result.stopped = "budget spent"
                 return
-            steps = schedule(self.new_model, self.cfg.seed, index, self.cfg.gen)
+            steps = self.source(index) if self.source is not None else \
+                schedule(self.new_model, self.cfg.seed, index, self.cfg.gen)
             if not self._wanted(steps):
                 self.result.skipped += 1
                 index += 1
@@ -354,6 +361,8 @@ class Campaign:
         if out.error is None and out.signature is not None:
             self._failure(name, seed, steps, out)
         self._progress()
+        if self.after_generated is not None:
+            self.after_generated(name, out)
 
     def _progress(self) -> None:
         left = self.time_left()
