@@ -62,6 +62,11 @@ def test_audit_catches_a_tampered_observation(tmp_path: Path) -> None:
 def test_bad_paths_are_named(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="does not exist"):
         run_dirs([tmp_path / "nope"], "audit")
+    with pytest.raises(UsageError, match="holds no run directories"):
+        run_dirs([tmp_path], "audit")
+    test_run = tmp_path / "a-pytest-run"  # a chaos test's run: no scenario to judge against
+    test_run.mkdir()
+    (test_run / "run.json").write_text('{"scenario": {"name": "t", "file": null}}')
     with pytest.raises(UsageError, match="holds no scenario run"):
         run_dirs([tmp_path], "audit")
 

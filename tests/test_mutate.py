@@ -179,7 +179,7 @@ def test_cli_reports_score_and_writes_json_and_markdown(
 
 @pytest.mark.parametrize("argv, message", [
     (["/no/such/dir"], "/no/such/dir does not exist"),
-    (["{empty}"], "is not a run directory and holds no scenario run"),
+    (["{empty}"], "is not a run directory (no run.json) and holds no run directories"),
     (["{file}"], "is not a directory"),
     ([str(LRS), "--scenarios", "/no/such/dir"], "--scenarios /no/such/dir is not a directory"),
     ([str(LRS), "--mutant", "nope"], "unknown mutant 'nope'"),

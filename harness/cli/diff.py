@@ -34,13 +34,7 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def _int(text: str, flag: str, lo: int, hi: int) -> int:
-    try:
-        value = int(text)
-    except (TypeError, ValueError):
-        raise UsageError(f"diff: {flag} {text!r} is not a whole number") from None
-    if not lo <= value <= hi:
-        raise UsageError(f"diff: {flag} {value}: give {lo}..{hi}")
-    return value
+    return options.whole_number("diff", flag, text, lo, hi)
 
 
 def parse_config(args: argparse.Namespace) -> object:

@@ -53,13 +53,7 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def _int(text: str, flag: str, lo: int, hi: int) -> int:
-    try:
-        value = int(text)
-    except (TypeError, ValueError):
-        raise UsageError(f"fuzz: {flag} {text!r} is not a whole number") from None
-    if not lo <= value <= hi:
-        raise UsageError(f"fuzz: {flag} {value}: give {lo}..{hi}")
-    return value
+    return options.whole_number("fuzz", flag, text, lo, hi)
 
 
 def parse_args(args: argparse.Namespace) -> tuple[CampaignConfig, float]:

@@ -12,6 +12,7 @@ from harness.cluster import builds
 from harness.cluster.backends import BACKENDS
 from harness.infra import progress
 from harness.infra.errors import UsageError
+from harness.infra.history import runs_below
 
 if TYPE_CHECKING:
     from harness.run.fanout import SparkRuns
@@ -36,12 +37,7 @@ def run_dirs(paths: list[Path], command: str) -> list[Path]:
         if (path / "run.json").is_file():
             out.append(path)
             continue
-        if not path.exists():
-            raise UsageError(f"{command}: {path} does not exist")
-        if not path.is_dir():
-            raise UsageError(f"{command}: {path} is not a directory (give a run directory or "
-                             "a directory of run directories)")
-        found = sorted(p for p in path.iterdir() if (p / "run.json").is_file())
+        found = runs_below(path, command)
         tests = [p for p in found if not _scenario_run(p)]
         if tests:
             progress.say(f"{command}: {path}: {len(tests)} run(s) of pytest tests left out "
@@ -81,6 +77,17 @@ def count(text: str, most: int, alternative: str = "") -> int:
                                          f"{alternative}") from None
     if not 1 <= value <= most:
         raise argparse.ArgumentTypeError(f"{text}: give a count of 1..{most}{alternative}")
+    return value
+
+
+def whole_number(command: str, flag: str, text: str, lo: int, hi: int) -> int:
+    """A flag's whole number in lo..hi, or a UsageError naming the command and the flag."""
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        raise UsageError(f"{command}: {flag} {text!r} is not a whole number") from None
+    if not lo <= value <= hi:
+        raise UsageError(f"{command}: {flag} {value}: give {lo}..{hi}")
     return value
 
 

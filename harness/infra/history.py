@@ -13,10 +13,12 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from harness.infra import machine
+from harness.infra.errors import UsageError
 
 SCHEMA_VERSION = "1.4"
 
@@ -126,6 +128,42 @@ def read_events(run_dir: Path) -> Iterator[dict[str, Any]]:
                 if line.endswith("\n"):
                     raise
                 return
+
+
+@dataclass
+class RecordedRun:
+    """A run as its directory holds it: run.json and the events of its history."""
+
+    run_dir: Path
+    meta: dict[str, Any]
+    events: list[dict[str, Any]]
+
+    @property
+    def version(self) -> str:
+        """The Kafka version the run ran on."""
+        return str(self.meta["build"]["version"])
+
+    @property
+    def complete(self) -> bool:
+        """The run ended: run.json has its end and the history its run_end (else it
+        crashed, was killed or is still running)."""
+        return self.meta.get("ended_wall") is not None and any(
+            e["kind"] == "run_end" for e in self.events)
+
+
+def runs_below(path: Path, command: str) -> list[Path]:
+    """The run directories (each holds run.json) directly below ``path``, which is not one
+    itself; a UsageError naming ``path`` when it does not exist, is a file or holds none."""
+    if not path.exists():
+        raise UsageError(f"{command}: {path} does not exist")
+    if not path.is_dir():
+        raise UsageError(f"{command}: {path} is not a directory (give a run directory, with "
+                         "run.json, or a directory of run directories)")
+    found = sorted(p for p in path.iterdir() if (p / "run.json").is_file())
+    if not found:
+        raise UsageError(f"{command}: {path} is not a run directory (no run.json) and holds "
+                         "no run directories")
+    return found
 
 
 def check_schema(run_dir: Path) -> dict[str, Any]:

@@ -37,6 +37,7 @@ import yaml
 
 from harness.cluster.builds import version_tuple
 from harness.infra.errors import HarnessError, UsageError
+from harness.infra.history import RecordedRun, runs_below
 from harness.judge import datachecks, trace_check
 from harness.judge.audit import AuditResult, audit, recorded_steps
 from harness.judge.axes import AXES, CLEAN, ERROR, INCOMPLETE, UNSUPPORTED
@@ -90,12 +91,9 @@ class NotAFinding(UsageError):
 
 
 @dataclass
-class Evidence:
+class Evidence(RecordedRun):
     """One run, re-judged, with what the draft needs from its directory."""
 
-    run_dir: Path
-    meta: dict[str, Any]
-    events: list[dict[str, Any]]
     result: AuditResult
     scenario_text: str
     scenario_file: str
@@ -103,10 +101,6 @@ class Evidence:
     shrink: dict[str, Any] | None = None
     checks: list[datachecks.CheckResult] = field(default_factory=list)
     logs: trace_check.TraceLogs | None = None
-
-    @property
-    def version(self) -> str:
-        return str(self.meta["build"]["version"])
 
     @property
     def failing(self) -> list[str]:
@@ -132,15 +126,7 @@ def gather(paths: Sequence[Path]) -> tuple[list[Evidence], list[LeftOut]]:
         if (path / "run.json").is_file():
             found.append(examine(path))
             continue
-        if not path.exists():
-            raise UsageError(f"finding: {path} does not exist")
-        if not path.is_dir():
-            raise UsageError(f"finding: {path} is not a directory (give a run directory, with "
-                             "run.json, or a directory of run directories)")
-        runs = sorted(p for p in path.iterdir() if (p / "run.json").is_file())
-        if not runs:
-            raise UsageError(f"finding: {path} is not a run directory (no run.json) and holds "
-                             "no run directories")
+        runs = runs_below(path, "finding")
         mine: list[Evidence] = []
         theirs: list[LeftOut] = []
         for run in runs:

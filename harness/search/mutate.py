@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.infra.errors import UsageError
-from harness.infra.history import SchemaError, check_schema, read_events
+from harness.infra.history import RecordedRun, SchemaError, check_schema, read_events
 from harness.judge import datachecks, trace_check
 from harness.judge.audit import (
     _elr_enabled,
@@ -54,12 +54,9 @@ def _same(p: Profile) -> Profile:
 
 
 @dataclass
-class LoadedRun:
+class LoadedRun(RecordedRun):
     """A run directory read once: judged under the model and every mutant."""
 
-    run_dir: Path
-    meta: dict[str, Any]
-    events: list[dict[str, Any]]
     scenario: Scenario
     elr: bool
     logs: trace_check.TraceLogs
@@ -72,7 +69,7 @@ class LoadedRun:
 
     @property
     def build(self) -> str:
-        return str(self.meta["build"]["version"])
+        return self.version
 
     @property
     def profile(self) -> Profile:
@@ -81,11 +78,6 @@ class LoadedRun:
     @property
     def ended_in_error(self) -> bool:
         return any(e["kind"] == "run_end" and e.get("verdict") == ERROR for e in self.events)
-
-    @property
-    def complete(self) -> bool:
-        return self.meta.get("ended_wall") is not None and any(
-            e["kind"] == "run_end" for e in self.events)
 
 
 def load_run(run_dir: Path, scenarios: Path | None = None) -> LoadedRun:

@@ -123,9 +123,11 @@ class OnNode:
 
     node: NodeRef
     silences: ClassVar[bool] = True
+    #: What the scenario file calls the node.
+    param: ClassVar[str] = "node"
 
     def params(self) -> dict[str, Any]:
-        return {"node": self.node}
+        return {self.param: self.node}
 
     def transition(self, w: World, ctx: Ctx) -> World:
         return silence_or_rejoin(w, self.node, self.silences)
@@ -316,21 +318,18 @@ class Unregister(OnBroker):
 
 
 @dataclass(frozen=True, slots=True)
-class OnController:
+class OnController(OnNode):
     """A step on one controller's process (``kill``/``stop``/``restart`` with
     ``controller:``). To the model a controller that is down is one nobody reaches: its
     links are cut as by ``isolate`` (a stopped leader resigns, a killed one is replaced
     once the others' fetch timeout passes: the same settled quorum), and ``restart``
     restores every link of it, as ``resume`` does."""
 
-    controller: NodeRef
-    silences: ClassVar[bool] = True
+    param: ClassVar[str] = "controller"
 
-    def params(self) -> dict[str, Any]:
-        return {"controller": self.controller}
-
-    def transition(self, w: World, ctx: Ctx) -> World:
-        return silence_or_rejoin(w, self.controller, self.silences)
+    @property
+    def controller(self) -> NodeRef:
+        return self.node
 
 
 @dataclass(frozen=True, slots=True)
