@@ -1,0 +1,122 @@
+"""`kafka-chaos hunt`: a coverage-guided campaign over several builds (issue 35; the logic and
+the classification rule: harness/search/hunt.py, docs/HUNT.md)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from harness.cli import options
+from harness.cluster.backends import BACKENDS
+from harness.infra.errors import UsageError
+
+
+def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    cmd = sub.add_parser("hunt", help="coverage-guided campaign over several builds: failures "
+                                      "de-duplicated, confirmed, shrunk and classified; "
+                                      "resumable (--campaign-dir)")
+    cmd.add_argument("--kafka-version", help="builds, comma-separated (e.g. 4.0.2,4.3.1), "
+                                             "each one of the catalog's builds")
+    cmd.add_argument("--builds", help="`all`: every build of the catalog, newest patch of each "
+                                      "release line")
+    cmd.add_argument("--budget", help="time PER BUILD: no new generated run starts after it "
+                                      "(30m, 90s, 1h30m); a shrink started before may finish "
+                                      "after it")
+    cmd.add_argument("--seed", required=True, help="campaign seed (0..2^63-1)")
+    cmd.add_argument("--campaign-dir", type=Path,
+                     help="campaign state, corpus and summary (hunt.json, hunt.md); the same "
+                          "directory resumes the campaign (default runs/hunt-s<SEED>)")
+    cmd.add_argument("--runs-dir", type=Path,
+                     help="run histories (default CAMPAIGN_DIR/runs; with --master a path "
+                          "every executor shares)")
+    cmd.add_argument("--backend", default="local", choices=BACKENDS)
+    cmd.add_argument("--steps", default="10", help="generated steps per schedule before the "
+                                                   "recovery tail (1..100, default 10)")
+    cmd.add_argument("--weights", default="", help="step kind weights over the defaults, "
+                                                   "e.g. produce=6,kill=3")
+    cmd.add_argument("--step-timeout", default="30", help="seconds a step may take to settle")
+    cmd.add_argument("--confirm", default="1", help="re-runs of a new failure's schedule "
+                                                    "(default 1)")
+    cmd.add_argument("--shrink-attempts", default="12", help="runs per shrink (default 12)")
+    cmd.add_argument("--shrink-budget", default="5m", help="time per shrink (default 5m)")
+    cmd.add_argument("--jobs", type=options.jobs_count, default=1,
+                     help="generated runs side by side, one cluster each (default 1)")
+    options.add_master_option(cmd)
+    cmd.set_defaults(func=_hunt)
+
+
+def _int(text: str, flag: str, lo: int, hi: int) -> int:
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        raise UsageError(f"hunt: {flag} {text!r} is not a whole number") from None
+    if not lo <= value <= hi:
+        raise UsageError(f"hunt: {flag} {value}: give {lo}..{hi}")
+    return value
+
+
+def parse_args(args: argparse.Namespace) -> tuple[Any, float, tuple[str, ...]]:
+    """Every flag checked before a build is resolved or a cluster starts."""
+    from harness.search import fuzz, hunt
+    versions = hunt.parse_builds(args.kafka_version, args.builds)
+    budget = hunt.parse_budget(args.budget)
+    seed = _int(args.seed, "--seed", 0, 2**63 - 1)
+    try:
+        weights = fuzz.parse_weights(args.weights) if args.weights else None
+        shrink_budget = fuzz.parse_duration(args.shrink_budget)
+    except ValueError as exc:
+        flag = "--weights" if "weight" in str(exc) or "kind" in str(exc) else "--shrink-budget"
+        raise UsageError(f"hunt: {flag}: {exc}") from None
+    try:
+        step_timeout = float(args.step_timeout)
+    except ValueError:
+        raise UsageError(f"hunt: --step-timeout {args.step_timeout!r} is not a number") from None
+    if not 0 < step_timeout <= 600:
+        raise UsageError("hunt: --step-timeout: give seconds > 0 and <= 600")
+    cfg = hunt.HuntConfig(seed=seed, budget_s=budget, length=_int(args.steps, "--steps", 1, 100),
+                          weights=weights, confirm=_int(args.confirm, "--confirm", 0, 20),
+                          shrink_attempts=_int(args.shrink_attempts, "--shrink-attempts", 1,
+                                               1000),
+                          shrink_budget_s=shrink_budget)
+    return cfg, step_timeout, versions
+
+
+def _hunt(args: argparse.Namespace) -> int:
+    from harness.cluster import builds
+    from harness.infra import progress
+    from harness.search import fuzz, hunt
+    cfg, step_timeout, versions = parse_args(args)
+    campaign_dir: Path = args.campaign_dir or Path("runs") / f"hunt-s{cfg.seed}"
+    state = hunt.load_state(campaign_dir, cfg)  # another seed or settings: refused now
+    runs_dir: Path = args.runs_dir or campaign_dir / "runs"
+    options.check_runs_dir(runs_dir)
+    options.check_master(args.master)
+    resolved = [builds.resolve(v) for v in versions]
+    progress.say(f"hunt: builds {', '.join(versions)}, seed {cfg.seed}, budget "
+                 f"{cfg.budget_s:.0f} s per build, campaign {campaign_dir}, runs in {runs_dir}")
+    spark = options.spark_runs(args.master)
+    try:
+        plans = []
+        for build in resolved:
+            schedules = campaign_dir / build.version / "schedules"
+            schedules.mkdir(parents=True, exist_ok=True)
+            if spark is not None:
+                run = fuzz.spark_runner(spark, build, args.backend, runs_dir.resolve(),
+                                        schedules, step_timeout)
+                plan = hunt.BuildPlan(build.version, fuzz.model_factory(build), run,
+                                      width=spark.slots, on_interrupt=spark.cancel)
+            else:
+                run = fuzz.real_runner(build, args.backend, runs_dir, schedules, step_timeout)
+                plan = hunt.BuildPlan(build.version, fuzz.model_factory(build), run,
+                                      width=args.jobs)
+            plans.append(plan)
+        state = hunt.hunt(cfg, plans, campaign_dir, say=progress.say, state=state)
+    finally:
+        if spark:
+            spark.stop()
+    print(hunt.summary_table([state.builds[v] for v in versions if v in state.builds]))
+    print(f"summary: {campaign_dir / 'hunt.md'}, {campaign_dir / 'hunt.json'}; state: "
+          f"{campaign_dir / hunt.STATE_FILE}")
+    known = [k for v in versions if v in state.builds for k in state.builds[v].known]
+    return 1 if any(k.cls != "harness-error" for k in known) else 2 if known else 0
