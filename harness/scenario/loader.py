@@ -16,6 +16,7 @@ from typing import Any
 
 from yaml.nodes import Node
 
+from harness.client.traffic import TrafficSpec
 from harness.cluster.topology import CONTROLLER_COUNTS, MAX_BROKERS, ClusterShape
 from harness.scenario import steps as step_kinds
 from harness.scenario.nodes import (
@@ -36,6 +37,7 @@ from harness.scenario.nodes import (
     broker_list,
     check_not_owned,
 )
+from harness.scenario.traffic import parse_traffic
 from reference import PROFILES, ClusterSpec, TopicSpec
 from reference.model import steps as S
 
@@ -137,6 +139,8 @@ class Scenario:
     expectations: tuple[Expectation, ...] = ()
     #: Every topic, the first being ``topic`` (empty: ``topic`` is the only one).
     topics: tuple[Topic, ...] = ()
+    #: Producers and consumers running for the whole schedule (None: no traffic).
+    traffic: TrafficSpec | None = None
 
     def every_topic(self) -> tuple[Topic, ...]:
         return self.topics or (self.topic,)
@@ -161,7 +165,7 @@ class Scenario:
 
 TOP_KEYS = ("version", "name", "description", "seed", "profile", "requires", "cluster", "topic",
             "topics",
-            "steps", "expect")
+            "steps", "expect", "traffic")
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -206,10 +210,33 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
     topics = _topics(ctx, top, root, cluster)
     steps = _steps(ctx, ctx.required(top, "steps", root, ""), cluster, topics)
     expectations = _expectations(ctx, top["expect"][1]) if "expect" in top else ()
+    traffic = None
+    if "traffic" in top:
+        traffic = parse_traffic(ctx, top["traffic"][1], topics)
+        _check_under_traffic(ctx, steps)
     return Scenario(version=version, name=name, description=description, seed=seed,
                     profile=profile, requires=requires, cluster=cluster, topic=topics[0],
                     topics=topics if len(topics) > 1 else (),
-                    steps=tuple(steps), path=path, expectations=expectations)
+                    steps=tuple(steps), path=path, expectations=expectations,
+                    traffic=traffic)
+
+
+def _check_under_traffic(ctx: Reader, steps: list[ScenarioStep]) -> None:
+    """Under traffic the model cannot know offsets record by record: an await of the HWM
+    (or of an offset) cannot be predicted, the HWM is judged by bounds (FORMAT.md
+    "Traffic")."""
+    for i, loaded in enumerate(steps):
+        if loaded.kind == "consume":
+            raise ScenarioError(f"{ctx.path}:{loaded.line}: steps[{i}].consume: under traffic "
+                                "records are read by the traffic's consumers and its final "
+                                "read (add a consumer to traffic.consumers)")
+        if loaded.kind != "await":
+            continue
+        params = dict(next(iter(loaded.mapping.values())) or {})
+        if "hwm" in params:
+            raise ScenarioError(f"{ctx.path}:{loaded.line}: steps[{i}].await.hwm: under "
+                                "traffic the HWM is judged by bounds, not awaited (leave hwm "
+                                "out; FORMAT.md \"Traffic\")")
 
 
 def _name(ctx: Reader, node: Node) -> str:

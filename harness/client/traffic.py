@@ -1,0 +1,375 @@
+"""Client traffic: producers and consumers running in background threads for a whole
+scenario, recording every send, ack, error, poll and commit in the run's `traffic.jsonl`
+(harness/traffic/history.py, docs/TRAFFIC.md), and the final full re-read.
+
+Every record's key spreads it over the topic's partitions (the partition is chosen here
+from the key, so every `send` line names it) and its value is its id and its producer's
+sequence (`<producer>-<seq> <seq>`); ids are unique per run. Clients talk only to the
+cluster's client addresses (through the proxies, as the workload's). Every loop is bounded
+in count and time; `Traffic.stop` ends every thread within a bounded wait, and a thread
+that raised is said, never left running.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import zlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from harness.infra import progress
+from harness.traffic.history import TrafficRecorder
+
+if TYPE_CHECKING:
+    from harness.cluster.backends.base import Cluster
+
+ACKS = ("0", "1", "all")
+ISOLATION = ("read_uncommitted", "read_committed")
+#: Hard bounds of one run's traffic (the loader refuses more): threads, records, time.
+MAX_PRODUCERS = 8
+MAX_CONSUMERS = 8
+MAX_RATE = 100_000  # records/s per producer
+MAX_RECORDS = 5_000_000  # per producer
+MAX_SECONDS = 3_600  # a producer stops sending after this long whatever happens
+#: Delivery timeout of a traffic record (as the workload's): a record the cluster cannot
+#: take fails after this, with a send_error line.
+DELIVERY_TIMEOUT_MS = 12_000
+#: How long stop() waits for outstanding delivery reports and for each thread.
+STOP_GRACE_S = DELIVERY_TIMEOUT_MS / 1000 + 10.0
+#: Consumers poll at most this many records per call, waiting at most POLL_S.
+POLL_BATCH = 1000
+POLL_S = 0.2
+#: A committing consumer commits every COMMIT_EVERY polled records or COMMIT_S seconds.
+COMMIT_EVERY = 1000
+COMMIT_S = 1.0
+
+
+@dataclass(frozen=True)
+class ProducerSpec:
+    """``count`` producers alike: ``rate`` records/s each (None: as fast as the client
+    goes), at most ``records`` each, keys ``key0..key{keys-1}`` spread over ``topic``'s
+    partitions."""
+
+    topic: str
+    count: int = 1
+    rate: int | None = 1000
+    acks: str = "all"
+    idempotent: bool = True
+    keys: int = 1000
+    records: int | None = None
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class ConsumerSpec:
+    """``count`` consumers alike: ``mode`` assign (every partition of ``topic`` from its
+    start) or group (subscribe in group ``group``); ``commit``: commit offsets as they
+    read (group mode, or assign mode with ``group`` as its group id)."""
+
+    topic: str
+    count: int = 1
+    mode: str = "assign"
+    group: str | None = None
+    commit: bool = False
+    isolation: str = "read_uncommitted"
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class TrafficSpec:
+    producers: tuple[ProducerSpec, ...] = ()
+    consumers: tuple[ConsumerSpec, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        from dataclasses import asdict
+        return {"producers": [asdict(p) for p in self.producers],
+                "consumers": [asdict(c) for c in self.consumers]}
+
+
+def partition_of(key: str, partitions: int) -> int:
+    """The partition of a key: CRC32 of its bytes modulo the topic's partitions."""
+    return zlib.crc32(key.encode()) % partitions
+
+
+def _common(cluster: Cluster) -> dict[str, Any]:
+    return {"bootstrap.servers": cluster.client_bootstrap(), "log_level": 3,
+            "socket.timeout.ms": 4000, "topic.metadata.refresh.interval.ms": 1000,
+            "metadata.max.age.ms": 3000, "reconnect.backoff.max.ms": 500}
+
+
+class _Worker:
+    """One background thread running ``body`` until ``stop`` is set; an exception is kept
+    (said by Traffic.stop), never raised in the thread."""
+
+    def __init__(self, name: str, body: Callable[[threading.Event], None]) -> None:
+        self.name = name
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+        self._body = body
+        self.thread = threading.Thread(target=self._run, name=f"traffic-{name}", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self._body(self.stop)
+        except BaseException as exc:  # noqa: BLE001 - kept and said by stop()
+            self.error = exc
+
+
+class ProducerLoop:
+    """One producer: sends at its rate until stopped, its record budget is spent or
+    MAX_SECONDS pass; then waits (bounded) for the outstanding delivery reports."""
+
+    def __init__(self, name: str, spec: ProducerSpec, partitions: int, cluster: Cluster,
+                 rec: TrafficRecorder) -> None:
+        self.name, self.spec, self.partitions, self.rec = name, spec, partitions, rec
+        self.sent = self.acked = self.failed = 0
+        self.config = {**_common(cluster), "acks": spec.acks,
+                       "enable.idempotence": spec.idempotent,
+                       "linger.ms": 5, "batch.num.messages": 10_000,
+                       "queue.buffering.max.messages": 100_000,
+                       "message.timeout.ms": DELIVERY_TIMEOUT_MS, "retry.backoff.ms": 100}
+        self.keys = [f"key{i}" for i in range(spec.keys)]
+        self.key_partitions = [partition_of(k, partitions) for k in self.keys]
+
+    def run(self, stop: threading.Event) -> None:
+        spec, rec, name, topic = self.spec, self.rec, self.name, self.spec.topic
+        producer = Producer(self.config)
+        rec.producer(name, spec.acks, spec.idempotent)
+        limit = min(spec.records or MAX_RECORDS, MAX_RECORDS)
+
+        def report(err: KafkaError | None, msg: Any) -> None:
+            rid, _, seq_text = msg.value().decode().partition(" ")
+            seq = int(seq_text)
+            if err is None:
+                self.acked += 1
+                rec.ack(name, seq, rid, topic, msg.partition(), msg.offset())
+            else:
+                self.failed += 1
+                rec.send_error(name, seq, rid, topic, err.name(), msg.partition())
+
+        start = time.monotonic()
+        deadline = start + MAX_SECONDS
+        try:
+            seq = 0
+            while seq < limit and not stop.is_set() and time.monotonic() < deadline:
+                if spec.rate:
+                    ahead = start + seq / spec.rate - time.monotonic()
+                    if ahead > 0:
+                        producer.poll(min(ahead, 0.1))
+                        continue
+                k = seq % len(self.keys)
+                rid = f"{name}-{seq}"
+                part = self.key_partitions[k]
+                rec.send(name, seq, rid, topic, part)
+                while True:
+                    try:
+                        producer.produce(topic, key=self.keys[k], value=f"{rid} {seq}",
+                                         partition=part, on_delivery=report)
+                        break
+                    except BufferError:  # the local queue is full: serve reports first
+                        producer.poll(0.05)
+                        if stop.is_set() or time.monotonic() >= deadline:
+                            break
+                seq += 1
+                self.sent = seq
+                if seq % 100 == 0:
+                    producer.poll(0)
+        finally:
+            left = producer.flush(STOP_GRACE_S)
+            if left:
+                progress.say(f"traffic {name}: {left} record(s) without a delivery report "
+                             f"after {STOP_GRACE_S:g} s (recorded as sent only)")
+
+
+class ConsumerLoop:
+    """One consumer: assigned every partition of its topic from the start, or subscribed
+    in a group; records every polled record and (committing) every accepted commit.
+    ``session`` changes at every assignment and every offset reset (a seek)."""
+
+    def __init__(self, name: str, spec: ConsumerSpec, partitions: int, cluster: Cluster,
+                 rec: TrafficRecorder, run_id: str) -> None:
+        self.name, self.spec, self.partitions, self.rec = name, spec, partitions, rec
+        self.group = spec.group or f"kafka-chaos-{run_id}-{name}"
+        self.session = -1
+        self.polled = 0
+        self.config = {**_common(cluster), "group.id": self.group,
+                       "enable.auto.commit": False, "auto.offset.reset": "error",
+                       "isolation.level": spec.isolation,
+                       "session.timeout.ms": 10_000, "heartbeat.interval.ms": 1000,
+                       "on_commit": self._committed}
+
+    def _committed(self, err: KafkaError | None, parts: list[TopicPartition]) -> None:
+        if err is not None:
+            return
+        for tp in parts:
+            if tp.error is None and tp.offset >= 0:
+                self.rec.commit(self.name, self.group, tp.topic, tp.partition, tp.offset)
+
+    def _new_session(self, *_: Any) -> None:
+        self.session += 1
+
+    def _assigned(self, consumer: Any, parts: list[TopicPartition]) -> None:
+        """A group assignment: a new session, each partition from its committed offset,
+        or from its start when the group has none (never an automatic reset)."""
+        self.session += 1
+        try:
+            committed = consumer.committed(parts, timeout=10)
+        except KafkaException:
+            committed = parts
+        consumer.assign([TopicPartition(tp.topic, tp.partition,
+                                        tp.offset if tp.offset >= 0 else 0)
+                         for tp in committed])
+
+    def _reset(self, consumer: Any, topic: str, partition: int) -> None:
+        """Out of range (the log was cut back under the consumer): read the partition from
+        its start again, in a new session."""
+        self.session += 1
+        try:
+            consumer.seek(TopicPartition(topic, partition, 0))
+            return
+        except KafkaException:
+            pass
+        if self.spec.mode == "assign":  # re-assign: the others where they are
+            positions = {tp.partition: tp.offset for tp in consumer.position(
+                [TopicPartition(topic, p) for p in range(self.partitions)])}
+            consumer.assign([TopicPartition(topic, p, 0 if p == partition or
+                                            positions.get(p, -1) < 0 else positions[p])
+                             for p in range(self.partitions)])
+
+    def run(self, stop: threading.Event) -> None:
+        spec, rec, name = self.spec, self.rec, self.name
+        consumer = Consumer(self.config)
+        try:
+            if spec.mode == "group":
+                consumer.subscribe([spec.topic], on_assign=self._assigned,
+                                   on_revoke=self._new_session)
+            else:
+                self._new_session()
+                consumer.assign([TopicPartition(spec.topic, p, 0)
+                                 for p in range(self.partitions)])
+            pending: dict[int, int] = {}
+            last_commit = time.monotonic()
+            since_commit = 0
+            while not stop.is_set():
+                for msg in consumer.consume(POLL_BATCH, POLL_S):
+                    err = msg.error()
+                    if err is not None:
+                        if err.code() == KafkaError._AUTO_OFFSET_RESET:
+                            self._reset(consumer, str(msg.topic()), int(msg.partition() or 0))
+                        continue
+                    value = msg.value() or b""
+                    rid = value.decode(errors="replace").partition(" ")[0]
+                    offset, part = int(msg.offset() or 0), int(msg.partition() or 0)
+                    rec.poll(name, self.session, str(msg.topic()), part, offset, rid)
+                    self.polled += 1
+                    pending[part] = offset + 1
+                    since_commit += 1
+                if spec.commit and pending and (since_commit >= COMMIT_EVERY or
+                                                time.monotonic() - last_commit >= COMMIT_S):
+                    consumer.commit(offsets=[TopicPartition(spec.topic, p, o)
+                                             for p, o in sorted(pending.items())],
+                                    asynchronous=True)
+                    pending, since_commit, last_commit = {}, 0, time.monotonic()
+        finally:
+            consumer.close()
+
+
+class Traffic:
+    """The run's producers and consumers, started after the topic exists and stopped
+    (bounded) before the final read."""
+
+    def __init__(self, spec: TrafficSpec, cluster: Cluster, rec: TrafficRecorder,
+                 partitions: Callable[[str], int]) -> None:
+        self.spec, self.cluster, self.rec = spec, cluster, rec
+        run_id = cluster.history.run_id
+        self.producers: list[ProducerLoop] = []
+        self.consumers: list[ConsumerLoop] = []
+        for i, ps in enumerate(spec.producers):
+            for j in range(ps.count):
+                self.producers.append(ProducerLoop(f"p{i}.{j}", ps, partitions(ps.topic),
+                                                   cluster, rec))
+        for i, cs in enumerate(spec.consumers):
+            for j in range(cs.count):
+                self.consumers.append(ConsumerLoop(f"c{i}.{j}", cs, partitions(cs.topic),
+                                                   cluster, rec, run_id))
+        self._workers = ([_Worker(p.name, p.run) for p in self.producers]
+                         + [_Worker(c.name, c.run) for c in self.consumers])
+        self.started = self.stopped = 0.0
+
+    def start(self) -> None:
+        self.started = time.monotonic()
+        for w in self._workers:
+            w.thread.start()
+
+    def stop(self) -> list[str]:
+        """Stop every thread: producers first (each waits, bounded, for its delivery
+        reports), then consumers. Returns what went wrong (a thread that raised or did
+        not end in time), each also said."""
+        problems: list[str] = []
+        for w in self._workers:
+            w.stop.set()
+        deadline = time.monotonic() + STOP_GRACE_S + 5.0
+        for w in self._workers:
+            if w.thread.ident is None:
+                continue
+            w.thread.join(max(0.0, deadline - time.monotonic()))
+            if w.thread.is_alive():
+                problems.append(f"traffic {w.name}: still running {STOP_GRACE_S + 5:g} s "
+                                "after stop (a daemon thread, dropped with the process)")
+            elif w.error is not None:
+                problems.append(f"traffic {w.name}: {type(w.error).__name__}: {w.error}")
+        self.stopped = time.monotonic()
+        for p in problems:
+            progress.say(p)
+        return problems
+
+    def summary(self) -> dict[str, Any]:
+        wall = max((self.stopped or time.monotonic()) - self.started, 1e-9)
+        sent = sum(p.sent for p in self.producers)
+        acked = sum(p.acked for p in self.producers)
+        acked_all = sum(p.acked for p in self.producers if p.spec.acks == "all")
+        return {"seconds": round(wall, 2), "sent": sent, "acked": acked,
+                "failed": sum(p.failed for p in self.producers),
+                "acked_per_s": round(acked / wall, 1),
+                "acked_all_per_s": round(acked_all / wall, 1),
+                "polled": sum(c.polled for c in self.consumers)}
+
+
+def final_read(cluster: Cluster, rec: TrafficRecorder, partitions: Iterable[tuple[str, int]],
+               timeout_s: float = 60.0,
+               on_record: Callable[[str, int, int, str], None] | None = None
+               ) -> dict[tuple[str, int], bool]:
+    """Every partition re-read from its start to its end: a `final_read` line per record,
+    a `final_read_end` per partition (complete: it reached the end within ``timeout_s``).
+    ``on_record(topic, partition, offset, id)`` sees each record too."""
+    out: dict[tuple[str, int], bool] = {}
+    for topic, partition in partitions:
+        consumer = Consumer({**_common(cluster),
+                             "group.id": f"kafka-chaos-{cluster.history.run_id}-final",
+                             "enable.auto.commit": False, "enable.partition.eof": True,
+                             "auto.offset.reset": "earliest",
+                             "isolation.level": "read_uncommitted"})
+        complete = False
+        try:
+            consumer.assign([TopicPartition(topic, partition, 0)])
+            deadline = time.monotonic() + timeout_s
+            while not complete and time.monotonic() < deadline:
+                for msg in consumer.consume(POLL_BATCH, POLL_S):
+                    err = msg.error()
+                    if err is not None:
+                        complete = complete or err.code() == KafkaError._PARTITION_EOF
+                        continue
+                    rid = (msg.value() or b"").decode(errors="replace").partition(" ")[0]
+                    offset = int(msg.offset() or 0)
+                    rec.final_read(topic, partition, offset, rid)
+                    if on_record is not None:
+                        on_record(topic, partition, offset, rid)
+        finally:
+            consumer.close()
+            rec.final_read_end(topic, partition, complete)
+        out[(topic, partition)] = complete
+    return out

@@ -1,0 +1,133 @@
+"""The scenario's ``traffic`` block (fixtures/scenarios/FORMAT.md "Traffic"): producers
+and consumers running for the whole schedule, parsed into harness.client.traffic specs
+with file:line errors like the rest of the loader."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from yaml.nodes import Node
+
+from harness.client.traffic import (
+    ACKS,
+    ISOLATION,
+    MAX_CONSUMERS,
+    MAX_PRODUCERS,
+    MAX_RATE,
+    MAX_RECORDS,
+    ConsumerSpec,
+    ProducerSpec,
+    TrafficSpec,
+)
+from harness.scenario.nodes import TOPIC_RE, Items, Reader
+
+MAX_KEYS = 100_000
+MAX_GROUP = 249
+PRODUCER_KEYS = ("count", "rate", "acks", "idempotent", "keys", "records", "topic")
+CONSUMER_KEYS = ("count", "mode", "group", "commit", "isolation", "topic")
+MODES = ("assign", "group")
+
+
+def parse_traffic(ctx: Reader, node: Node, topics: Sequence[Any]) -> TrafficSpec:
+    """``topics``: the scenario's topics (``name`` attributes); the first is the default."""
+    items = ctx.mapping(node, "traffic")
+    ctx.unknown(items, ("producers", "consumers"), "traffic")
+    producers = tuple(
+        _producer(ctx, n, f"traffic.producers[{i}]", topics)
+        for i, n in enumerate(ctx.sequence(items["producers"][1], "traffic.producers",
+                                           MAX_PRODUCERS)
+                              if "producers" in items else ()))
+    consumers = tuple(
+        _consumer(ctx, n, f"traffic.consumers[{i}]", topics, i)
+        for i, n in enumerate(ctx.sequence(items["consumers"][1], "traffic.consumers",
+                                           MAX_CONSUMERS)
+                              if "consumers" in items else ()))
+    if not producers and not consumers:
+        raise ctx.fail(node, "traffic", "lists no producer and no consumer (leave the "
+                       "block out for a scenario without traffic)")
+    for what, specs, most in (("producers", producers, MAX_PRODUCERS),
+                              ("consumers", consumers, MAX_CONSUMERS)):
+        total = sum(s.count for s in specs)
+        if total > most:
+            raise ctx.fail(items[what][1], f"traffic.{what}", f"{total} {what} in all; at "
+                           f"most {most} (each is a thread on the harness's machine)")
+    return TrafficSpec(producers, consumers)
+
+
+def _topic(ctx: Reader, items: Items, where: str, topics: Sequence[Any]) -> str:
+    if "topic" not in items:
+        return str(topics[0].name)
+    tnode = items["topic"][1]
+    name = ctx.str_(tnode, f"{where}.topic")
+    if name not in [t.name for t in topics]:
+        raise ctx.fail(tnode, f"{where}.topic", f"no topic {name!r} (topics: "
+                       f"{', '.join(t.name for t in topics)})")
+    return name
+
+
+def _count(ctx: Reader, items: Items, where: str, most: int) -> int:
+    return ctx.int_(items["count"][1], f"{where}.count", 1, most) if "count" in items else 1
+
+
+def _producer(ctx: Reader, node: Node, where: str, topics: Sequence[Any]) -> ProducerSpec:
+    it = ctx.mapping(node, where)
+    ctx.unknown(it, PRODUCER_KEYS, where)
+    acks = "all"
+    if "acks" in it:
+        v = ctx.scalar(it["acks"][1], f"{where}.acks")
+        if isinstance(v, bool) or str(v) not in ACKS:
+            raise ctx.fail(it["acks"][1], f"{where}.acks", f"acks must be 0, 1 or all, got "
+                           f"{v!r}")
+        acks = str(v)
+    idempotent = acks == "all"
+    if "idempotent" in it:
+        idempotent = ctx.bool_(it["idempotent"][1], f"{where}.idempotent")
+        if idempotent and acks != "all":
+            raise ctx.fail(it["idempotent"][1], f"{where}.idempotent", "idempotence needs "
+                           f"acks all (the client refuses it with acks {acks})")
+    rate: int | None = 1000
+    if "rate" in it:
+        rnode = it["rate"][1]
+        if ctx.scalar(rnode, f"{where}.rate") is None:
+            rate = None
+        else:
+            rate = ctx.int_(rnode, f"{where}.rate", 1, MAX_RATE)
+    keys = ctx.int_(it["keys"][1], f"{where}.keys", 1, MAX_KEYS) if "keys" in it else 1000
+    records = ctx.int_(it["records"][1], f"{where}.records", 1, MAX_RECORDS) \
+        if "records" in it else None
+    return ProducerSpec(topic=_topic(ctx, it, where, topics),
+                        count=_count(ctx, it, where, MAX_PRODUCERS), rate=rate, acks=acks,
+                        idempotent=idempotent, keys=keys, records=records,
+                        line=node.start_mark.line + 1)
+
+
+def _consumer(ctx: Reader, node: Node, where: str, topics: Sequence[Any], index: int
+              ) -> ConsumerSpec:
+    it = ctx.mapping(node, where)
+    ctx.unknown(it, CONSUMER_KEYS, where)
+    mode = "assign"
+    if "mode" in it:
+        mode = ctx.str_(it["mode"][1], f"{where}.mode")
+        if mode not in MODES:
+            raise ctx.fail(it["mode"][1], f"{where}.mode", f"mode must be assign (every "
+                           f"partition from its start) or group (subscribe), got {mode!r}")
+    group: str | None = None
+    if "group" in it:
+        gnode = it["group"][1]
+        group = ctx.str_(gnode, f"{where}.group")
+        if not TOPIC_RE.fullmatch(group) or len(group) > MAX_GROUP:
+            raise ctx.fail(gnode, f"{where}.group", f"invalid group id {group[:MAX_GROUP]!r}: "
+                           f"1..{MAX_GROUP} of letters, digits, '.', '_' and '-'")
+    elif mode == "group":
+        group = f"traffic-g{index}"  # the entry's consumers share one group
+    commit = ctx.bool_(it["commit"][1], f"{where}.commit") if "commit" in it else False
+    isolation = "read_uncommitted"
+    if "isolation" in it:
+        isolation = ctx.str_(it["isolation"][1], f"{where}.isolation")
+        if isolation not in ISOLATION:
+            raise ctx.fail(it["isolation"][1], f"{where}.isolation", "isolation must be "
+                           f"read_uncommitted or read_committed, got {isolation!r}")
+    return ConsumerSpec(topic=_topic(ctx, it, where, topics),
+                        count=_count(ctx, it, where, MAX_CONSUMERS), mode=mode, group=group,
+                        commit=commit, isolation=isolation, line=node.start_mark.line + 1)
