@@ -29,7 +29,6 @@ from harness.judge.axes import (
     UNSUPPORTED,
     AxisVerdict,
     KipJudge,
-    ObservedStep,
     RunEvidence,
     judge_run,
 )
@@ -46,6 +45,8 @@ from harness.judge.compare import (
 from harness.judge.datachecks import CheckResult
 from harness.judge.headline import Headline, headline
 from harness.judge.lanes import lane_events, lanes, merge_axes, single
+from harness.judge.lockstep import kip_steps
+from harness.judge.traffic import apply_traffic, hwm_drop_allowed, model_view, tick_step
 from harness.scenario import steps as step_kinds
 from harness.scenario.loader import Scenario, load_scenario
 from harness.scenario.steps import StepOutcome
@@ -64,6 +65,8 @@ class AuditResult:
     axes: dict[str, AxisVerdict] = field(default_factory=dict)
     trace: dict[str, Any] = field(default_factory=dict)
     recorded: dict[str, str] = field(default_factory=dict)
+    #: The traffic checks' summaries (docs/TRAFFIC.md), for a run with traffic.jsonl.
+    traffic: dict[str, Any] | None = None
 
     @property
     def headline(self) -> Headline:
@@ -79,7 +82,7 @@ class AuditResult:
         return {"run_dir": str(self.run_dir), "scenario": self.scenario, "build": self.build,
                 "profile": self.profile, "headline": self.headline.to_json(),
                 "axes": {a: v.to_json() for a, v in self.axes.items()},
-                "trace": self.trace, "recorded": self.recorded}
+                "trace": self.trace, "recorded": self.recorded, "traffic": self.traffic}
 
 
 @dataclass
@@ -155,6 +158,9 @@ def _judge(result: AuditResult, scenario: Scenario, meta: dict[str, Any],
     result.axes = judge_lanes(scenario, get_profile(result.profile), result.build, meta, events,
                               datachecks.run_checks(events),
                               trace_check.memo(logs, scenario, events, elr), elr)
+    verdict = apply_traffic(result.axes, result.run_dir, scenario, events)
+    if verdict is not None:
+        result.traffic = verdict.to_json()
     result.trace = {"summary": trace_check.describe(result.axes["release"].details, logs),
                     "records": sum(len(r) for r in logs.by_controller.values()),
                     "controllers": sorted(logs.by_controller)}
@@ -174,7 +180,8 @@ def judge_axes(scenario: Scenario, profile: Profile, build: str, meta: dict[str,
     kip = KipJudge(model_under, profile, elr, _outcome_mismatch)
     release, reason = _replay(model, kip, scenario, recorded_steps(events),
                               str(meta.get("verdict")), _recorded_reason(events))
-    checks = run_data_checks(raw_checks, model, predicts_hwm_drop(events))
+    checks = run_data_checks(raw_checks, model, predicts_hwm_drop(events)
+                             or hwm_drop_allowed(scenario, events))
     if release not in NOT_JUDGED:
         release = worst([release] + [DIVERGES if not c["ok"] else CONFORMS for c in checks])
         reason = reason or next((f"check {c['name']}" for c in checks if not c["ok"]), "")
@@ -276,16 +283,21 @@ def _replay(model: Any, kip: KipJudge, scenario: Scenario, steps: list[RecordedS
         pred = model.apply(step)
         if rec.verdict in (UNSUPPORTED, ERROR) or pred.unsupported:
             return rec.verdict or UNSUPPORTED, f"step {rec.index + 1}: {rec.verdict} (recorded)"
+        # Under traffic the model sees the traffic go on after the step (as the runner).
+        tick = tick_step(scenario, rec.index, scenario.topic.name)
+        if tick is not None:
+            model.apply(tick)
         if not kind.settles(step):  # not waited for: the steps after it check it
-            kip.step(ObservedStep(rec.index, step, None, rec.outcome))
+            kip_steps(kip, rec.index, step, None, rec.outcome, tick)
             continue
         if kind.reads and rec.outcome.consumed is None:
             rec.outcome.consumed = []
-        observed = None if rec.observed is None else observed_state(rec.observed)
+        observed = None if rec.observed is None else \
+            observed_state(model_view(rec.observed, scenario))
         why = (model.explain(observed) if observed is not None else "no observation recorded") \
             or await_mismatch(kind.expects(rec.params), rec.observed or {}) \
             or _outcome_mismatch(pred, rec.outcome)
-        kip.step(ObservedStep(rec.index, step, observed, rec.outcome))
+        kip_steps(kip, rec.index, step, observed, rec.outcome, tick)
         if why is not None:
             return DIVERGES, f"step {rec.index + 1} {rec.kind}: {why}"
         model.resolve(observed, rec.outcome.acks, read_of(rec.outcome))

@@ -96,6 +96,18 @@ class Lockstep:
     def apply(self, steps: Sequence[Any]) -> list[Any]:
         return [lm.model.apply(s) for lm, s in zip(self.lanes, steps, strict=True)]
 
+    def ticks(self, index: int) -> list[Any]:
+        """Under traffic, each lane's traffic after step ``index`` (judge/traffic.py
+        ``tick_step``; None for a lane no producer writes to, or without traffic)."""
+        from harness.judge.traffic import tick_step
+        return [tick_step(self.scenario, index, lm.lane.topic) for lm in self.lanes]
+
+    def apply_ticks(self, ticks: Sequence[Any], preds: Sequence[Any]) -> list[Any]:
+        """The model after the traffic's tick: each lane's prediction of its settled
+        state (``preds``, the step's own, where a lane has no tick)."""
+        return [pred if tick is None else lm.model.apply(tick)
+                for lm, tick, pred in zip(self.lanes, ticks, preds, strict=True)]
+
     def explain(self, observed: Sequence[Any]) -> str | None:
         for lm, state in zip(self.lanes, observed, strict=True):
             why = lm.model.explain(state)
@@ -108,10 +120,24 @@ class Lockstep:
             lm.model.resolve(state, outcome.acks, read_of(outcome))
 
     def kip_step(self, index: int, steps: Sequence[Any], observed: Sequence[Any] | None,
-                 outcomes: Sequence[Any]) -> None:
+                 outcomes: Sequence[Any], ticks: Sequence[Any] | None = None) -> None:
         for i, lm in enumerate(self.lanes):
-            lm.kip.step(ObservedStep(index, steps[i], None if observed is None else observed[i],
-                                     outcomes[i]))
+            seen = None if observed is None else observed[i]
+            kip_steps(lm.kip, index, steps[i], seen, outcomes[i],
+                      None if ticks is None else ticks[i])
+
+
+def kip_steps(kip: KipJudge, index: int, step: Any, observed: Any, outcome: Any,
+              tick: Any) -> None:
+    """The kip judge's view of one step: the step with its outcome and observation, or
+    under traffic the step with its outcome (its acks checked), then the traffic's tick
+    with the observation (the state compared); runner and audit alike."""
+    if tick is None:
+        kip.step(ObservedStep(index, step, observed, outcome))
+        return
+    from harness.scenario.steps import StepOutcome
+    kip.step(ObservedStep(index, step, None, outcome))
+    kip.step(ObservedStep(index, tick, observed, StepOutcome()))
 
 
 def _names(by_topic: Mapping[str, list[int]]) -> str:

@@ -50,6 +50,7 @@ from harness.judge.compare import (
 from harness.judge.headline import Headline, headline
 from harness.judge.lanes import lane_events, merge_axes, merge_checks
 from harness.judge.lockstep import Lockstep
+from harness.judge.traffic import apply_traffic, hwm_drop_allowed, model_view
 from harness.run.sampler import MIN_RATE, SampleObserver, Sampler
 from harness.scenario import steps as step_kinds
 from harness.scenario.loader import Scenario
@@ -178,6 +179,10 @@ class Runner:
         #: ``active`` resolved to (several controllers only).
         self._epoch_before: int | None = None
         self._last_active: int | None = None
+        #: The run's producers and consumers and their traffic.jsonl (a scenario with
+        #: traffic only).
+        self._traffic: Any = None
+        self._traffic_writer: Any = None
         self.lockstep = Lockstep(scenario, self.profile, elr_enabled(scenario, build),
                                  lambda pred, outcome: ack_mismatch(pred, outcome)
                                  or consume_mismatch(pred, outcome), self.model_for)
@@ -242,6 +247,10 @@ class Runner:
                                    trace_under, trace_check.SAFETY_RULES)
             per_lane.append((lm.lane, judge_run(release, lm.model.profile, lm.kip, evidence)))
         result.axes = merge_axes(per_lane)
+        verdict = apply_traffic(result.axes, history.run_dir, self.scenario, self._events)
+        if verdict is not None:
+            history.update(traffic={**(history.meta.get("traffic") or {}),
+                                    "checks": verdict.to_json()})
         for finding in result.axes["release"].details:
             history.record("trace", profile=self.profile, **finding)
         for axis in AXES:
@@ -262,6 +271,8 @@ class Runner:
                    for ln in self.lockstep.targeted(index) for i in range(count)]
             steps = self.lockstep.steps_at(index, loaded.step, ids)
             preds = self.lockstep.apply(steps)
+            preds = _settled_predictions(
+                preds, self.lockstep.apply_ticks(self.lockstep.ticks(index), preds))
             self._record_predictions(history, index, preds)
             self._finish_step(history, result, StepResult(
                 index, kind, line, self._summary(preds), "-", UNSUPPORTED, gap))
@@ -274,6 +285,9 @@ class Runner:
                 self._data_dirs = {c: session.cluster.data_dir(c) for c in controllers}
                 self._steps_on_cluster(session, history, result)
         finally:
+            if self._traffic_writer is not None:  # the run ended before its final read
+                self._traffic_writer.close()
+                self._traffic_writer = None
             self._archive_metadata(history)
 
     def _archive_metadata(self, history: History) -> None:
@@ -288,6 +302,45 @@ class Runner:
         for acks in self._acks_used():
             session.workload.warm(acks)
         self._create_topic(session)
+        self._start_traffic(session, history)
+        try:
+            self._schedule(session, history, result)
+        finally:
+            self._stop_traffic(history)
+        session.observer.answers.check_foreign()
+        result.checks = self._data_checks(history, session)
+
+    def _start_traffic(self, session: Session, history: History) -> None:
+        """The scenario's producers and consumers, from now to the end of the schedule,
+        recording into the run's traffic.jsonl (harness/client/traffic.py)."""
+        spec = self.scenario.traffic
+        if spec is None:
+            return
+        from harness.client.traffic import Traffic
+        from harness.traffic.history import TrafficWriter
+        sizes = {t.name: t.partitions for t in self.scenario.every_topic()}
+        self._traffic_writer = TrafficWriter(history.run_dir, history.run_id)
+        self._traffic = Traffic(spec, session.cluster, self._traffic_writer, sizes.__getitem__)
+        history.record("traffic", phase="start", spec=spec.to_json())
+        self._traffic.start()
+
+    def _stop_traffic(self, history: History) -> None:
+        """Stop the producers and consumers (bounded); the writer stays open for the final
+        read, and is closed by it (or here, if the run ends before it)."""
+        if self._traffic is None:
+            return
+        try:
+            problems = self._traffic.stop()
+            summary = self._traffic.summary()
+            history.record("traffic", phase="stop", problems=problems, **summary)
+            history.update(traffic={"summary": summary, "problems": problems})
+            progress.say(f"traffic: {summary['sent']} sent, {summary['acked']} acked "
+                         f"({summary['acked_all_per_s']}/s acks=all), {summary['failed']} "
+                         f"failed, {summary['polled']} polled in {summary['seconds']} s")
+        finally:
+            self._traffic = None
+
+    def _schedule(self, session: Session, history: History, result: RunResult) -> None:
         sampler = self._sampler(session, history)
         sampler.start()
         try:
@@ -309,8 +362,6 @@ class Runner:
             progress.say(f"sampled {rate['samples']} states at {rate['rate_per_s']}/s "
                          f"(slowest step {rate['slowest_step_rate_per_s']}/s{below}), "
                          f"{rate['violations']} invariant violation(s)")
-        session.observer.answers.check_foreign()
-        result.checks = self._data_checks(history, session)
 
     def _acks_used(self) -> list[str]:
         return sorted({s.step.acks for s in self.scenario.steps if isinstance(s.step, Produce)})
@@ -348,11 +399,16 @@ class Runner:
         steps = ls.steps_at(index, step, ids)
         history.record("step", index=index, phase="start", step={kind: params}, line=line)
         preds = ls.apply(steps)
-        self._record_predictions(history, index, preds)
+        # Under traffic the model then sees the traffic go on (judge/traffic.py tick_step):
+        # ``settled`` is what the observation is compared with; ``preds`` the step's own
+        # (its acks).
+        ticks = ls.ticks(index)
+        settled = _settled_predictions(preds, ls.apply_ticks(ticks, preds))
+        self._record_predictions(history, index, settled)
         progress.say(f"step {index + 1}/{len(self.scenario.steps)} {kind} "
                      f"{ {k: v for k, v in params.items() if k != 'record_ids'} }: "
-                     f"expecting {self._summary(preds)}")
-        summary = self._summary(preds)
+                     f"expecting {self._summary(settled)}")
+        summary = self._summary(settled)
         unsupported = next((p.unsupported for p in preds if p.unsupported), None)
         if unsupported:
             return self._finish_step(history, result, StepResult(
@@ -365,19 +421,20 @@ class Runner:
         if not step_kind.settles(step):
             # Not waited for (restart wait: false): its prediction is checked by the steps
             # after it, on the model's branches it leaves; nothing is observed here.
-            ls.kip_step(index, steps, None, outcomes)
+            ls.kip_step(index, steps, None, outcomes, ticks)
             history.record("step", index=index, phase="end", step={kind: params}, line=line)
             return self._finish_step(history, result, StepResult(
                 index, kind, line, summary, "-", CONFORMS,
                 "not waited for: the next steps check it"))
         timeout = float(params.get("timeout_s", self.step_timeout_s))
-        observed, why, blind = self._converge(session, preds, ls.expects(index), timeout)
+        observed, why, blind = self._converge(session, settled, ls.expects(index), timeout)
         reason = why or self._outcome_mismatch(preds, outcomes)
-        states = None if observed is None else [observed_state(o) for o in observed]
+        states = None if observed is None else [observed_state(model_view(o, self.scenario))
+                                                 for o in observed]
         if states is not None and reason is None:
             ls.resolve(states, outcomes)
         if not blind:
-            ls.kip_step(index, steps, states, outcomes)
+            ls.kip_step(index, steps, states, outcomes, ticks)
         history.record("step", index=index, phase="end", step={kind: params}, line=line)
         # A cluster the observer could not see at the deadline is a harness fault, not
         # evidence against the broker.
@@ -493,14 +550,17 @@ class Runner:
             blind = False
             try:
                 last = self._observe(session)
-                why = self.lockstep.explain([observed_state(o) for o in last]) \
+                why = self.lockstep.explain([observed_state(model_view(o, self.scenario))
+                                             for o in last]) \
                     or self._await_mismatches(expected, last) \
                     or next(filter(None, (_not_started(session, e) for e in expected)), None)
                 pairs = list(zip(preds, last, strict=True))
                 if why is None and any(quorum_unseen(p, o) for p, o in pairs):
                     why, blind = ("controller: DescribeQuorum not answered (the prediction "
                                   "names an active controller)"), True
-                hidden = any(hwm_hidden(p, o) for p, o in pairs)
+                # Under traffic the HWM is judged by bounds, never waited for.
+                hidden = self.scenario.traffic is None and any(hwm_hidden(p, o)
+                                                               for p, o in pairs)
                 if why is None and not (hidden and time.monotonic() < hwm_deadline):
                     return last, None, False
             except ObserveError as exc:
@@ -567,7 +627,10 @@ class Runner:
     def _data_checks(self, history: History, session: Session) -> list[dict[str, Any]]:
         """Final read of every visible record, then the data checks over the whole history."""
         from harness.infra.history import read_events
-        for lm in self.lockstep.lanes:
+        traffic = self._traffic_writer is not None
+        if traffic:
+            self._final_read_with_traffic(history, session)
+        for lm in self.lockstep.lanes if not traffic else ():
             try:
                 session.workload.consume_all(lm.lane.topic, lm.lane.partition)
             except Exception as exc:  # noqa: BLE001 - a partition with no leader: nothing to read
@@ -580,11 +643,46 @@ class Runner:
             mine = lane_events(events, self.scenario, lm.lane)
             raw = datachecks.run_checks(mine)
             self._raw_checks.append(raw)
-            per_lane.append((lm.lane, run_data_checks(raw, lm.model, predicts_hwm_drop(mine))))
+            per_lane.append((lm.lane, run_data_checks(
+                raw, lm.model, predicts_hwm_drop(mine) or hwm_drop_allowed(self.scenario, mine))))
         checks = merge_checks(per_lane)
         for check in checks:
             history.record("check", **check)
         return checks
+
+    def _final_read_with_traffic(self, history: History, session: Session) -> None:
+        """One full re-read of every partition into traffic.jsonl (final_read lines); the
+        scenario's own records it finds are also the history's consume events, closed by a
+        read event per partition, as the data checks read them."""
+        from harness.client.traffic import final_read
+        from harness.infra.history import read_events
+        writer, self._traffic_writer = self._traffic_writer, None
+        own = {e["record_id"] for e in read_events(history.run_dir) if e["kind"] == "produce"}
+        counts: dict[tuple[str, int], int] = {}
+
+        def seen(topic: str, partition: int, offset: int, rid: str) -> None:
+            if rid in own:
+                counts[(topic, partition)] = counts.get((topic, partition), 0) + 1
+                history.record("consume", record_id=rid, topic=topic, partition=partition,
+                               offset=offset)
+        try:
+            lanes = [(lm.lane.topic, lm.lane.partition) for lm in self.lockstep.lanes]
+            done = final_read(session.cluster, writer, lanes, on_record=seen)
+            for (topic, partition), complete in done.items():
+                history.record("read", topic=topic, partition=partition,
+                               records=counts.get((topic, partition), 0), complete=complete)
+        except Exception as exc:  # noqa: BLE001 - said; the checks judge an incomplete read
+            progress.say(f"final read with traffic failed: {exc}")
+        finally:
+            writer.close()
+
+
+def _settled_predictions(preds: list[Any], ticked: list[Any]) -> list[Any]:
+    """Each lane's prediction to compare the observation with: after the traffic's tick
+    where there is one, with the step's own expected acks and unsupported reason."""
+    return [p if t is p else dataclasses.replace(t, expected_acks=p.expected_acks,
+                                                 unsupported=p.unsupported)
+            for p, t in zip(preds, ticked, strict=True)]
 
 
 def _fully_replicated(replicas: tuple[int, ...]) -> Callable[[dict[str, Any]], bool]:
