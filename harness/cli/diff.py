@@ -27,6 +27,11 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     cmd.add_argument("--lane-events", default="500",
                      help="events per lane before a new session (10..100000, default 500)")
     cmd.add_argument("--no-shrink", action="store_true", help="report findings unshrunk")
+    cmd.add_argument("--coverage", action="store_true",
+                     help="run the search under the JaCoCo agent and report line and branch "
+                          "coverage of the build's PartitionChangeBuilder, "
+                          "PartitionReassignmentReplicas and ReplicationControlManager's "
+                          "partition-changing methods (slower; coverage/ in the run dir)")
     cmd.add_argument("--shrink-budget", default="90s", help="time per finding's shrink")
     cmd.add_argument("--shrink-attempts", default="400",
                      help="candidate sequences replayed per shrink (default 400)")
@@ -53,7 +58,7 @@ def parse_config(args: argparse.Namespace) -> object:
                   elr={"on": True, "off": False}.get(args.elr),
                   shrink=not args.no_shrink,
                   shrink_attempts=_int(args.shrink_attempts, "--shrink-attempts", 1, 10_000),
-                  shrink_budget_s=shrink_budget)
+                  shrink_budget_s=shrink_budget, coverage=args.coverage)
 
 
 def _diff(args: argparse.Namespace) -> int:

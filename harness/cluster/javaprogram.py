@@ -226,28 +226,34 @@ def run(program: Program, args: Sequence[str] = (), *, jvm_opts: Sequence[str] =
 
 
 def junit_console_jar() -> Path:
-    """The JUnit console launcher (one jar: launcher, Jupiter API, params and engine) from
-    Maven Central, cached in <cache>/junit/<version>/ (needs `mvn` on first use)."""
-    group, artifact, version = JUNIT_CONSOLE.split(":")
-    folder = cache_dir("junit", version)
-    jar = folder / f"{artifact}-{version}.jar"
+    """The JUnit console launcher (one jar: launcher, Jupiter API, params and engine)."""
+    return maven_jar(JUNIT_CONSOLE)
+
+
+def maven_jar(coordinate: str) -> Path:
+    """One jar from Maven Central (``group:artifact:version[:jar:classifier]``), cached in
+    <cache>/<artifact>/<version>/ (needs `mvn` on first use)."""
+    group, artifact, version, *rest = coordinate.split(":")
+    classifier = rest[1] if len(rest) > 1 else ""
+    folder = cache_dir(artifact, version)
+    jar = folder / f"{artifact}-{version}{'-' + classifier if classifier else ''}.jar"
     if jar.is_file():
         return jar
     with entry_lock(jar):
         if jar.is_file():
             return jar
         mvn = tools.require("mvn")
-        progress.say(f"fetching {JUNIT_CONSOLE} from Maven Central into {folder} (first use)")
+        progress.say(f"fetching {coordinate} from Maven Central into {folder} (first use)")
         tmp = folder / f"tmp-{os.getpid()}"
         tmp.mkdir(exist_ok=True)
         try:
             out = subprocess.run([str(mvn), "-B", "-q", "--no-transfer-progress",
-                                  "dependency:copy", f"-Dartifact={JUNIT_CONSOLE}",
+                                  "dependency:copy", f"-Dartifact={coordinate}",
                                   f"-DoutputDirectory={tmp}"],
                                  cwd=tmp, capture_output=True, text=True, timeout=600)
             fetched = tmp / jar.name
             if out.returncode != 0 or not fetched.is_file():
-                raise HarnessError(f"Maven could not fetch {JUNIT_CONSOLE}:\n"
+                raise HarnessError(f"Maven could not fetch {coordinate}:\n"
                                    + _tail(out.stdout + out.stderr, 15))
             os.replace(fetched, jar)
         finally:

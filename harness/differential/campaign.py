@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cluster.builds import Build
+from harness.differential import coverage
 from harness.differential.compare import (
     AGREES,
     DEVIATES,
@@ -41,7 +42,8 @@ from harness.differential.compare import (
     Comparator,
     Finding,
 )
-from harness.differential.driver import ControllerDriver
+from harness.differential.coverage import CoverageReport
+from harness.differential.driver import JVM_OPTS, ControllerDriver
 from harness.differential.model import initial
 from harness.differential.protocol import Answer, Settings
 from harness.differential.workload import RandomEvents
@@ -177,6 +179,8 @@ class Config:
     shrink_budget_s: float = 90.0
     #: Candidates replayed in one JVM while shrinking.
     shrink_batch: int = 32
+    #: The search sessions run under the JaCoCo agent (coverage.py); shrinking does not.
+    coverage: bool = False
 
 
 def settings_for(lanes: int, cfg: Config) -> Settings:
@@ -194,8 +198,10 @@ def version_of(build: Build) -> tuple[int, int, int]:
 class Session:
     """One driver session with its comparator and the merged state the answers report."""
 
-    def __init__(self, build: Build, settings: Settings) -> None:
-        self.driver = ControllerDriver.for_build(build, settings)
+    def __init__(self, build: Build, settings: Settings,
+                 extra_jvm_opts: Sequence[str] = ()) -> None:
+        self.driver = ControllerDriver.for_build(build, settings,
+                                                 jvm_opts=(*JVM_OPTS, *extra_jvm_opts))
         t0 = time.monotonic()
         ready = self.driver.start()
         self.start_seconds = time.monotonic() - t0
@@ -241,6 +247,8 @@ class Campaign:
         self.found: dict[str, Found] = {}
         self.profiles: tuple[str, str] = ("", "")
         self.elr: bool | None = None
+        self.coverage: CoverageReport | None = None
+        self._agent: list[str] = []
 
     # ---- search ----
 
@@ -250,10 +258,16 @@ class Campaign:
         t0 = time.monotonic()
         cpu0 = time.process_time()
         deadline = t0 + cfg.budget_s
+        if cfg.coverage:
+            self._agent = coverage.agent_options(self.out_dir / "coverage" / "jacoco.exec")
         while time.monotonic() < deadline:
             self._session(random.Random(rng.getrandbits(63)), t0, deadline)
         self.stats.seconds = time.monotonic() - t0
         self.stats.harness_cpu_s = time.process_time() - cpu0
+        if cfg.coverage:
+            folder = self.out_dir / "coverage"
+            xml = coverage.xml_report(folder / "jacoco.exec", self.build, folder / "jacoco.xml")
+            self.coverage = coverage.read_report(xml, self.build.version)
         if cfg.shrink:
             for n, found in enumerate(self.found.values(), 1):
                 self.say(f"diff: shrinking {n}/{len(self.found)} {found.finding.signature} "
@@ -264,7 +278,7 @@ class Campaign:
 
     def _session(self, rng: random.Random, t0: float, deadline: float) -> None:
         cfg = self.cfg
-        s = Session(self.build, settings_for(cfg.lanes, cfg))
+        s = Session(self.build, settings_for(cfg.lanes, cfg), self._agent)
         self.stats.sessions += 1
         self.stats.start_seconds += s.start_seconds
         self.elr = s.elr
@@ -434,7 +448,8 @@ class Campaign:
         summary = {"kafka": self.build.version, "seed": self.cfg.seed, "elr": self.elr,
                    "profiles": {"release": self.profiles[0], "kip": self.profiles[1]},
                    "lanes": self.cfg.lanes, "lane_events": self.cfg.lane_events,
-                   "stats": self.stats.to_json(), "findings": findings}
+                   "stats": self.stats.to_json(), "findings": findings,
+                   "coverage": None if self.coverage is None else self.coverage.to_json()}
         (self.out_dir / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
 
 
@@ -459,6 +474,8 @@ def summary_lines(c: Campaign) -> Iterator[str]:
                                                st.deviations.most_common())
     if st.unmodelled:
         yield "unmodelled: " + ", ".join(f"{op} {n:,}" for op, n in st.unmodelled.items())
+    if c.coverage is not None:
+        yield from c.coverage.lines()
     yield f"findings: {len(c.found)} signature(s)"
     for found in c.found.values():
         f = found.finding
