@@ -296,3 +296,21 @@ def test_a_campaign_dir_of_another_seed_is_refused_before_anything_runs(
                      "--campaign-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "--campaign-dir" in err and "give --seed 7 to resume it, or a new --campaign-dir" in err
+
+
+def test_a_corpus_entry_is_the_scenario_the_run_ran(tmp_path: Path) -> None:
+    """The run directory's scenario.yaml (its cluster included) is what the corpus keeps."""
+    run_dir = tmp_path / "runs" / "fuzz-s1-0"
+    run_dir.mkdir(parents=True)
+
+    class Ran(Fake):
+        def run(self, name: str, seed: int, steps: Any) -> fuzz.Outcome:
+            out = super().run(name, seed, steps)
+            text = fuzz.scenario_yaml(name, seed, steps, "as the run ran it")
+            (run_dir / "scenario.yaml").write_text(text)
+            return fuzz.Outcome(out.signature, None, run_dir)
+    fake = Ran(reach={0: Reach(frozenset({"fenced"}))})
+    fake.reach = lambda out: Reach(frozenset({"fenced"}))  # type: ignore[method-assign]
+    st = hunt.hunt(cfg(runs=1), [plan(fake)], tmp_path / "c").builds["4.3.1"]
+    (entry,) = st.corpus
+    assert "as the run ran it" in (tmp_path / "c" / entry.file).read_text()

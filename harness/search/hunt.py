@@ -613,10 +613,11 @@ class BuildHunt:
                 self.say(f"hunt {self.plan.version}: {name}: coverage unreadable "
                          f"({type(exc).__name__}: {exc})")
                 reach = Reach()
-            self._covered(name, seed, steps, reach)
+            self._covered(name, seed, steps, reach, out.run_dir)
         return out
 
-    def _covered(self, name: str, seed: int, steps: Steps, reach: Reach) -> None:
+    def _covered(self, name: str, seed: int, steps: Steps, reach: Reach,
+                 run_dir: Path | None) -> None:
         with self.lock:
             new = sorted(reach.features() - set(self.state.coverage))
             if not new:
@@ -627,8 +628,10 @@ class BuildHunt:
             origin = self.origin.get(index, "generated") if index is not None else "re-run"
             rel = Path(self.plan.version) / "corpus" / f"{name}.yaml"
             (self.dir / rel).parent.mkdir(parents=True, exist_ok=True)
-            (self.dir / rel).write_text(fuzz.scenario_yaml(
-                name, seed, steps, f"kafka-chaos hunt corpus: first to reach {', '.join(new)}"))
+            ran = run_dir / "scenario.yaml" if run_dir is not None else None
+            # The scenario the run ran (its cluster too), else the schedule written anew.
+            (self.dir / rel).write_text(ran.read_text() if ran is not None and ran.is_file()
+                                        else fuzz.scenario_yaml(name, seed, steps))
             self.state.corpus.append(CorpusEntry(name, str(rel), new, origin, tuple(steps)))
         self.say(f"hunt {self.plan.version}: {name} reached {len(new)} new: {', '.join(new)}; "
                  f"corpus {len(self.state.corpus)}")
