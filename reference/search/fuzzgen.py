@@ -25,23 +25,56 @@ it holds in every branch of the model's current prediction:
 - ``restart``: a killed or stopped broker that reaches the controller (waited for: it
   must register).
 
+- ``kill`` / ``stop`` / ``restart`` of a controller (by id, quorums of 3): a majority of
+  the quorum always runs; a controller that is down is restarted before any ``heal``;
+- ``unregister``: a broker that is down, once until its restart;
+- ``alter_config``: the topic's min ISR (1..replication factor; never below the brokers
+  killed so far + 1: the fault budget is the run's lowest min ISR - 1) or unclean
+  election, to a value it does not have;
+- ``elect``: preferred where the preferred replica does not lead, unclean where the
+  partition is leaderless (in some branch);
+- ``reassign``: add a broker, remove a replica (never below min ISR), replace one, one
+  reassignment at a time; ``cancel`` while one is in progress;
+- ``latency`` / ``bandwidth`` on a broker's replication links or one broker link (never
+  near request.timeout.ms, never below the loader's kbps floor), one toxic until a
+  ``heal``; ``sleep`` of 1-5 s;
+- no step after which a branch loses acks=all records by an unclean election (the
+  operator's choice, which the KIP's guarantee, and so the safety axis, does not cover).
+
+Each schedule may get a cluster of its own (``draw_cluster``: brokers, controllers,
+replicas, partitions, min ISR, unclean election, ELR); several partitions are stepped
+together (``PartitionModels``): a guard holds on every partition.
+
 After ``length`` such steps the schedule ends with a recovery tail (Jepsen's final heal
-and read): ``heal`` if a link is cut, ``restart`` of every broker down, and ``consume``
-if the partition then has a leader the client reaches.
+and read): unclean election off, ``resume`` of every paused broker, ``restart`` of every
+controller down, ``heal`` if a link is cut or shaped, ``restart`` of every broker down,
+and ``consume`` if the partition then has a leader the client reaches.
 """
 
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from reference.model import steps as S
-from reference.model.predict import Model, durable
-from reference.search.generators import ALL, Gen, Generator, Limits, Track
+from reference.model.predict import Model, Prediction, durable
+from reference.model.state import ClusterSpec, World
+from reference.search.generators import (
+    ALL,
+    UNCLEAN,
+    Config,
+    Gen,
+    Generator,
+    Lanes,
+    Limits,
+    Track,
+)
 
-__all__ = ["ALL", "DEFAULT_WEIGHTS", "KINDS", "GenConfig", "Generator", "Track", "candidates",
-           "generate", "predicts_acked_loss", "validate", "why_invalid"]
+__all__ = ["ALL", "DEFAULT_WEIGHTS", "KINDS", "Cluster", "GenConfig", "Generator", "Lanes",
+           "PartitionModels", "Track", "candidates", "draw_cluster", "generate",
+           "predicts_acked_loss", "validate", "why_invalid"]
 
 #: The step kinds this package's generators make, with their default weights (the
 #: campaign's kinds are the registry's: harness/search/fuzz.py passes them in GenConfig).
@@ -64,6 +97,9 @@ class GenConfig:
     kill_leader: float = 0.6
     #: The kinds to generate, each with its guard: the step registry's generators.
     generators: Mapping[str, Generator] = field(default_factory=lambda: dict(ALL))
+    #: Whether each schedule gets a cluster of its own (``draw_cluster``; the caller
+    #: builds the model of it: harness/search/fuzz.py) instead of the fixed base cluster.
+    clusters: bool = False
 
     def weight_of(self) -> dict[str, int]:
         given = self.weights if self.weights is not None else {
@@ -71,22 +107,126 @@ class GenConfig:
         return {k: int(v) for k, v in given.items() if int(v) > 0}
 
 
-def _gen(model: Model, track: Track, cfg: GenConfig) -> Gen:
+# -- the cluster's settings -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Cluster:
+    """A generated schedule's cluster (FORMAT.md ``cluster`` and ``topic``): brokers 1..N,
+    controllers (1 or 3), the topic's replicas (partition 0's, the first its preferred
+    leader), partitions, min ISR, unclean election, ELR (None: the build's default)."""
+
+    brokers: int = 3
+    controllers: int = 1
+    replicas: tuple[int, ...] = (1, 2, 3)
+    partitions: int = 1
+    min_isr: int = 2
+    unclean: bool = False
+    elr: bool | None = None
+
+
+#: Draws in a row refused by the unclean-loss rule before a schedule ends early.
+MAX_REFUSED = 50
+#: The fixed cluster of a schedule without generated settings (the KIP's examples).
+BASE_CLUSTER = Cluster()
+#: JVMs a generated cluster may start (brokers + controllers): the machines are small.
+MAX_NODES = 6
+
+
+def draw_cluster(seed: int | str, elr_choices: Sequence[bool | None] = (None,)) -> Cluster:
+    """The cluster of the schedule with this (scenario) seed: 3-5 brokers with one
+    controller or 3 brokers with a quorum of 3, replication factor 2-4 (mostly 3),
+    1-3 partitions (mostly 1), min ISR 1..RF (mostly 2), unclean election off three times
+    in four, ELR one of ``elr_choices`` (what the build allows: both where it can be
+    formatted either way). Deterministic for a seed."""
+    rng = random.Random(f"kafka-chaos-cluster:{seed}")
+    controllers = rng.choice((1, 1, 3))
+    brokers = rng.choice((3, 3, 4, 5)) if controllers == 1 else 3
+    brokers = min(brokers, MAX_NODES - controllers)
+    rf = min(brokers, rng.choice((2, 3, 3, 3, 4)))
+    replicas = tuple(rng.sample(range(1, brokers + 1), rf))
+    min_isr = min(rf, rng.choice((1, 2, 2, 2, 3)))
+    return Cluster(brokers=brokers, controllers=controllers, replicas=replicas,
+                   partitions=rng.choice((1, 1, 1, 2, 3)), min_isr=min_isr,
+                   unclean=rng.random() < 0.25, elr=rng.choice(tuple(elr_choices)))
+
+
+class PartitionModels:
+    """The models of several partitions (one per lane, harness/judge/lanes.py) stepped
+    together: a generated step names no partition, so it acts on every one. Its
+    ``branches`` are every lane's: a guard that holds in every branch holds on every
+    partition."""
+
+    def __init__(self, models: Sequence[Model]) -> None:
+        assert models, "at least one partition"
+        self.models = list(models)
+
+    @property
+    def branches(self) -> list[World]:
+        return [w for m in self.models for w in m.branches]
+
+    @property
+    def cluster(self) -> ClusterSpec:
+        return self.models[0].cluster
+
+    def apply(self, step: S.Step) -> Prediction:
+        """Each lane's prediction; the first one that is unsupported, else partition 0's."""
+        preds = [m.apply(step) for m in self.models]
+        return next((p for p in preds if p.unsupported), preds[0])
+
+
+# -- guards -------------------------------------------------------------------------------
+
+def _gen(model: Lanes, track: Track, cfg: GenConfig) -> Gen:
     return Gen(model, track, Limits(cfg.max_count, cfg.max_killed))
 
 
-def _leader(model: Model) -> int | None:
+def new_track(model: Lanes) -> Track:
+    """A schedule's track, its min ISR floor the topic's own (the fault budget is the
+    lowest min ISR the run has, as the safety axis judges it)."""
+    return Track(min_isr_floor=min((w.min_isr for w in model.branches), default=None))
+
+
+def _leader(model: Lanes) -> int | None:
     """The partition's leader if every branch has the same one."""
     leaders = {w.partition.leader for w in model.branches}
     return leaders.pop() if len(leaders) == 1 else None
 
 
-def why_invalid(step: S.Step, model: Model, track: Track, cfg: GenConfig) -> str | None:
-    """Why ``step`` may not come next (its kind's guard), or None when it may."""
+def _lost(branches: Sequence[World], unclean_only: bool) -> frozenset[str]:
+    return frozenset().union(*(w.acked_all() - durable(w) for w in branches
+                               if not unclean_only or w.unclean_elections))
+
+
+def _unclean_risk(step: S.Step, model: Lanes) -> bool:
+    return isinstance(step, S.AlterConfig | S.Elect) or any(
+        w.config.unclean_leader_election for w in model.branches)
+
+
+def unclean_loss(step: S.Step, model: Lanes) -> str | None:
+    """Whether ``step`` makes a branch lose acks=all records by an unclean election. With
+    unclean election the operator accepts losing them (KIP-966 "Unclean recovery"; the
+    safety axis judges the KIP's guarantee, which it waives), so such a step proves
+    nothing: it is never generated. (Only steps that may elect uncleanly are tried on a
+    copy of the model: with unclean election on, and alter_config and elect.)"""
+    if not _unclean_risk(step, model):
+        return None
+    before = _lost(model.branches, unclean_only=False)
+    trial = copy.deepcopy(model)
+    trial.apply(step)
+    lost = _lost(trial.branches, unclean_only=True) - before
+    if lost:
+        return (f"an unclean election would lose {len(lost)} acks=all record(s) (the "
+                "operator's choice, not a finding)")
+    return None
+
+
+def why_invalid(step: S.Step, model: Lanes, track: Track, cfg: GenConfig) -> str | None:
+    """Why ``step`` may not come next (its kind's guard, then the unclean-loss rule), or
+    None when it may."""
     generator = cfg.generators.get(step.kind)
     if generator is None or not isinstance(step, generator.makes):
         return f"the generator does not make {step.kind} steps"
-    return generator.why_invalid(step, _gen(model, track, cfg))
+    return generator.why_invalid(step, _gen(model, track, cfg)) or unclean_loss(step, model)
 
 
 def after(step: S.Step, track: Track, cfg: GenConfig) -> None:
@@ -95,7 +235,7 @@ def after(step: S.Step, track: Track, cfg: GenConfig) -> None:
         generator.after(step, track)
 
 
-def candidates(kind: str, model: Model, track: Track, cfg: GenConfig,
+def candidates(kind: str, model: Lanes, track: Track, cfg: GenConfig,
                rng: random.Random) -> list[S.Step]:
     """Every valid step of ``kind`` now (counts and offsets drawn from ``rng``)."""
     generator = cfg.generators.get(kind)
@@ -105,7 +245,7 @@ def candidates(kind: str, model: Model, track: Track, cfg: GenConfig,
     return [s for s in generator.steps(g, rng) if generator.why_invalid(s, g) is None]
 
 
-def _tail(model: Model, track: Track, cfg: GenConfig) -> list[S.Step]:
+def _tail(model: Lanes, track: Track, cfg: GenConfig) -> list[S.Step]:
     out: list[S.Step] = []
 
     def add(step: S.Step) -> None:
@@ -113,8 +253,14 @@ def _tail(model: Model, track: Track, cfg: GenConfig) -> list[S.Step]:
             model.apply(step)
             after(step, track, cfg)
             out.append(step)
+    if any(w.config.unclean_leader_election for w in model.branches):
+        # The operator's opt-in to losing records ends with the faults: recovering with it
+        # on could elect a replica without them (the unclean-loss rule would refuse it).
+        add(S.AlterConfig("topic", Config({UNCLEAN: "false"})))
     for b in sorted(track.paused):
         add(S.Resume(b))
+    for c in sorted(track.controllers_down):
+        add(S.RestartController(c))
     add(S.Heal())
     for b in sorted(b.id for b in model.branches[0].brokers):
         add(S.Restart(b))
@@ -122,7 +268,7 @@ def _tail(model: Model, track: Track, cfg: GenConfig) -> list[S.Step]:
     return out
 
 
-def generate(new_model: Callable[[], Model], seed: int | str, cfg: GenConfig = GenConfig()
+def generate(new_model: Callable[[], Lanes], seed: int | str, cfg: GenConfig = GenConfig()
              ) -> tuple[S.Step, ...]:
     """A schedule of ``cfg.length`` generated steps (plus the recovery tail)."""
     weights = cfg.weight_of()
@@ -131,9 +277,11 @@ def generate(new_model: Callable[[], Model], seed: int | str, cfg: GenConfig = G
         raise ValueError(f"unknown step kind(s) {', '.join(unknown)} (one of "
                          f"{', '.join(cfg.generators)})")
     rng = random.Random(f"kafka-chaos-fuzz:{seed}")
-    model, track = new_model(), Track()
+    model = new_model()
+    track = new_track(model)
     out: list[S.Step] = []
-    while len(out) < cfg.length:
+    refused = 0
+    while len(out) < cfg.length and refused < MAX_REFUSED:
         # A kind with no valid step now is left out of this draw; some kind always has
         # one unless the weights allow only impossible kinds.
         choices = {k: candidates(k, model, track, cfg, rng) for k in sorted(weights)}
@@ -146,6 +294,10 @@ def generate(new_model: Callable[[], Model], seed: int | str, cfg: GenConfig = G
         if kind == "kill" and leader is not None and rng.random() < cfg.kill_leader \
                 and S.Kill(leader) in choices[kind]:
             step = S.Kill(leader)
+        if unclean_loss(step, model) is not None:
+            refused += 1
+            continue  # drawn again (the rng has moved on)
+        refused = 0
         model.apply(step)
         after(step, track, cfg)
         out.append(step)
@@ -154,12 +306,13 @@ def generate(new_model: Callable[[], Model], seed: int | str, cfg: GenConfig = G
     return tuple(out)
 
 
-def validate(new_model: Callable[[], Model], steps: Sequence[S.Step],
+def validate(new_model: Callable[[], Lanes], steps: Sequence[S.Step],
              cfg: GenConfig = GenConfig()) -> tuple[int, str] | None:
     """The first step (index, reason) that breaks the generator's rules, or None. The
     shrinker keeps only schedules that pass (a shrunk schedule is one the generator
     could have made, with any length)."""
-    model, track = new_model(), Track()
+    model = new_model()
+    track = new_track(model)
     for i, step in enumerate(steps):
         why = why_invalid(step, model, track, cfg)
         if why is not None:
@@ -169,7 +322,7 @@ def validate(new_model: Callable[[], Model], steps: Sequence[S.Step],
     return None
 
 
-def predicts_acked_loss(new_model: Callable[[], Model], steps: Sequence[S.Step]) -> bool:
+def predicts_acked_loss(new_model: Callable[[], Lanes], steps: Sequence[S.Step]) -> bool:
     """Whether the model loses acks=all records in every branch at the end of ``steps``
     (``kafka-chaos fuzz --guided``: run only the schedules the build's model predicts
     lose data, for the cluster to confirm)."""

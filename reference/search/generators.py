@@ -12,17 +12,33 @@ the caller's seeded ``random.Random``.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from reference.model import steps as S
-from reference.model.controller import link
+from reference.model import timing as T
+from reference.model.controller import active_controller, link
 from reference.model.protocol import leader_broker
 from reference.model.state import CLIENT, World
 
 if TYPE_CHECKING:
-    from reference.model.predict import Model
+    from reference.model.predict import Prediction
+    from reference.model.state import ClusterSpec
+
+
+class Lanes(Protocol):
+    """What a guard reads of the model: a reference ``Model`` (one partition) or several
+    partitions' models stepped together (fuzzgen.PartitionModels), whose ``branches`` are
+    every lane's: a guard that holds in every branch holds on every partition."""
+
+    @property
+    def branches(self) -> Sequence[World]: ...
+
+    @property
+    def cluster(self) -> ClusterSpec: ...
+
+    def apply(self, step: S.Step) -> Prediction: ...
 
 #: acks levels of a generated produce, with their weights.
 ACKS: tuple[tuple[str, int], ...] = (("all", 2), ("1", 1), ("0", 1))
@@ -39,6 +55,16 @@ class Track:
     lost_since_kill: set[int] = field(default_factory=set)
     lost: set[int] = field(default_factory=set)
     paused: set[int] = field(default_factory=set)
+    #: Controllers killed or stopped (to the model: cut off from everyone; a heal would
+    #: give them their links back while their process is down).
+    controllers_down: set[int] = field(default_factory=set)
+    #: Brokers unregistered since they went down (a restart registers them anew).
+    unregistered: set[int] = field(default_factory=set)
+    #: A latency or bandwidth toxic is on some link (heal removes it).
+    shaped: bool = False
+    #: The lowest min ISR the schedule has had (alter_config may lower it): the fault
+    #: budget is the lowest min ISR - 1 (the safety axis judges with the run's lowest).
+    min_isr_floor: int | None = None
 
 
 @dataclass(frozen=True)
@@ -53,13 +79,25 @@ class Limits:
 class Gen:
     """The state a guard reads: the model's branches, the track, the bounds."""
 
-    model: Model
+    model: Lanes
     track: Track
     limits: Limits
 
     @property
     def brokers(self) -> list[int]:
         return [b.id for b in self.model.branches[0].brokers] if self.model.branches else []
+
+    @property
+    def controllers(self) -> list[int]:
+        return list(self.model.branches[0].controllers) if self.model.branches else []
+
+    def broker_config(self, key: str, default: int) -> int:
+        """A broker config as the brokers run with it (the model's cluster: the harness's
+        presets, then the scenario's), as the loader reads it for timing steps."""
+        try:
+            return int(self.model.cluster.broker_config.get(key, default))
+        except ValueError:
+            return default
 
     def every(self, ok: Callable[[World], bool]) -> bool:
         return bool(self.model.branches) and all(ok(w) for w in self.model.branches)
@@ -75,11 +113,20 @@ class Gen:
         """Brokers running and not paused: the ones the observer can ask."""
         return [b for b in self.brokers if self.alive(b) and b not in self.track.paused]
 
+    def min_isr(self) -> int:
+        """The lowest min ISR of any branch and of the schedule so far."""
+        now = min((w.min_isr for w in self.model.branches), default=1)
+        floor = self.track.min_isr_floor
+        return now if floor is None else min(now, floor)
+
     def max_killed(self) -> int:
         if self.limits.max_killed is not None:
             return self.limits.max_killed
-        w = self.model.branches[0] if self.model.branches else None
-        return max(w.min_isr - 1, 0) if w is not None else 0
+        return max(self.min_isr() - 1, 0) if self.model.branches else 0
+
+    def quorum(self) -> bool:
+        """Every branch has an active controller (a request to the controller is answered)."""
+        return self.every(lambda w: active_controller(w) is not None)
 
 
 Steps = Callable[[Gen, random.Random], list[S.Step]]
@@ -96,8 +143,8 @@ class Generator:
     """One step kind as the generator makes it."""
 
     kind: str
-    #: The model step class it makes (a kill of a controller is not a generated kill).
-    makes: type
+    #: The model step class(es) it makes (a kill makes Kill and KillController).
+    makes: type | tuple[type, ...]
     #: Default weight in a campaign's draw (``--weights`` overrides).
     weight: int
     #: Every step of the kind that could come next (parameters drawn from the rng).
@@ -114,7 +161,10 @@ def _leader_reachable(w: World) -> bool:
 
 
 def _reaches_quorum(w: World, b: int) -> bool:
-    return all(link(w, b, c) and link(w, c, b) for c in w.controllers)
+    """Broker ``b`` and the active controller reach each other (with one controller: that
+    one; with several, the quorum's leader, which holds a majority)."""
+    c = active_controller(w)
+    return c is not None and link(w, b, c) and link(w, c, b)
 
 
 def _isolated(w: World, n: int) -> bool:
@@ -169,13 +219,20 @@ def _cut_guard(step: S.Step, g: Gen) -> str | None:
 
 
 def _heal_guard(step: S.Step, g: Gen) -> str | None:
-    if g.every(lambda w: not w.cuts):
+    if g.every(lambda w: not w.cuts) and not g.track.shaped:
         return "nothing to heal"
     if g.track.paused:
         # To the model a paused node is a cut-off one: a heal would give it its links back
         # while its process is still stopped.
         return f"broker(s) {sorted(g.track.paused)} paused: resume them first"
+    if g.track.controllers_down:
+        # The same for a controller that is down: restart it first.
+        return f"controller(s) {sorted(g.track.controllers_down)} down: restart them first"
     return None
+
+
+def _heal_after(step: S.Step, track: Track) -> None:
+    track.shaped = False
 
 
 ISOLATE = Generator("isolate", S.Isolate, 2, lambda g, rng: [S.Isolate(b) for b in g.brokers],
@@ -183,7 +240,7 @@ ISOLATE = Generator("isolate", S.Isolate, 2, lambda g, rng: [S.Isolate(b) for b 
 CUT = Generator("cut", S.Cut, 2,
                 lambda g, rng: [S.Cut(a, b) for a in g.brokers for b in g.brokers if a < b],
                 _cut_guard)
-HEAL = Generator("heal", S.Heal, 2, lambda g, rng: [S.Heal()], _heal_guard)
+HEAL = Generator("heal", S.Heal, 2, lambda g, rng: [S.Heal()], _heal_guard, _heal_after)
 
 
 def _pause_guard(step: S.Step, g: Gen) -> str | None:
@@ -231,7 +288,25 @@ def _down_guard(step: S.Step, g: Gen) -> str | None:
     return None
 
 
+def _controller_down_guard(step: S.OnController, g: Gen) -> str | None:
+    """kill and stop of a controller (by id): one that runs, and a majority of the quorum
+    keeps running (KIP-595: with no majority nothing is committed, and neither a
+    restarted broker nor an admin request gets an answer)."""
+    c = step.controller
+    if not isinstance(c, int) or c not in g.controllers:
+        return f"{c} is not a controller (a generated controller step names one by id)"
+    if c in g.track.controllers_down:
+        return f"controller {c} is down already"
+    up = len(g.controllers) - len(g.track.controllers_down) - 1
+    if 2 * up <= len(g.controllers):
+        return (f"a majority of the {len(g.controllers)} controllers stays up (the quorum): "
+                f"{sorted(g.track.controllers_down)} down already")
+    return None
+
+
 def _kill_guard(step: S.Step, g: Gen) -> str | None:
+    if isinstance(step, S.KillController):
+        return _controller_down_guard(step, g)
     assert isinstance(step, S.Kill)
     why = _down_guard(step, g)
     if why is None and step.broker not in g.track.ever_killed \
@@ -242,6 +317,8 @@ def _kill_guard(step: S.Step, g: Gen) -> str | None:
 
 
 def _stop_guard(step: S.Step, g: Gen) -> str | None:
+    if isinstance(step, S.StopController):
+        return _controller_down_guard(step, g)
     assert isinstance(step, S.Stop)
     why = _down_guard(step, g)
     if why is None and step.broker in g.track.paused:
@@ -252,6 +329,9 @@ def _stop_guard(step: S.Step, g: Gen) -> str | None:
 
 
 def _restart_guard(step: S.Step, g: Gen) -> str | None:
+    if isinstance(step, S.RestartController):
+        c = step.controller
+        return None if c in g.track.controllers_down else f"controller {c} is not down"
     assert isinstance(step, S.Restart)
     back = step.broker
     if back not in g.brokers or not g.down(back):
@@ -282,18 +362,30 @@ def _lose_steps(g: Gen, rng: random.Random) -> list[S.Step]:
     return out
 
 
+def _controller_after(step: S.Step, track: Track) -> None:
+    assert isinstance(step, S.OnController) and isinstance(step.controller, int)
+    (track.controllers_down.discard if isinstance(step, S.RestartController)
+     else track.controllers_down.add)(step.controller)
+
+
 def _kill_after(step: S.Step, track: Track) -> None:
+    if isinstance(step, S.OnController):
+        return _controller_after(step, track)
     assert isinstance(step, S.Kill)
     track.killed.add(step.broker)
     track.ever_killed.add(step.broker)
     track.lost_since_kill.discard(step.broker)
     track.paused.discard(step.broker)
+    track.unregistered.discard(step.broker)
 
 
 def _back_after(step: S.Step, track: Track) -> None:
+    if isinstance(step, S.OnController):
+        return _controller_after(step, track)
     assert isinstance(step, S.Stop | S.Restart)
     track.killed.discard(step.broker)
     track.lost_since_kill.discard(step.broker)
+    track.unregistered.discard(step.broker)
 
 
 def _lose_after(step: S.Step, track: Track) -> None:
@@ -302,16 +394,296 @@ def _lose_after(step: S.Step, track: Track) -> None:
     track.lost.add(step.broker)
 
 
-KILL = Generator("kill", S.Kill, 3, lambda g, rng: [S.Kill(b) for b in g.brokers], _kill_guard,
-                 _kill_after)
-STOP = Generator("stop", S.Stop, 1, lambda g, rng: [S.Stop(b) for b in g.brokers], _stop_guard,
-                 _back_after)
-RESTART = Generator("restart", S.Restart, 3, lambda g, rng: [S.Restart(b) for b in g.brokers],
+def _with_controllers(brokers: Callable[[Gen], list[S.Step]],
+                      controller: Callable[[int], S.Step]) -> Steps:
+    """The broker steps, and with several controllers the same step on each controller."""
+    def steps(g: Gen, rng: random.Random) -> list[S.Step]:
+        on = g.controllers if len(g.controllers) > 1 else []
+        return brokers(g) + [controller(c) for c in on]
+    return steps
+
+
+KILL = Generator("kill", (S.Kill, S.KillController), 3,
+                 _with_controllers(lambda g: [S.Kill(b) for b in g.brokers], S.KillController),
+                 _kill_guard, _kill_after)
+STOP = Generator("stop", (S.Stop, S.StopController), 1,
+                 _with_controllers(lambda g: [S.Stop(b) for b in g.brokers], S.StopController),
+                 _stop_guard, _back_after)
+RESTART = Generator("restart", (S.Restart, S.RestartController), 3,
+                    _with_controllers(lambda g: [S.Restart(b) for b in g.brokers],
+                                      S.RestartController),
                     _restart_guard, _back_after)
 LOSE_UNFLUSHED = Generator("lose_unflushed", S.LoseUnflushed, 4, _lose_steps, _lose_guard,
                            _lose_after)
 
+
+def _unregister_guard(step: S.Step, g: Gen) -> str | None:
+    assert isinstance(step, S.Unregister)
+    b = step.broker
+    if b not in g.brokers or not g.down(b):
+        return f"broker {b} is not down (a running broker registers again at its heartbeat)"
+    if b in g.track.unregistered:
+        return f"broker {b} is unregistered already"
+    if not g.quorum():
+        return "no active controller in some branch (UnregisterBroker needs one)"
+    return None
+
+
+def _unregister_after(step: S.Step, track: Track) -> None:
+    assert isinstance(step, S.Unregister)
+    track.unregistered.add(step.broker)
+
+
+UNREGISTER = Generator("unregister", S.Unregister, 1,
+                       lambda g, rng: [S.Unregister(b) for b in g.brokers],
+                       _unregister_guard, _unregister_after)
+
+
+# -- through the controller: alter_config, elect, reassign ------------------------------
+
+MIN_ISR = "min.insync.replicas"
+UNCLEAN = "unclean.leader.election.enable"
+
+
+class Config(dict[str, str]):
+    """An alter_config's configs, hashable as every generated step is (a campaign and its
+    tests keep schedules in sets); equal to the loader's plain mapping."""
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(frozenset(self.items()))
+
+
+def _replication_factor(w: World) -> int:
+    """The partition's replicas once an ongoing reassignment is done (its target)."""
+    p = w.partition
+    return len(p.target_replicas or p.replicas)
+
+
+def _alter_steps(g: Gen, rng: random.Random) -> list[S.Step]:
+    if not g.model.branches:
+        return []
+    rf = max(_replication_factor(w) for w in g.model.branches)
+    out: list[S.Step] = [S.AlterConfig("topic", Config({MIN_ISR: str(m)}))
+                         for m in range(1, rf + 1)]
+    return out + [S.AlterConfig("topic", Config({UNCLEAN: v})) for v in ("true", "false")]
+
+
+def _alter_guard(step: S.Step, g: Gen) -> str | None:
+    """A topic's min ISR (1..its replication factor) or unclean election, changed: the
+    value differs from the current one in every branch, and a lower min ISR keeps the
+    brokers killed so far within the fault budget (min ISR - 1)."""
+    assert isinstance(step, S.AlterConfig)
+    if step.scope != "topic" or len(step.config) != 1 or \
+            not set(step.config) <= {MIN_ISR, UNCLEAN}:
+        return f"a generated alter_config sets one topic config: {MIN_ISR} or {UNCLEAN}"
+    if not g.quorum():
+        return "no active controller in some branch (IncrementalAlterConfigs needs one)"
+    ((key, value),) = step.config.items()
+    if key == UNCLEAN:
+        if value not in ("true", "false"):
+            return f"{UNCLEAN} is true or false, not {value!r}"
+        on = value == "true"
+        if not g.every(lambda w: w.config.unclean_leader_election != on):
+            return f"{UNCLEAN} is {value} already in some branch"
+        return None
+    if not value.isdigit() or not 1 <= int(value) <= min(
+            _replication_factor(w) for w in g.model.branches):
+        return f"{MIN_ISR} {value} is not 1..the replication factor"
+    m = int(value)
+    if not g.every(lambda w: w.config.topic_min_isr != m):
+        return f"{MIN_ISR} is {m} already in some branch"
+    if len(g.track.ever_killed) > m - 1:
+        return (f"{MIN_ISR} {m} would leave {len(g.track.ever_killed)} killed broker(s) "
+                f"beyond the fault budget (min ISR - 1 = {m - 1})")
+    return None
+
+
+def _alter_after(step: S.Step, track: Track) -> None:
+    assert isinstance(step, S.AlterConfig)
+    value = step.config.get(MIN_ISR)
+    if value is not None:
+        m = int(value)
+        track.min_isr_floor = m if track.min_isr_floor is None else min(track.min_isr_floor, m)
+
+
+ALTER_CONFIG = Generator("alter_config", S.AlterConfig, 1, _alter_steps, _alter_guard,
+                         _alter_after)
+
+#: The election types a release runs (ElectLeaders; the others are KIP-966 part 2).
+ELECTIONS = ("preferred", "unclean")
+
+
+def _elect_guard(step: S.Step, g: Gen) -> str | None:
+    """ElectLeaders: preferred where the preferred replica does not lead in some branch,
+    unclean where the partition is leaderless in some branch (else the controller
+    answers ELECTION_NOT_NEEDED and nothing is tried)."""
+    assert isinstance(step, S.Elect)
+    if step.type not in ELECTIONS or step.broker is not None:
+        return f"a generated election is one of {', '.join(ELECTIONS)}"
+    if not g.quorum():
+        return "no active controller in some branch (ElectLeaders needs one)"
+    if step.type == "preferred":
+        if g.every(lambda w: w.partition.leader == w.partition.replicas[0]):
+            return "the preferred replica leads already in every branch"
+        return None
+    if g.every(lambda w: w.partition.leader is not None):
+        return "the partition has a leader in every branch (nothing to elect uncleanly)"
+    return None
+
+
+ELECT = Generator("elect", S.Elect, 2, lambda g, rng: [S.Elect(t) for t in ELECTIONS],
+                  _elect_guard)
+
+
+def _reassign_steps(g: Gen, rng: random.Random) -> list[S.Step]:
+    """Add a broker, remove a replica, replace one by another broker (KIP-455 targets
+    from the current replicas), or cancel the ongoing reassignment."""
+    if not g.model.branches:
+        return []
+    cur = g.model.branches[0].partition.replicas
+    others = [b for b in g.brokers if b not in cur]
+    targets = [cur + (b,) for b in others]
+    targets += [tuple(r for r in cur if r != x) for x in cur]
+    targets += [tuple(b if r == x else r for r in cur) for x in cur for b in others]
+    out: list[S.Step] = [S.Reassign(t) for t in targets]
+    return out + [S.Reassign(cancel=True)]
+
+
+def _reassign_guard(step: S.Step, g: Gen) -> str | None:
+    assert isinstance(step, S.Reassign)
+    if not g.quorum():
+        return "no active controller in some branch (AlterPartitionReassignments needs one)"
+    if step.cancel:
+        if not g.every(lambda w: w.partition.reassigning):
+            return "no reassignment in progress in some branch (nothing to cancel)"
+        return None
+    t = step.replicas
+    if not t or len(set(t)) != len(t) or not set(t) <= set(g.brokers):
+        return f"target {list(t)} is not a list of distinct brokers"
+    if set(t) & g.track.unregistered:
+        return f"target {list(t)} names an unregistered broker (the controller refuses it)"
+    if not g.every(lambda w: not w.partition.reassigning):
+        return "a reassignment is in progress in some branch (one at a time: cancel it or " \
+               "let it complete)"
+    if g.every(lambda w: w.partition.replicas == t):
+        return f"the replicas are {list(t)} already"
+    if not g.every(lambda w: len(t) >= w.min_isr):
+        return (f"target {list(t)} is shorter than min ISR (the effective min ISR, and with "
+                "it the fault budget, would drop)")
+    return None
+
+
+REASSIGN = Generator("reassign", S.Reassign, 2, _reassign_steps, _reassign_guard)
+
+
+# -- timing: latency, bandwidth, sleep ---------------------------------------------------
+
+#: Kafka's defaults for the configs the loader's timing rules read (timing.KAFKA_DEFAULTS).
+REQUEST_TIMEOUT_MS = 30_000
+FETCH_WAIT_MAX_MS = 500
+FETCH_MAX_BYTES = 1_048_576
+#: The loader's margin around a request timeout (harness/scenario/steps/timing.MARGIN_MS).
+MARGIN_MS = 1_000
+#: Seconds a generated sleep lasts (short: time as an input, not a wait).
+SLEEPS = (1, 2, 3, 5)
+
+
+def _links(g: Gen) -> list[tuple[int | None, int | None, int | None]]:
+    """Where a generated timing toxic goes (src, dst, node): every replication link of a
+    broker (node), or one link between two brokers, both ways."""
+    return [(None, None, b) for b in g.brokers] + [
+        (a, b, None) for a in g.brokers for b in g.brokers if a < b]
+
+
+def _latency_steps(g: Gen, rng: random.Random) -> list[S.Step]:
+    """A short delay (nothing settled changes) or, one time in four, one whose round trip
+    passes request.timeout.ms (every fetch over it times out: as good as cut)."""
+    timeout = g.broker_config("request.timeout.ms", REQUEST_TIMEOUT_MS)
+    out: list[S.Step] = []
+    for src, dst, node in _links(g):
+        if rng.random() < 0.25:
+            ms = -(-(timeout + MARGIN_MS) // 2) + rng.randint(0, 500)
+            jitter = 0
+        else:
+            ms = rng.randint(20, 400)
+            jitter = rng.randint(0, ms // 4)
+        out.append(T.Latency(ms, jitter, src=src, dst=dst, node=node,
+                             request_timeout_ms=timeout))
+    return out
+
+
+def _shaping_guard(g: Gen, src: int | None, dst: int | None, node: int | None,
+                   direction: str) -> str | None:
+    ends = [node] if node is not None else [src, dst]
+    if not all(isinstance(n, int) and n in g.brokers for n in ends) or \
+            (node is None and (src == dst or direction != "both")):
+        return "a generated timing toxic is on a broker's links or a broker link, both ways"
+    if g.track.shaped:
+        return "a link is shaped already (one toxic at a time: heal first)"
+    return None
+
+
+def _latency_guard(step: S.Step, g: Gen) -> str | None:
+    """As the loader's rule (timing.py): a round trip near request.timeout.ms is refused
+    (whether a fetch makes it then depends on scheduling)."""
+    assert isinstance(step, T.Latency)
+    why = _shaping_guard(g, step.src, step.dst, step.node, step.direction)
+    if why is not None:
+        return why
+    timeout = g.broker_config("request.timeout.ms", REQUEST_TIMEOUT_MS)
+    if step.request_timeout_ms != timeout:
+        return f"request_timeout_ms {step.request_timeout_ms} is not the brokers' {timeout}"
+    rtt = step.round_trip_ms()
+    low = timeout - MARGIN_MS - g.broker_config("replica.fetch.wait.max.ms", FETCH_WAIT_MAX_MS)
+    if not 0 <= step.jitter_ms <= step.ms <= 60_000 or low <= rtt < timeout + MARGIN_MS:
+        return (f"a round trip of {rtt} ms is too close to request.timeout.ms = {timeout} ms "
+                "(or out of bounds)")
+    return None
+
+
+def _shaped_after(step: S.Step, track: Track) -> None:
+    track.shaped = True
+
+
+LATENCY = Generator("latency", T.Latency, 1, _latency_steps, _latency_guard, _shaped_after)
+
+
+def _min_kbps(g: Gen) -> int:
+    """The loader's floor: a full fetch response within request.timeout.ms."""
+    timeout = g.broker_config("request.timeout.ms", REQUEST_TIMEOUT_MS)
+    fetch_max = g.broker_config("replica.fetch.max.bytes", FETCH_MAX_BYTES)
+    return -(-fetch_max * 1000 // (1024 * timeout))
+
+
+def _bandwidth_steps(g: Gen, rng: random.Random) -> list[S.Step]:
+    low = _min_kbps(g)
+    return [T.Bandwidth(rng.randint(2 * low, 20 * low), src=src, dst=dst, node=node)
+            for src, dst, node in _links(g)]
+
+
+def _bandwidth_guard(step: S.Step, g: Gen) -> str | None:
+    assert isinstance(step, T.Bandwidth)
+    why = _shaping_guard(g, step.src, step.dst, step.node, step.direction)
+    if why is None and not _min_kbps(g) <= step.kbps <= 1_000_000:
+        why = (f"{step.kbps} KB/s is below {_min_kbps(g)} KB/s (a full fetch response within "
+               "request.timeout.ms)")
+    return why
+
+
+BANDWIDTH = Generator("bandwidth", T.Bandwidth, 1, _bandwidth_steps, _bandwidth_guard,
+                      _shaped_after)
+
+
+def _sleep_guard(step: S.Step, g: Gen) -> str | None:
+    assert isinstance(step, T.Sleep)
+    return None if step.seconds in SLEEPS else f"a generated sleep is one of {SLEEPS} s"
+
+
+SLEEP = Generator("sleep", T.Sleep, 1, lambda g, rng: [T.Sleep(rng.choice(SLEEPS))],
+                  _sleep_guard)
+
 #: Every generator defined here, by kind: what harness/scenario/steps/ names (a test
 #: checks that the registry names exactly these) and the pure default for this package.
 ALL: Mapping[str, Generator] = {g.kind: g for g in (
-    PRODUCE, CONSUME, ISOLATE, CUT, HEAL, PAUSE, RESUME, KILL, STOP, RESTART, LOSE_UNFLUSHED)}
+    PRODUCE, CONSUME, ISOLATE, CUT, HEAL, PAUSE, RESUME, KILL, STOP, RESTART, LOSE_UNFLUSHED,
+    UNREGISTER, ALTER_CONFIG, ELECT, REASSIGN, LATENCY, BANDWIDTH, SLEEP)}

@@ -19,6 +19,7 @@ from harness.scenario.nodes import (
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from harness.scenario.steps.processes import parse_broker
 from reference.model import steps as S
+from reference.search import generators as G
 
 SUPPORTED_ELECTIONS = ("preferred", "unclean")
 
@@ -112,10 +113,10 @@ KINDS = (
              "the replica reports", _parse_local_log, _local_log, on_partitions=True),
     StepKind("alter_config", "alter_config: {scope: topic|cluster, config: {...}}: "
              "IncrementalAlterConfigs (scope topic with several topics: topic: NAME)",
-             _parse_alter, _alter, on_topic=True),
+             _parse_alter, _alter, on_topic=True, generator=G.ALTER_CONFIG),
     StepKind("elect", "elect: {type: preferred|unclean|..., broker: N}: ElectLeaders",
-             _parse_elect, _elect, on_partitions=True),
+             _parse_elect, _elect, on_partitions=True, generator=G.ELECT),
     StepKind("reassign", "reassign: {replicas: [...]} | {cancel: true}: "
              "AlterPartitionReassignments (cancel: revert the ongoing one)",
-             _parse_reassign, _reassign, on_partitions=True),
+             _parse_reassign, _reassign, on_partitions=True, generator=G.REASSIGN),
 )

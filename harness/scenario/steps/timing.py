@@ -17,6 +17,7 @@ from harness.cluster.topology import ClusterShape
 from harness.scenario.nodes import Items, Reader, check_broker, check_node
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from reference.model import timing as T
+from reference.search import generators as G
 
 MAX_LATENCY_MS = 60_000
 MAX_KBPS = 1_000_000
@@ -154,10 +155,10 @@ KINDS = (
     StepKind("latency", "latency: {src: A, dst: B, direction: both|oneway, ms: M, "
              "jitter_ms: J} or {node: N, ms: M}: delay the link's bytes (node: every link "
              "between broker N and another broker); heal removes it",
-             _parse_latency, _latency),
+             _parse_latency, _latency, generator=G.LATENCY),
     StepKind("bandwidth", "bandwidth: {src: A, dst: B, direction: both|oneway, kbps: R} or "
              "{node: N, kbps: R}: limit a broker link to R KB/s; heal removes it",
-             _parse_bandwidth, _bandwidth),
+             _parse_bandwidth, _bandwidth, generator=G.BANDWIDTH),
     StepKind("sleep", f"sleep: {{seconds: S}}: let S seconds pass (0 < S <= {MAX_SLEEP_S}), "
-             "observing", _parse_sleep, _sleep),
+             "observing", _parse_sleep, _sleep, generator=G.SLEEP),
 )

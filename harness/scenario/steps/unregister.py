@@ -18,6 +18,7 @@ from harness.scenario.nodes import Items, Reader
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from harness.scenario.steps.processes import parse_broker
 from reference.model import steps as S
+from reference.search import generators as G
 
 TOOL = "org.apache.kafka.tools.ClusterTool"
 TIMEOUT_S = 60
@@ -51,5 +52,5 @@ def _unregister(s: Session, at: Target, step: S.Unregister, out: StepOutcome) ->
 KINDS = (
     StepKind("unregister", "unregister: {broker: N}: UnregisterBroker of a broker that is down "
              "(after its kill or stop): its registration dropped",
-             _parse, _unregister, follows=_after_its_shutdown),
+             _parse, _unregister, follows=_after_its_shutdown, generator=G.UNREGISTER),
 )
