@@ -34,8 +34,8 @@ from harness.search.shrink import ShrinkResult, Signature, Steps, shrink
 from reference.model import steps as S
 from reference.search import fuzzgen
 
-#: The cluster every generated schedule runs on: 3 brokers, 1 controller, one partition
-#: on all three with min ISR 2 (the KIP's examples), unclean election off.
+#: The cluster a schedule runs on without generated settings: 3 brokers, 1 controller, one
+#: partition on all three with min ISR 2 (the KIP's examples), unclean election off.
 BASE: dict[str, Any] = {
     "version": 1,
     "cluster": {"brokers": 3, "controllers": 1},
@@ -44,28 +44,71 @@ BASE: dict[str, Any] = {
 }
 
 
-
 def gen_config(**settings: Any) -> fuzzgen.GenConfig:
     """The generator's settings with the kinds it makes: those whose definition in
-    harness/scenario/steps/ names a generator (pause and resume included)."""
+    harness/scenario/steps/ names a generator (pause and resume included), each schedule on
+    a cluster of its own (``clusters``; off: the fixed BASE)."""
+    settings.setdefault("clusters", True)
     return fuzzgen.GenConfig(generators=step_kinds.generators(), **settings)
 
-def scenario_yaml(name: str, seed: int, steps: Steps, description: str = "") -> str:
-    """The scenario file of a schedule (FORMAT.md), as `kafka-chaos run` reads it."""
+
+class Clusters:
+    """The cluster of each schedule generated in this process, by its scenario seed
+    (``schedule`` draws it), so the scenario file written for that seed (``scenario_yaml``:
+    the run, a re-run, a shrink attempt, the minimal scenario) holds it; and the one a
+    campaign works on now (the latest seed generated or written), for the callers that ask
+    for a model without naming the schedule (``CampaignModels.__call__``)."""
+
+    def __init__(self) -> None:
+        self.by_seed: dict[int, fuzzgen.Cluster] = {}
+        self.current: fuzzgen.Cluster | None = None
+
+    def of(self, seed: int) -> fuzzgen.Cluster | None:
+        return self.by_seed.get(seed)
+
+
+CLUSTERS = Clusters()
+
+
+def cluster_doc(cluster: fuzzgen.Cluster) -> dict[str, Any]:
+    """The scenario file's ``cluster`` and ``topic`` (FORMAT.md) of a generated cluster."""
+    c = cluster
+    shape: dict[str, Any] = {"brokers": c.brokers, "controllers": c.controllers}
+    if c.elr is not None:
+        shape["elr"] = c.elr
+    topic: dict[str, Any] = {"name": "t", "replicas": list(c.replicas)}
+    if c.partitions > 1:
+        topic["partitions"] = c.partitions
+    topic["min_insync_replicas"] = c.min_isr
+    topic["config"] = {"unclean.leader.election.enable": "true" if c.unclean else "false"}
+    return {"cluster": shape, "topic": topic}
+
+
+def scenario_yaml(name: str, seed: int, steps: Steps, description: str = "",
+                  cluster: fuzzgen.Cluster | None = None) -> str:
+    """The scenario file of a schedule (FORMAT.md), as `kafka-chaos run` reads it: on
+    ``cluster``, else the cluster generated for ``seed`` (``schedule``), else BASE."""
     doc: dict[str, Any] = {"version": 1, "name": name}
     if description:
         doc["description"] = description
     doc["seed"] = seed
-    doc.update({k: v for k, v in BASE.items() if k != "version"})
+    if cluster is None:
+        cluster = CLUSTERS.of(seed)
+        if cluster is not None:
+            CLUSTERS.current = cluster
+    doc.update(cluster_doc(cluster) if cluster is not None
+               else {k: v for k, v in BASE.items() if k != "version"})
     doc["steps"] = [S.step_to_dict(s) for s in steps]
     text = yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=100)
     return str(text)
 
 
-def base_scenario(name: str = "fuzz-base") -> Any:
-    """The base cluster as a loaded Scenario (one consume step), to build the model."""
+def base_scenario(name: str = "fuzz-base", cluster: fuzzgen.Cluster | None = None) -> Any:
+    """The base cluster (or ``cluster``) as a loaded Scenario (one consume step), to build
+    the model."""
     from harness.scenario.loader import parse_scenario
-    return parse_scenario(scenario_yaml(name, 0, (S.Consume(),)), f"<{name}>")
+    return parse_scenario(scenario_yaml(name, 0, (S.Consume(),), cluster=cluster
+                                        or fuzzgen.BASE_CLUSTER), f"<{name}>")
 
 
 def schedule_seed(seed: int, index: int) -> int:
@@ -75,14 +118,38 @@ def schedule_seed(seed: int, index: int) -> int:
 
 def schedule(new_model: Callable[[], Any], seed: int, index: int,
              cfg: fuzzgen.GenConfig) -> Steps:
-    """Run ``index``'s schedule: the same for the same (seed, index, config)."""
+    """Run ``index``'s schedule: the same for the same (seed, index, config, build). With
+    ``cfg.clusters`` and a campaign's model factory (``CampaignModels``), the schedule gets
+    a cluster of its own, drawn from its scenario seed among what the build allows, and
+    is generated against that cluster's model; the cluster is kept for the scenario
+    file (``scenario_yaml``)."""
+    sseed = schedule_seed(seed, index)
+    if cfg.clusters and isinstance(new_model, CampaignModels):
+        cluster = fuzzgen.draw_cluster(sseed, new_model.elr_choices)
+        CLUSTERS.by_seed[sseed] = CLUSTERS.current = cluster
+        return fuzzgen.generate(lambda: new_model.for_cluster(cluster), f"{seed}:{index}", cfg)
+    CLUSTERS.by_seed.pop(sseed, None)
+    CLUSTERS.current = None
     return fuzzgen.generate(new_model, f"{seed}:{index}", cfg)
 
 
-def repairer(new_model: Callable[[], Any]) -> Callable[[Steps], Steps | None]:
+def models_of(new_model: Callable[[], Any], seed: int | None) -> Callable[[], Any]:
+    """The model factory of the schedule with scenario seed ``seed`` (its generated
+    cluster's, when ``schedule`` drew one for it); without a seed, ``new_model`` (a
+    campaign's: the schedule it works on now)."""
+    cluster = CLUSTERS.of(seed) if seed is not None else None
+    if cluster is None or not isinstance(new_model, CampaignModels):
+        return new_model
+    return functools.partial(new_model.for_cluster, cluster)
+
+
+def repairer(new_model: Callable[[], Any], seed: int | None = None
+             ) -> Callable[[Steps], Steps | None]:
     """Drop the steps a shrink candidate made invalid, until the generator's rules hold
-    (no count bound: merged produces may exceed the generator's counts)."""
+    (no count bound: merged produces may exceed the generator's counts). ``seed``: the
+    schedule's scenario seed (its cluster's model; see ``models_of``)."""
     cfg = gen_config(max_count=10_000)
+    new_model = models_of(new_model, seed)
 
     def repair(steps: Steps) -> Steps | None:
         cur = tuple(steps)
@@ -535,19 +602,53 @@ def target_predicate(build: Any, names: Sequence[str]) -> Callable[[Steps], bool
     from reference.releases.catalog import get_profile
     from reference.releases.mutants import get_mutant
     mutants = [get_mutant(n) for n in names]
-    profiles = [get_profile(choose_profile(base_scenario(), build, None)), get_profile("kip966")]
 
     def wanted(steps: Steps) -> bool:
-        sc = parse_scenario(scenario_yaml("fuzz-target", 0, steps), "<fuzz-target>")
+        sc = parse_scenario(scenario_yaml("fuzz-target", 0, steps, cluster=CLUSTERS.current
+                                          or fuzzgen.BASE_CLUSTER), "<fuzz-target>")
+        profiles = [get_profile(choose_profile(sc, build, None)), get_profile("kip966")]
         return any(predicted_kill(sc, p, m) is not None for m in mutants for p in profiles)
     return wanted
 
 
-def model_factory(build: Any) -> Callable[[], Any]:
+class CampaignModels:
+    """A campaign's models on one build: the runner's model of a generated cluster (its
+    profile and ELR as a run of it would have them; one model per partition,
+    harness/judge/lanes.py). Called without a cluster: the model of the schedule the
+    campaign works on now (``CLUSTERS.current``; BASE before any)."""
+
+    def __init__(self, build: Any) -> None:
+        self.build = build
+        self._scenarios: dict[fuzzgen.Cluster, tuple[Any, str, bool]] = {}
+
+    @property
+    def elr_choices(self) -> tuple[bool | None, ...]:
+        """ELR on and off where the build can be formatted either way (4.0+), else its
+        default (the build decides: `cluster.elr` on a build without it is refused)."""
+        return (True, False) if self.build.features.elr else (None,)
+
+    def _scenario(self, cluster: fuzzgen.Cluster) -> tuple[Any, str, bool]:
+        from harness.run.runner import choose_profile, elr_enabled
+        if cluster not in self._scenarios:
+            sc = base_scenario("fuzz-model", cluster)
+            self._scenarios[cluster] = (sc, choose_profile(sc, self.build, None),
+                                        elr_enabled(sc, self.build))
+        return self._scenarios[cluster]
+
+    def for_cluster(self, cluster: fuzzgen.Cluster) -> Any:
+        from harness.judge.lanes import lanes, single
+        from harness.run.runner import Runner
+        sc, profile, elr = self._scenario(cluster)
+        if single(sc):
+            return Runner.model_for(sc, profile, elr)
+        return fuzzgen.PartitionModels([Runner.model_for(ln.scenario, profile, elr)
+                                        for ln in lanes(sc)])
+
+    def __call__(self) -> Any:
+        return self.for_cluster(CLUSTERS.current or fuzzgen.BASE_CLUSTER)
+
+
+def model_factory(build: Any) -> CampaignModels:
     """The runner's model of the base scenario on this build (profile and ELR as a run
-    of it would have them)."""
-    from harness.run.runner import Runner, choose_profile, elr_enabled
-    base = base_scenario()
-    profile = choose_profile(base, build, None)
-    elr = elr_enabled(base, build)
-    return lambda: Runner.model_for(base, profile, elr)
+    of it would have them), and of each generated cluster (``CampaignModels``)."""
+    return CampaignModels(build)
