@@ -11,8 +11,9 @@ the same functions online (the runner) and offline (`audit`).
   ISR, ELR, epochs, replicas and the other fields are compared exactly as without
   traffic; the model's HWM is not compared (``model_view``); instead every observed HWM is
   held to bounds (``hwm_bound_findings``): at least 1 + the offset of the last acks=all
-  acknowledgement recorded before the step started (since the last fault that may lose
-  data: lose_unflushed, an unclean election), at most the records sent to the partition
+  acknowledgement recorded before the step started and after the last fault before the
+  observation that may lose data (lose_unflushed, an unclean election), at most the
+  records sent to the partition
   before the observation (judged only when no producer may write a record twice). A bound
   broken is a release divergence. An HWM that went back after a fault that may lose data
   is the safety axis's (consumer-hwm-monotonic, lost writes), not the release model's.
@@ -131,9 +132,10 @@ def apply_traffic(axes: dict[str, AxisVerdict], run_dir: Path, scenario: Scenari
         if found:
             first = found[0]
             release.verdict = DIVERGES
+            # (release.details are the trace's violations: the bounds are said here)
             release.reason = (f"step {_step_no(first)}: hwm: {first['why']}"
-                              + (f" (+{len(found) - 1} more)" if len(found) > 1 else ""))
-            release.details = [*release.details, *({"rule": "hwm-bounds", **f} for f in found)]
+                              + (f" (+{len(found) - 1} more observation(s) out of bounds)"
+                                 if len(found) > 1 else ""))
     return verdict
 
 
@@ -292,8 +294,8 @@ def hwm_bound_findings(events: list[dict[str, Any]], traffic_path: Path,
         t = float(e["t_mono"])
         if step_t is not None and tp[0] not in unclean_topics:
             i = bisect.bisect_left(tally.ack_t, step_t) - 1
-            last_loss = losses[bisect.bisect_left(losses, step_t) - 1] \
-                if bisect.bisect_left(losses, step_t) else None
+            before = bisect.bisect_left(losses, t)  # the faults before this observation
+            last_loss = losses[before - 1] if before else None
             if i >= 0 and (last_loss is None or tally.ack_t[i] > last_loss):
                 floor = tally.ack_top[i]
                 if hwm < floor:
