@@ -40,6 +40,10 @@ MAX_SECONDS = 3_600  # a producer stops sending after this long whatever happens
 DELIVERY_TIMEOUT_MS = 12_000
 #: How long stop() waits for outstanding delivery reports and for each thread.
 STOP_GRACE_S = DELIVERY_TIMEOUT_MS / 1000 + 10.0
+#: After the producers stop, consumers go on reading until they have polled nothing new
+#: for DRAIN_QUIET_S, at most DRAIN_S: what was acknowledged last is seen too.
+DRAIN_S = 10.0
+DRAIN_QUIET_S = 1.0
 #: Consumers poll at most this many records per call, waiting at most POLL_S.
 POLL_BATCH = 1000
 POLL_S = 0.2
@@ -298,7 +302,8 @@ class Traffic:
                                                    cluster, rec, run_id))
         self._workers = ([_Worker(p.name, p.run) for p in self.producers]
                          + [_Worker(c.name, c.run) for c in self.consumers])
-        self.started = self.stopped = 0.0
+        #: When the traffic started, when the producers had stopped, when everything had.
+        self.started = self.produced = self.stopped = 0.0
 
     def start(self) -> None:
         self.started = time.monotonic()
@@ -310,7 +315,17 @@ class Traffic:
         reports), then consumers. Returns what went wrong (a thread that raised or did
         not end in time), each also said."""
         problems: list[str] = []
-        for w in self._workers:
+        producers = self._workers[:len(self.producers)]
+        consumers = self._workers[len(self.producers):]
+        for w in producers:
+            w.stop.set()
+        deadline = time.monotonic() + STOP_GRACE_S + 5.0
+        for w in producers:
+            if w.thread.ident is not None:
+                w.thread.join(max(0.0, deadline - time.monotonic()))
+        self.produced = time.monotonic()
+        self._drain()
+        for w in consumers:
             w.stop.set()
         deadline = time.monotonic() + STOP_GRACE_S + 5.0
         for w in self._workers:
@@ -327,15 +342,31 @@ class Traffic:
             progress.say(p)
         return problems
 
+    def _drain(self) -> None:
+        """Let the consumers read what the producers wrote last: until none has polled a
+        record for DRAIN_QUIET_S, at most DRAIN_S."""
+        if not self.consumers:
+            return
+        end = time.monotonic() + DRAIN_S
+        seen, quiet_since = -1, time.monotonic()
+        while time.monotonic() < end:
+            polled = sum(c.polled for c in self.consumers)
+            if polled != seen:
+                seen, quiet_since = polled, time.monotonic()
+            elif time.monotonic() - quiet_since >= DRAIN_QUIET_S:
+                return
+            time.sleep(0.1)
+
     def summary(self) -> dict[str, Any]:
         wall = max((self.stopped or time.monotonic()) - self.started, 1e-9)
+        producing = max((self.produced or time.monotonic()) - self.started, 1e-9)
         sent = sum(p.sent for p in self.producers)
         acked = sum(p.acked for p in self.producers)
         acked_all = sum(p.acked for p in self.producers if p.spec.acks == "all")
-        return {"seconds": round(wall, 2), "sent": sent, "acked": acked,
-                "failed": sum(p.failed for p in self.producers),
-                "acked_per_s": round(acked / wall, 1),
-                "acked_all_per_s": round(acked_all / wall, 1),
+        return {"seconds": round(wall, 2), "producing_s": round(producing, 2), "sent": sent,
+                "acked": acked, "failed": sum(p.failed for p in self.producers),
+                "acked_per_s": round(acked / producing, 1),
+                "acked_all_per_s": round(acked_all / producing, 1),
                 "polled": sum(c.polled for c in self.consumers)}
 
 
