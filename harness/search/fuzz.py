@@ -1,7 +1,9 @@
 """`kafka-chaos fuzz`: generated schedules run through the normal Runner (issue 13).
 
 A generated schedule (reference/search/fuzzgen.py) becomes a scenario file (YAML) on the
-fixed base cluster below, loaded by the same loader as `kafka-chaos run`, so it IS a
+cluster generated for it (``schedule``: brokers, controllers, replicas, partitions, min
+ISR, unclean election, ELR where the build allows both; ``gen_config(clusters=False)``:
+the fixed BASE below), loaded by the same loader as `kafka-chaos run`, so it IS a
 scenario: the run is a normal history judged on every axis, and the file can be handed
 to `kafka-chaos run`. A run whose axes are not all as expected (no declaration: clean)
 is a failure with a signature (``signature``); the campaign de-duplicates failures by
