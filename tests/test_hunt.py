@@ -92,6 +92,10 @@ def test_corpus_grows_on_new_coverage_and_not_otherwise(tmp_path: Path) -> None:
     assert any(f"coverage transitions 1/{len(hunt.TRANSITION_NAMES)}, rules "
                f"1/{len(hunt.RULE_NAMES)}" in line for line in lines)
     assert (tmp_path / "hunt.json").is_file() and (tmp_path / "hunt.md").is_file()
+    # coverage over time: one point per generated run, within the campaign's time
+    assert [p[1:] for p in st.timeline] == [[1, 1, 0, 0], [2, 1, 0, 0], [3, 1, 1, 0],
+                                            [4, 1, 1, 0], [5, 1, 1, 0], [6, 1, 1, 0]]
+    assert all(0 <= p[0] <= st.seconds + 0.1 for p in st.timeline)
 
 
 def test_later_schedules_are_repaired_mutations_of_the_corpus(tmp_path: Path) -> None:

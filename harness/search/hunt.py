@@ -639,7 +639,7 @@ class BuildHunt:
     def after_generated(self, name: str, out: fuzz.Outcome) -> None:
         self._absorb()
         st = self.state
-        st.timeline.append([round(st.seconds + self.clock() - self._t0, 1),
+        st.timeline.append([round(st.seconds, 1),
                             float(st.generated),
                             float(len(st.transitions())), float(len(st.rules())),
                             float(len(st.known))])
