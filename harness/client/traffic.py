@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -244,6 +244,23 @@ class ConsumerLoop:
                                             positions.get(p, -1) < 0 else positions[p])
                              for p in range(self.partitions)])
 
+    def _fetch(self, consumer: Any) -> Iterator[Any]:
+        """The next records (at most POLL_BATCH, waiting at most POLL_S for the first). In
+        group mode one poll per record, lazily: a rebalance callback runs inside a poll, so
+        each record is taken after the callbacks that precede it and the loop sees the
+        session change before the record (``consume`` would run them in the middle of its
+        batch)."""
+        if self.spec.mode != "group":
+            yield from consumer.consume(POLL_BATCH, POLL_S)
+            return
+        msg = consumer.poll(POLL_S)
+        for taken in range(1, POLL_BATCH + 1):
+            if msg is None:
+                return
+            yield msg
+            if taken < POLL_BATCH:  # never poll a record this batch does not take
+                msg = consumer.poll(0)
+
     def run(self, stop: threading.Event) -> None:
         spec, rec, name = self.spec, self.rec, self.name
         consumer = Consumer(self.config)
@@ -259,7 +276,12 @@ class ConsumerLoop:
             last_commit = time.monotonic()
             since_commit = 0
             while not stop.is_set():
-                for msg in consumer.consume(POLL_BATCH, POLL_S):
+                batch: list[tuple[str, int, int, str]] = []
+                session = self.session
+                for msg in self._fetch(consumer):
+                    if self.session != session:  # a rebalance callback ran before msg
+                        rec.polls(name, session, batch)
+                        batch, session = [], self.session
                     err = msg.error()
                     if err is not None:
                         if err.code() == KafkaError._AUTO_OFFSET_RESET:
@@ -268,10 +290,11 @@ class ConsumerLoop:
                     value = msg.value() or b""
                     rid = value.decode(errors="replace").partition(" ")[0]
                     offset, part = int(msg.offset() or 0), int(msg.partition() or 0)
-                    rec.poll(name, self.session, str(msg.topic()), part, offset, rid)
-                    self.polled += 1
+                    batch.append((str(msg.topic()), part, offset, rid))
                     pending[part] = offset + 1
+                    self.polled += 1
                     since_commit += 1
+                rec.polls(name, session, batch)
                 if spec.commit and pending and (since_commit >= COMMIT_EVERY or
                                                 time.monotonic() - last_commit >= COMMIT_S):
                     consumer.commit(offsets=[TopicPartition(spec.topic, p, o)

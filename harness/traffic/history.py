@@ -253,6 +253,17 @@ class TrafficRecorder:
         return self._emit({"kind": "poll", "consumer": consumer, "session": session,
                            "topic": topic, "partition": partition, "offset": offset, "id": id})
 
+    def polls(self, consumer: str, session: int,
+              records: list[tuple[str, int, int, str]]) -> None:
+        """One `poll` line per (topic, partition, offset, id) a poll returned, in order,
+        numbered under one hold of the lock (a consumer's batch)."""
+        with self._lock:
+            for topic, partition, offset, id in records:
+                self._sink({"kind": "poll", "consumer": consumer, "session": session,
+                            "topic": topic, "partition": partition, "offset": offset,
+                            "id": id, "n": self._n, "t": self._clock()})
+                self._n += 1
+
     def commit(self, consumer: str, group: str, topic: str, partition: int,
                offset: int) -> Event:
         return self._emit({"kind": "commit", "consumer": consumer, "group": group,
