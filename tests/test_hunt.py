@@ -318,3 +318,17 @@ def test_a_corpus_entry_is_the_scenario_the_run_ran(tmp_path: Path) -> None:
     st = hunt.hunt(cfg(runs=1), [plan(fake)], tmp_path / "c").builds["4.3.1"]
     (entry,) = st.corpus
     assert "as the run ran it" in (tmp_path / "c" / entry.file).read_text()
+
+
+def test_time_to_first_hit_is_when_the_failing_run_ended(tmp_path: Path) -> None:
+    now = [0.0]
+
+    class Slow(Fake):
+        def run(self, name: str, seed: int, steps: Any) -> fuzz.Outcome:
+            now[0] += 100.0
+            return super().run(name, seed, steps)
+    fake = Slow(sigs={1: SIG_SAFETY})
+    st = hunt.hunt(cfg(runs=3), [plan(fake)], tmp_path, clock=lambda: now[0]).builds["4.3.1"]
+    (k,) = st.known
+    assert (k.found_at_run, k.found_after_s) == (2, 200.0)  # not after its re-run and shrink
+    assert st.seconds == now[0] > 300

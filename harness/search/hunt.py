@@ -606,6 +606,8 @@ class BuildHunt:
             out = self.plan.run(name, seed, steps)
         except Exception as exc:  # noqa: BLE001 - a harness failure, never Kafka's
             out = fuzz.Outcome(None, f"harness exception: {type(exc).__name__}: {exc}")
+        # When it ended, in the build's campaign time: a new signature's time to first hit.
+        self._ended[name] = self._base[4] + self.clock() - self._t0
         if out.error is None:
             try:
                 reach = self.plan.reach(out)
@@ -669,6 +671,7 @@ class BuildHunt:
         st = self.state
         self._base = (st.generated, st.runs, st.errors, st.run_seconds, st.seconds)
         self._seen_errors = 0
+        self._ended: dict[str, float] = {}
         self.campaign, self._t0 = camp, self.clock()
         try:
             camp.run()
@@ -697,7 +700,8 @@ class BuildHunt:
                 c = classify(f.signature, None, kip, devs, self.deviations)
                 k = Known(key, [list(x[:2]) + [list(x[2])] for x in f.signature], c.cls,
                           c.why, f.status, str(f.first_run or f.name), len(f.runs),
-                          found_at_run=st.generated, found_after_s=round(st.seconds, 1))
+                          found_at_run=st.generated,
+                          found_after_s=round(self._ended.get(f.name, st.seconds), 1))
                 st.known.append(k)
                 by_key[key] = k
                 self.say(f"hunt {self.plan.version}: signature {key}: {c.cls} ({f.status}): "
