@@ -168,16 +168,21 @@ class ProducerLoop:
                 k = seq % len(self.keys)
                 rid = f"{name}-{seq}"
                 part = self.key_partitions[k]
-                rec.send(name, seq, rid, topic, part)
-                while True:
+                handed = False
+                while not handed:
                     try:
                         producer.produce(topic, key=self.keys[k], value=f"{rid} {seq}",
                                          partition=part, on_delivery=report)
-                        break
+                        handed = True
                     except BufferError:  # the local queue is full: serve reports first
                         producer.poll(0.05)
                         if stop.is_set() or time.monotonic() >= deadline:
                             break
+                if not handed:
+                    break
+                # Its reports are served by this thread's poll/flush only: the send line
+                # is written before any ack or error line of the record.
+                rec.send(name, seq, rid, topic, part)
                 seq += 1
                 self.sent = seq
                 if seq % 100 == 0:
