@@ -202,12 +202,15 @@ def _unclean_risk(step: S.Step, model: Lanes) -> bool:
         w.config.unclean_leader_election for w in model.branches)
 
 
-def unclean_loss(step: S.Step, model: Lanes) -> str | None:
-    """Whether ``step`` makes a branch lose acks=all records by an unclean election. With
-    unclean election the operator accepts losing them (KIP-966 "Unclean recovery"; the
-    safety axis judges the KIP's guarantee, which it waives), so such a step proves
-    nothing: it is never generated. (Only steps that may elect uncleanly are tried on a
-    copy of the model: with unclean election on, and alter_config and elect.)"""
+def unclean_loss(step: S.Step, model: Lanes, track: Track | None = None,
+                 cfg: GenConfig | None = None) -> str | None:
+    """Whether ``step`` makes a branch lose acks=all records by an unclean election, or
+    (given the track) leaves unclean election on in a state the recovery tail cannot
+    leave without one. With unclean election the operator accepts losing them (KIP-966
+    "Unclean recovery"; the safety axis judges the KIP's guarantee, which it waives), so
+    such a step proves nothing: it is never generated. (Only steps that may elect
+    uncleanly are tried, on a copy of the model: with unclean election on, and
+    alter_config and elect.)"""
     if not _unclean_risk(step, model):
         return None
     before = _lost(model.branches, unclean_only=False)
@@ -217,16 +220,34 @@ def unclean_loss(step: S.Step, model: Lanes) -> str | None:
     if lost:
         return (f"an unclean election would lose {len(lost)} acks=all record(s) (the "
                 "operator's choice, not a finding)")
+    if track is not None and cfg is not None and cfg.tail and any(
+            w.config.unclean_leader_election for w in trial.branches):
+        rest = copy.deepcopy(track)
+        after(step, rest, cfg)
+        _tail(trial, rest, cfg, lookahead=False)
+        if not _recovered(trial, rest):
+            return ("with unclean election on, the recovery tail could not follow it "
+                    "without an unclean election that loses acks=all records")
     return None
 
 
-def why_invalid(step: S.Step, model: Lanes, track: Track, cfg: GenConfig) -> str | None:
-    """Why ``step`` may not come next (its kind's guard, then the unclean-loss rule), or
-    None when it may."""
+def _recovered(model: Lanes, track: Track) -> bool:
+    """Whether the recovery tail left every node up and every link whole, with unclean
+    election off."""
+    return not (track.paused or track.controllers_down or track.shaped) and all(
+        not w.cuts and not w.config.unclean_leader_election
+        and all(b.alive for b in w.brokers) for w in model.branches)
+
+
+def why_invalid(step: S.Step, model: Lanes, track: Track, cfg: GenConfig,
+                lookahead: bool = True) -> str | None:
+    """Why ``step`` may not come next (its kind's guard, then the unclean-loss rule, with
+    the recovery tail tried after it unless ``lookahead`` is off), or None when it may."""
     generator = cfg.generators.get(step.kind)
     if generator is None or not isinstance(step, generator.makes):
         return f"the generator does not make {step.kind} steps"
-    return generator.why_invalid(step, _gen(model, track, cfg)) or unclean_loss(step, model)
+    return generator.why_invalid(step, _gen(model, track, cfg)) or (
+        unclean_loss(step, model, track, cfg) if lookahead else unclean_loss(step, model))
 
 
 def after(step: S.Step, track: Track, cfg: GenConfig) -> None:
@@ -245,11 +266,13 @@ def candidates(kind: str, model: Lanes, track: Track, cfg: GenConfig,
     return [s for s in generator.steps(g, rng) if generator.why_invalid(s, g) is None]
 
 
-def _tail(model: Lanes, track: Track, cfg: GenConfig) -> list[S.Step]:
+def _tail(model: Lanes, track: Track, cfg: GenConfig, lookahead: bool = True
+          ) -> list[S.Step]:
     out: list[S.Step] = []
 
     def add(step: S.Step) -> None:
-        if step.kind in cfg.generators and why_invalid(step, model, track, cfg) is None:
+        if step.kind in cfg.generators and why_invalid(step, model, track, cfg,
+                                                       lookahead) is None:
             model.apply(step)
             after(step, track, cfg)
             out.append(step)
@@ -294,7 +317,7 @@ def generate(new_model: Callable[[], Lanes], seed: int | str, cfg: GenConfig = G
         if kind == "kill" and leader is not None and rng.random() < cfg.kill_leader \
                 and S.Kill(leader) in choices[kind]:
             step = S.Kill(leader)
-        if unclean_loss(step, model) is not None:
+        if unclean_loss(step, model, track, cfg) is not None:
             refused += 1
             continue  # drawn again (the rng has moved on)
         refused = 0

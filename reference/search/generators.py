@@ -124,9 +124,20 @@ class Gen:
             return self.limits.max_killed
         return max(self.min_isr() - 1, 0) if self.model.branches else 0
 
-    def quorum(self) -> bool:
-        """Every branch has an active controller (a request to the controller is answered)."""
-        return self.every(lambda w: active_controller(w) is not None)
+    def controller_request(self, what: str) -> str | None:
+        """Why a request to the controller (``what``) would not be answered, or None. The
+        admin client sends it to a broker, which forwards it to the active controller: in
+        every branch there is one, and every broker the observer may ask (running, not
+        paused) reaches it (a broker cut from it leaves the request to time out: a harness
+        ERROR, not a verdict)."""
+        if not self.every(lambda w: active_controller(w) is not None):
+            return f"no active controller in some branch ({what} needs one)"
+        cut = [b for b in self.current
+               if not all(_reaches_quorum(w, b) for w in self.model.branches)]
+        if cut:
+            return (f"broker(s) {cut} cut from the active controller in some branch ({what} "
+                    "is forwarded to it by whichever broker the admin client asks)")
+        return None
 
 
 Steps = Callable[[Gen, random.Random], list[S.Step]]
@@ -424,8 +435,9 @@ def _unregister_guard(step: S.Step, g: Gen) -> str | None:
         return f"broker {b} is not down (a running broker registers again at its heartbeat)"
     if b in g.track.unregistered:
         return f"broker {b} is unregistered already"
-    if not g.quorum():
-        return "no active controller in some branch (UnregisterBroker needs one)"
+    why = g.controller_request("UnregisterBroker")
+    if why is not None:
+        return why
     return None
 
 
@@ -476,8 +488,9 @@ def _alter_guard(step: S.Step, g: Gen) -> str | None:
     if step.scope != "topic" or len(step.config) != 1 or \
             not set(step.config) <= {MIN_ISR, UNCLEAN}:
         return f"a generated alter_config sets one topic config: {MIN_ISR} or {UNCLEAN}"
-    if not g.quorum():
-        return "no active controller in some branch (IncrementalAlterConfigs needs one)"
+    why = g.controller_request("IncrementalAlterConfigs")
+    if why is not None:
+        return why
     ((key, value),) = step.config.items()
     if key == UNCLEAN:
         if value not in ("true", "false"):
@@ -520,8 +533,9 @@ def _elect_guard(step: S.Step, g: Gen) -> str | None:
     assert isinstance(step, S.Elect)
     if step.type not in ELECTIONS or step.broker is not None:
         return f"a generated election is one of {', '.join(ELECTIONS)}"
-    if not g.quorum():
-        return "no active controller in some branch (ElectLeaders needs one)"
+    why = g.controller_request("ElectLeaders")
+    if why is not None:
+        return why
     if step.type == "preferred":
         if g.every(lambda w: w.partition.leader == w.partition.replicas[0]):
             return "the preferred replica leads already in every branch"
@@ -551,8 +565,9 @@ def _reassign_steps(g: Gen, rng: random.Random) -> list[S.Step]:
 
 def _reassign_guard(step: S.Step, g: Gen) -> str | None:
     assert isinstance(step, S.Reassign)
-    if not g.quorum():
-        return "no active controller in some branch (AlterPartitionReassignments needs one)"
+    why = g.controller_request("AlterPartitionReassignments")
+    if why is not None:
+        return why
     if step.cancel:
         if not g.every(lambda w: w.partition.reassigning):
             return "no reassignment in progress in some branch (nothing to cancel)"
