@@ -144,6 +144,19 @@ def test_an_axis_not_judged_stays_and_missing_traffic_is_an_error(tmp_path: Path
     assert "recorded no traffic.jsonl" in got["safety"].reason
 
 
+def test_a_failed_traffic_thread_is_a_harness_error(tmp_path: Path) -> None:
+    history(tmp_path)
+    got = axes()
+    stop = {"seq": 9, "kind": "traffic", "phase": "stop", "t_mono": 2.0,
+            "problems": ["traffic c0.0: KafkaException: boom"]}
+    apply_traffic(got, tmp_path, SCENARIO, [stop])
+    assert got["safety"].verdict == ERROR
+    assert got["safety"].reason == "traffic: traffic c0.0: KafkaException: boom"
+    got = axes()
+    apply_traffic(got, tmp_path, SCENARIO, [{**stop, "problems": []}])
+    assert got["safety"].verdict == SAFE
+
+
 def test_spark_above_the_threshold_gives_the_same_verdict(tmp_path: Path) -> None:
     if shutil.which("java") is None:
         pytest.skip("no java on PATH: Spark cannot start")

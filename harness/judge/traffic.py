@@ -125,6 +125,11 @@ def apply_traffic(axes: dict[str, AxisVerdict], run_dir: Path, scenario: Scenari
             safety.verdict, safety.reason = ERROR, ("the scenario has traffic but the run "
                                                     f"recorded no {TRAFFIC_FILE}")
         return None
+    problems = traffic_problems(events)
+    if problems and safety.verdict not in NOT_JUDGED:
+        # A producer or consumer that failed is a harness fault: what it did not record
+        # cannot be judged either way.
+        safety.verdict, safety.reason = ERROR, f"traffic: {'; '.join(problems)}"
     if safety.verdict not in NOT_JUDGED:
         _judge_safety(safety, verdict, budget_of(scenario, events))
     if release.verdict == CONFORMS and has_traffic(scenario):
@@ -137,6 +142,13 @@ def apply_traffic(axes: dict[str, AxisVerdict], run_dir: Path, scenario: Scenari
                               + (f" (+{len(found) - 1} more observation(s) out of bounds)"
                                  if len(found) > 1 else ""))
     return verdict
+
+
+def traffic_problems(events: Iterable[Mapping[str, Any]]) -> list[str]:
+    """What went wrong with the traffic's threads (the runner's ``traffic`` stop event):
+    one that raised, or did not end in time."""
+    return [str(p) for e in events if e.get("kind") == "traffic" and e.get("phase") == "stop"
+            for p in e.get("problems") or ()]
 
 
 def _step_no(finding: Mapping[str, Any]) -> str:
