@@ -96,6 +96,20 @@ def test_kill_active_resolves_per_branch_and_elects_from_the_majority() -> None:
     assert pred.allowed[0].fenced == frozenset()
 
 
+def test_traffic_during_a_failover_keeps_the_steps_quorum_election() -> None:
+    # Under traffic the model sees a record written during each step (the traffic's tick):
+    # the failover's quorum election still belongs to that step. As a step of its own the
+    # record would predict no election, and a run that observed one DIVERGED (seen on 4.3.1
+    # with traffic and `kill: {controller: active}`).
+    m, _ = model()
+    m.apply(S.Produce(1))
+    observed(m, controller=101)
+    m.apply(S.KillController(S.ACTIVE))
+    tick = m.apply(S.Produce(1, "all"), continues_step=True)
+    assert {s.quorum_elected for s in tick.allowed} == {True}
+    assert {s.quorum_elected for s in m.apply(S.Produce(1, "all")).allowed} == {False}
+
+
 def test_no_majority_no_leader_and_nothing_changes() -> None:
     m, _ = model()
     m.apply(S.Produce(1))

@@ -286,7 +286,7 @@ def _replay(model: Any, kip: KipJudge, scenario: Scenario, steps: list[RecordedS
         # Under traffic the model sees the traffic go on after the step (as the runner).
         tick = tick_step(scenario, rec.index, scenario.topic.name)
         if tick is not None:
-            model.apply(tick)
+            model.apply(tick, continues_step=True)
         if not kind.settles(step):  # not waited for: the steps after it check it
             kip_steps(kip, rec.index, step, None, rec.outcome, tick)
             continue

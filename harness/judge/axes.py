@@ -140,6 +140,8 @@ class ObservedStep:
     step: Any
     observed: Any
     outcome: Any
+    #: The step happens during the previous one (the traffic's tick: Model.apply).
+    continues: bool = False
 
 
 
@@ -215,7 +217,7 @@ class KipJudge:
         return AxisVerdict("kip", CONFORMS)
 
     def _advance(self, model: Any, seen: ObservedStep) -> str | None:
-        pred = model.apply(seen.step)
+        pred = model.apply(seen.step, continues_step=seen.continues)
         if pred.unsupported:
             return None  # the release run marks the step UNSUPPORTED already
         why = (model.explain(seen.observed) if seen.observed is not None else None) \

@@ -105,7 +105,7 @@ class Lockstep:
     def apply_ticks(self, ticks: Sequence[Any], preds: Sequence[Any]) -> list[Any]:
         """The model after the traffic's tick: each lane's prediction of its settled
         state (``preds``, the step's own, where a lane has no tick)."""
-        return [pred if tick is None else lm.model.apply(tick)
+        return [pred if tick is None else lm.model.apply(tick, continues_step=True)
                 for lm, tick, pred in zip(self.lanes, ticks, preds, strict=True)]
 
     def explain(self, observed: Sequence[Any]) -> str | None:
@@ -137,7 +137,7 @@ def kip_steps(kip: KipJudge, index: int, step: Any, observed: Any, outcome: Any,
         return
     from harness.scenario.steps import StepOutcome
     kip.step(ObservedStep(index, step, None, outcome))
-    kip.step(ObservedStep(index, tick, observed, StepOutcome()))
+    kip.step(ObservedStep(index, tick, observed, StepOutcome(), continues=True))
 
 
 def _names(by_topic: Mapping[str, list[int]]) -> str:

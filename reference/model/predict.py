@@ -199,15 +199,18 @@ class Model:
             ids.append(f"s{self.seed}-r{self._next_record}")
         return tuple(ids)
 
-    def apply(self, step: S.Step) -> Prediction:
-        """Advance every branch by ``step`` and predict the settled state."""
+    def apply(self, step: S.Step, *, continues_step: bool = False) -> Prediction:
+        """Advance every branch by ``step`` and predict the settled state.
+        ``continues_step``: ``step`` happens during the previous step (client traffic going
+        on while it settles), so what is counted per step (quorum elections) goes on."""
         if isinstance(step, S.Produce):
             step = replace(step, record_ids=self._record_ids(step))
             for r in step.record_ids:
                 self._record_acks[r] = step.acks
         # Quorum elections are counted per step (PartitionState.quorum_elected).
-        self.branches = [w if w.quorum_elections == 0 else replace(w, quorum_elections=0)
-                         for w in self.branches]
+        if not continues_step:
+            self.branches = [w if w.quorum_elections == 0 else replace(w, quorum_elections=0)
+                             for w in self.branches]
         self.branches = _dedupe([d for w in self.branches
                                  for d in pending_disruptions(w, self.ctx)])
         if not self._after_produce:  # the followers have learned the HWM by now
