@@ -25,17 +25,8 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
                                       "(30m, 90s, 1h30m)")
     cmd.add_argument("--seed", required=True, help="campaign seed (0..2^63-1): the same seed "
                                                    "gives the same schedules")
-    cmd.add_argument("--weights", default="", help="step kind weights over the defaults, "
-                                                   "e.g. produce=6,kill=3,lose_unflushed=4 "
-                                                   "(0 turns a kind off)")
-    cmd.add_argument("--steps", default="10", help="generated steps per schedule before the "
-                                                   "recovery tail (1..100, default 10)")
-    cmd.add_argument("--step-timeout", default="30", help="seconds a step may take to settle")
-    cmd.add_argument("--confirm", default="1", help="re-runs of a new failure's schedule "
-                                                    "(flaky or not; default 1)")
+    options.add_generation_options(cmd, shrink_attempts=30, shrink_budget="20m")
     cmd.add_argument("--no-shrink", action="store_true", help="report failures unshrunk")
-    cmd.add_argument("--shrink-attempts", default="30", help="runs per shrink (default 30)")
-    cmd.add_argument("--shrink-budget", default="20m", help="time per shrink (default 20m)")
     cmd.add_argument("--guided", action="store_true",
                      help="model-guided: run only schedules the build's model predicts lose "
                           "acks=all records (the rest are skipped, not run)")

@@ -31,15 +31,7 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
                      help="run histories (default CAMPAIGN_DIR/runs; with --master a path "
                           "every executor shares)")
     cmd.add_argument("--backend", default="local", choices=BACKENDS)
-    cmd.add_argument("--steps", default="10", help="generated steps per schedule before the "
-                                                   "recovery tail (1..100, default 10)")
-    cmd.add_argument("--weights", default="", help="step kind weights over the defaults, "
-                                                   "e.g. produce=6,kill=3")
-    cmd.add_argument("--step-timeout", default="30", help="seconds a step may take to settle")
-    cmd.add_argument("--confirm", default="1", help="re-runs of a new failure's schedule "
-                                                    "(default 1)")
-    cmd.add_argument("--shrink-attempts", default="12", help="runs per shrink (default 12)")
-    cmd.add_argument("--shrink-budget", default="5m", help="time per shrink (default 5m)")
+    options.add_generation_options(cmd, shrink_attempts=12, shrink_budget="5m")
     cmd.add_argument("--jobs", type=options.jobs_count, default=1,
                      help="generated runs side by side, one cluster each (default 1)")
     options.add_master_option(cmd)
@@ -47,13 +39,7 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def _int(text: str, flag: str, lo: int, hi: int) -> int:
-    try:
-        value = int(text)
-    except (TypeError, ValueError):
-        raise UsageError(f"hunt: {flag} {text!r} is not a whole number") from None
-    if not lo <= value <= hi:
-        raise UsageError(f"hunt: {flag} {value}: give {lo}..{hi}")
-    return value
+    return options.whole_number("hunt", flag, text, lo, hi)
 
 
 def parse_args(args: argparse.Namespace) -> tuple[Any, float, tuple[str, ...]]:

@@ -80,6 +80,24 @@ def count(text: str, most: int, alternative: str = "") -> int:
     return value
 
 
+def add_generation_options(parser: argparse.ArgumentParser, shrink_attempts: int,
+                           shrink_budget: str) -> None:
+    """The generated schedules' options that `fuzz` and `hunt` share."""
+    parser.add_argument("--weights", default="", help="step kind weights over the defaults, "
+                                                      "e.g. produce=6,kill=3,lose_unflushed=4 "
+                                                      "(0 turns a kind off)")
+    parser.add_argument("--steps", default="10", help="generated steps per schedule before "
+                                                      "the recovery tail (1..100, default 10)")
+    parser.add_argument("--step-timeout", default="30",
+                        help="seconds a step may take to settle")
+    parser.add_argument("--confirm", default="1", help="re-runs of a new failure's schedule "
+                                                       "(flaky or not; default 1)")
+    parser.add_argument("--shrink-attempts", default=str(shrink_attempts),
+                        help=f"runs per shrink (default {shrink_attempts})")
+    parser.add_argument("--shrink-budget", default=shrink_budget,
+                        help=f"time per shrink (default {shrink_budget})")
+
+
 def whole_number(command: str, flag: str, text: str, lo: int, hi: int) -> int:
     """A flag's whole number in lo..hi, or a UsageError naming the command and the flag."""
     try:
