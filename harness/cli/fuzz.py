@@ -60,12 +60,7 @@ def parse_args(args: argparse.Namespace) -> tuple[CampaignConfig, float]:
     except ValueError as exc:
         raise UsageError(f"fuzz: {exc}") from None
     seed = _int(args.seed, "--seed", 0, 2**63 - 1)
-    try:
-        step_timeout = float(args.step_timeout)
-    except ValueError:
-        raise UsageError(f"fuzz: --step-timeout {args.step_timeout!r} is not a number") from None
-    if not 0 < step_timeout <= 600:
-        raise UsageError("fuzz: --step-timeout: give seconds > 0 and <= 600")
+    step_timeout = options.step_timeout("fuzz", args.step_timeout)
     return fuzz.CampaignConfig(
         seed=seed, runs=runs, budget_s=budget,
         gen=fuzz.gen_config(length=_int(args.steps, "--steps", 1, 100), weights=weights),

@@ -54,12 +54,7 @@ def parse_args(args: argparse.Namespace) -> tuple[Any, float, tuple[str, ...]]:
     except ValueError as exc:
         flag = "--weights" if "weight" in str(exc) or "kind" in str(exc) else "--shrink-budget"
         raise UsageError(f"hunt: {flag}: {exc}") from None
-    try:
-        step_timeout = float(args.step_timeout)
-    except ValueError:
-        raise UsageError(f"hunt: --step-timeout {args.step_timeout!r} is not a number") from None
-    if not 0 < step_timeout <= 600:
-        raise UsageError("hunt: --step-timeout: give seconds > 0 and <= 600")
+    step_timeout = options.step_timeout("hunt", args.step_timeout)
     cfg = hunt.HuntConfig(seed=seed, budget_s=budget, length=_int(args.steps, "--steps", 1, 100),
                           weights=weights, confirm=_int(args.confirm, "--confirm", 0, 20),
                           shrink_attempts=_int(args.shrink_attempts, "--shrink-attempts", 1,

@@ -98,6 +98,17 @@ def add_generation_options(parser: argparse.ArgumentParser, shrink_attempts: int
                         help=f"time per shrink (default {shrink_budget})")
 
 
+def step_timeout(command: str, text: str) -> float:
+    """--step-timeout: seconds in (0, 600], or a UsageError naming the command."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"{command}: --step-timeout {text!r} is not a number") from None
+    if not 0 < value <= 600:
+        raise UsageError(f"{command}: --step-timeout: give seconds > 0 and <= 600")
+    return value
+
+
 def whole_number(command: str, flag: str, text: str, lo: int, hi: int) -> int:
     """A flag's whole number in lo..hi, or a UsageError naming the command and the flag."""
     try:
