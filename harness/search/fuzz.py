@@ -477,7 +477,8 @@ class Campaign:
         def said(a: Any) -> None:
             self.say(f"fuzz: shrink {fail.name} attempt {counter[0]} ({a.note}, "
                      f"{len(a.steps)} steps): {'kept' if a.kept else 'not kept'}")
-        res = shrink(fail.steps, fail.signature, attempt, repairer(self.new_model),
+        res = shrink(fail.steps, fail.signature, attempt,
+                     repairer(self.new_model, fail.scenario_seed),
                      self.cfg.shrink_attempts, self.cfg.shrink_budget_s, self.clock, said,
                      prefer_for(fail.signature, self.new_model))
         self.result.shrink_seconds += self.clock() - t0
