@@ -170,6 +170,18 @@ def test_signature_names_axis_verdict_and_rules() -> None:
                     ("release", "DIVERGES", ("isr",)))
 
 
+def test_a_divergence_has_one_signature_whichever_partition_shows_it() -> None:
+    # Multi-partition reasons name the partition first; one divergence on two partitions
+    # was two signatures (seen in a hunt on 4.3.1: [t-1] beside [replicas]).
+    one = fuzz.signature(_axes(release="DIVERGES",
+                               reason="step 4: t-1: replicas: predicted [[3, 2]], "
+                                      "observed [3, 2, 1]"))
+    other = fuzz.signature(_axes(release="DIVERGES",
+                                 reason="step 6: t-{0,2}: replicas: predicted [[3, 1, 2]]"))
+    plain = fuzz.signature(_axes(release="DIVERGES", reason="replicas: predicted [[3, 1, 2]]"))
+    assert one == other == plain == (("release", "DIVERGES", ("replicas",)),)
+
+
 # --- shrinker (fake run-and-judge: tests of the shrinker only) ---------------------------
 
 TARGET = (("safety", "UNSAFE", ("acked-record-durable",)),)

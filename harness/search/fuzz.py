@@ -167,11 +167,14 @@ def repairer(new_model: Callable[[], Any], seed: int | None = None
 # --- signatures ------------------------------------------------------------------------
 
 _STEP_PREFIX = re.compile(r"^step \d+:\s*")
+#: A multi-partition reason names its partition first (``t-1: replicas: ...``, or
+#: ``t-{0,3}: ...``): the signature is the field, whichever partition showed it.
+_LANE_PREFIX = re.compile(r"^[A-Za-z0-9._-]+-(\d+|\{[\d,]+\}):\s*")
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_. -]{0,40}$")
 
 
 def _reason_name(reason: str) -> str:
-    text = _STEP_PREFIX.sub("", reason or "").strip()
+    text = _LANE_PREFIX.sub("", _STEP_PREFIX.sub("", reason or "").strip())
     if text.startswith("trace:"):
         rule = text[len("trace:"):].strip().split(" at offset", 1)[0].strip()
         return f"trace:{rule}"
