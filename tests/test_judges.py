@@ -54,7 +54,7 @@ class _Model:
     def __init__(self, profile: Any, needs: dict[str, Any]) -> None:
         self.profile, self.needs = profile, needs
 
-    def apply(self, step: Any) -> _Pred:
+    def apply(self, step: Any, continues_step: bool = False) -> _Pred:
         return _Pred()
 
     def explain(self, observed: Any) -> str | None:

@@ -217,8 +217,7 @@ class KipJudge:
         return AxisVerdict("kip", CONFORMS)
 
     def _advance(self, model: Any, seen: ObservedStep) -> str | None:
-        pred = (model.apply(seen.step, continues_step=True) if seen.continues
-                else model.apply(seen.step))
+        pred = model.apply(seen.step, continues_step=seen.continues)
         if pred.unsupported:
             return None  # the release run marks the step UNSUPPORTED already
         why = (model.explain(seen.observed) if seen.observed is not None else None) \

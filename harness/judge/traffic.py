@@ -46,7 +46,7 @@ NAMED_IDS = 10
 
 
 def has_traffic(scenario: Scenario) -> bool:
-    return getattr(scenario, "traffic", None) is not None
+    return scenario.traffic is not None
 
 
 _WEAKEST = {"0": 0, "1": 1, "all": 2}
@@ -58,7 +58,7 @@ def tick_step(scenario: Scenario, index: int, topic: str) -> Any:
     that topic (records keep coming: a follower cut from its leader falls behind, as under
     traffic). None: no producer writes to ``topic``. Its ack is never compared (the model
     cannot know which traffic records were acknowledged)."""
-    spec = getattr(scenario, "traffic", None)
+    spec = scenario.traffic
     if spec is None:
         return None
     acks = [p.acks for p in spec.producers if p.topic == topic]
