@@ -246,6 +246,28 @@ def _unclean_ready() -> Log:
     return _pre_elr().batch(change(leader=-1), fence(1, E[1]))
 
 
+def _reassigning_off_the_isr() -> Log:
+    """Topic u on [1, 2] led by 1 with ISR [1], being reassigned to [3, 2]: adding 3,
+    removing 1, the only ISR member (4.3.1 hunt, fuzz-s36-18: ISR [4] -> [3])."""
+    return cluster(min_isr=1).batch(
+        topic("u", "U"), topic_config("u", MIN_ISR, "1"), partition("U", [1, 2], [1], 1)).batch(
+        change(tid="U", replicas=[3, 2, 1], addingReplicas=[3], removingReplicas=[1]))
+
+
+def _isr_join_completes_reassignment() -> Log:
+    """Leader 1's AlterPartition adds 3 to the ISR, which completes the reassignment: ISR
+    [1, 3] less the removed 1 is [3], and 3 is elected from it (disjoint from ISR [1])."""
+    return _reassigning_off_the_isr().batch(change(
+        tid="U", replicas=[3, 2], isr=[3], leader=3, leaderEpoch=1, addingReplicas=[],
+        removingReplicas=[]))
+
+
+def _outsider_elected_mid_reassignment() -> Log:
+    """The same partition, 3 elected with ISR [3] while the reassignment is still going on:
+    no ISR expansion completed anything, so this is an unclean election."""
+    return _reassigning_off_the_isr().batch(change(tid="U", isr=[3], leader=3, leaderEpoch=1))
+
+
 UNCLEAN_2 = {"unclean_registrations": frozenset({(2, 2)})}
 UNCLEAN_3 = {"unclean_registrations": frozenset({(3, 2)})}
 PRE = {"profile": "pre-elr"}
@@ -284,9 +306,11 @@ KEEP: dict[str, list[Case]] = {
     "UncleanElectionOnlyWhenAllowed": [
         (lambda: _unclean_ready().batch(change(leader=2, isr=[2], lrs=1)), REQUESTED),
         (lambda: _last_leader_ready().batch(
-            unfence(1, 70), change(leader=1, isr=[1], lrs=1, lke=[])), {})],
+            unfence(1, 70), change(leader=1, isr=[1], lrs=1, lke=[])), {}),
+        (_isr_join_completes_reassignment, {})],
     "UncleanElectionMarksRecovering": [
-        (lambda: _unclean_ready().batch(change(leader=2, isr=[2], lrs=1)), REQUESTED)],
+        (lambda: _unclean_ready().batch(change(leader=2, isr=[2], lrs=1)), REQUESTED),
+        (_isr_join_completes_reassignment, {})],
     "LeaderlessOnlyWithoutCandidate": [(lambda: leaderless(cluster()), {}),
                                        (_unclean_ready, PRE)],   # 3.9: ISR keeps [1]
     "LeaderRecoveryStateChange": [(realistic, {})],
@@ -341,7 +365,8 @@ BREAK: dict[str, list[Case]] = {
     "UncleanElectionOnlyWhenAllowed": [
         (lambda: _unclean_ready().batch(change(leader=2, isr=[2], lrs=1)), PRE),
         (lambda: cluster().batch(change(isr=[1, 2])).batch(
-            change(isr=[3], leader=3, lrs=1)), {})],
+            change(isr=[3], leader=3, lrs=1)), {}),
+        (_outsider_elected_mid_reassignment, {})],
     "UncleanElectionMarksRecovering": [
         (lambda: _unclean_ready().batch(change(leader=2, isr=[2])), REQUESTED)],
     "LeaderlessOnlyWithoutCandidate": [

@@ -308,6 +308,18 @@ class Change:
     unclean_broker: int | None
 
 
+def _completes_reassignment(p: PartitionRegistration, q: PartitionRegistration) -> bool:
+    """The leader's AlterPartition added the adding replicas to the ISR and so completed the
+    reassignment, which removes the leaving replicas from that ISR (ReplicationControlManager:
+    "completed the ongoing partition reassignment and triggered a leadership change"). When
+    every old ISR member is leaving, the new ISR shares none of them, yet its leader comes from
+    the ISR the leader proposed: an election from the ISR, not an unclean one (an unclean
+    election also marks RECOVERING, which the caller excludes)."""
+    return (not q.adding_replicas and not q.removing_replicas
+            and set(p.isr) <= set(p.removing_replicas)
+            and set(q.isr) <= set(p.adding_replicas) | (set(p.replicas) - set(p.removing_replicas)))
+
+
 def analyse(s: Step, key: PartitionKey, p: PartitionRegistration,
             q: PartitionRegistration) -> Change:
     st, op = s.before, s.op
@@ -328,8 +340,8 @@ def analyse(s: Step, key: PartitionKey, p: PartitionRegistration,
         kind = "isr"
     elif s.elr_on and now in p.elr and q.isr == (now,) and not newly_recovering:
         kind = "elr"
-    elif ((p.adding_replicas or p.removing_replicas) and now in q.isr
-          and set(q.isr) & set(p.isr) and not newly_recovering):
+    elif ((p.adding_replicas or p.removing_replicas) and now in q.isr and not newly_recovering
+          and (set(q.isr) & set(p.isr) or _completes_reassignment(p, q))):
         kind = "isr"  # an ISR expansion completing a reassignment (KAFKA-19212)
     else:
         kind = "unclean"
