@@ -220,11 +220,40 @@ def test_classification(sig: Any, error: str | None, kip: str | None, devs: tupl
     assert c.why
 
 
+#: The hunt's 4.3.1 signature fuzz-s36-18 as re-judged: the ELR holds the removed leader.
+SIG_ELR_REMOVED: Any = (
+    ("kip", "KIP-DIVERGES", ("trace:IsrElrWithinReplicas",)),
+    ("release", "DIVERGES", ("trace:IsrElrWithinReplicas",)),
+    ("safety", "UNSAFE", ("sampled-state-invariants", "trace-invariants")))
+
+
+def test_a_known_bug_of_the_build_is_named_and_only_on_the_builds_it_affects() -> None:
+    on_431 = classify(SIG_ELR_REMOVED, None, "KIP-DIVERGES", (), DEVS, hunt.known_bugs_of("4.3.1"))
+    assert on_431.cls == "known-bug"
+    assert "elr-keeps-removed-replica" in on_431.why
+    assert "also named: sampled-state-invariants, trace-invariants" in on_431.why
+    # 3.9.2 keeps no ELR in production: not a known bug there, so a candidate.
+    assert classify(SIG_ELR_REMOVED, None, "KIP-DIVERGES", (), DEVS,
+                    hunt.known_bugs_of("3.9.2")).cls == "kafka-candidate"
+    # KAFKA-19522 is 4.0.x only (fixed in 4.1.0 by PR 20200).
+    fenced: Any = (("release", "DIVERGES", ("trace:NewLeaderIsLive",)),)
+    assert classify(fenced, None, "KIP-DIVERGES", (), DEVS,
+                    hunt.known_bugs_of("4.0.2")).cls == "known-bug"
+    assert classify(fenced, None, "KIP-DIVERGES", (), DEVS,
+                    hunt.known_bugs_of("4.1.2")).cls == "kafka-candidate"
+    # A rule no known bug names, or a safety-only failure, is not a known bug.
+    assert classify(SIG_RELEASE, None, None, (), DEVS,
+                    hunt.known_bugs_of("4.3.1")).cls == "kafka-candidate"
+    assert classify(SIG_SAFETY, None, "CONFORMS", (), DEVS,
+                    hunt.known_bugs_of("4.3.1")).cls == "model-gap"
+
+
 def test_every_class_is_chosen_by_some_case() -> None:
-    chosen = {classify(s, e, k, d, DEVS).cls for s, e, k, d in [
+    chosen = {classify(s, e, k, d, DEVS, hunt.known_bugs_of("4.3.1")).cls for s, e, k, d in [
         (None, "x", None, ()), (SIG_RELEASE, None, None, ()),
         (SIG_SAFETY, None, "DEVIATES", ("no-elr",)), (SIG_SAFETY, None, "CONFORMS", ()),
-        ((("kip", "KIP-DIVERGES", ("x",)),), None, None, ())]}
+        ((("kip", "KIP-DIVERGES", ("x",)),), None, None, ()),
+        (SIG_ELR_REMOVED, None, "KIP-DIVERGES", ())]}
     assert chosen == set(hunt.CLASSES)
 
 

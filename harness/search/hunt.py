@@ -43,22 +43,26 @@ own verdict (run.json); the first rule that applies decides:
 1. ``harness-error``: the run ended in ERROR (the runner's ERROR verdict or an exception
    of the run itself; de-duplicated by the error's first line, numbers blanked), or an axis
    of the signature is ERROR, INCOMPLETE or UNSUPPORTED.
-2. ``kafka-candidate``: release DIVERGES and safety UNSAFE: the broker left the build's
+2. ``known-bug``: release DIVERGES by a trace rule that names a known bug of the build
+   (reference/releases/known_bugs.py: reported, measured on the releases it affects). The
+   ``why`` names the bug and any other names the signature holds: a second cause showing
+   beside a known bug would look the same, so the shrunk schedule is the thing to read.
+3. ``kafka-candidate``: release DIVERGES and safety UNSAFE: the broker left the build's
    documented behaviour and broke what no profile relaxes.
-3. ``cited-deviation``: release as expected, safety UNSAFE, kip DEVIATES, and every
+4. ``cited-deviation``: release as expected, safety UNSAFE, kip DEVIATES, and every
    deviation the kip axis adopted is one of the build's catalog deviations
    (reference/releases/catalog.py): the build's profile predicted the unsafe outcome and a
    cited deviation explains it (e.g. no ELR: data lost with min ISR - 1 unclean shutdowns).
-4. ``model-gap``: (a) release as expected, safety UNSAFE, kip CONFORMS: the KIP's own model
+5. ``model-gap``: (a) release as expected, safety UNSAFE, kip CONFORMS: the KIP's own model
    predicts what the safety checks forbid, so the model or a check is wrong; or (b) release
    DIVERGES, safety as expected, kip CONFORMS or DEVIATES: the KIP (with cited deviations)
    explains what the broker did and the build's profile does not: the profile is wrong (the
    fix needs a citation).
-5. ``kafka-candidate``: release DIVERGES, safety as expected, kip KIP-DIVERGES: neither the
+6. ``kafka-candidate``: release DIVERGES, safety as expected, kip KIP-DIVERGES: neither the
    build's profile nor the KIP with any cited deviation explains it (it matches no
    deviation). The class says so; it may still be a behaviour the KIP allows and the model
    lacks, which only reading the KIP can tell (the ``why`` says that too).
-6. ``undecided``: anything else (e.g. release as expected but kip KIP-DIVERGES: the judges
+7. ``undecided``: anything else (e.g. release as expected but kip KIP-DIVERGES: the judges
    disagree; the first run's kip verdict unreadable), named as undecided with the verdicts,
    never guessed.
 
@@ -86,6 +90,7 @@ from harness.search import fuzz
 from harness.search.shrink import Signature, Steps
 from reference.model import steps as S
 from reference.model.state import NO_LEADER
+from reference.releases.known_bugs import KnownBug, affecting
 from reference.search.transitions import TRANSITIONS
 from reference.trace import rules as trace_rules
 from reference.trace.records import Record, TraceContext, batch_of, data, initial_state
@@ -97,7 +102,8 @@ STATE_VERSION = 1
 MUTATE_SHARE = 0.5
 #: Schedule-level edits of a corpus entry.
 MUTATIONS = ("insert", "delete", "replace", "swap")
-CLASSES = ("cited-deviation", "model-gap", "harness-error", "kafka-candidate", "undecided")
+CLASSES = ("known-bug", "cited-deviation", "model-gap", "harness-error", "kafka-candidate",
+           "undecided")
 RULE_NAMES: tuple[str, ...] = tuple(trace_rules.RULES)
 TRANSITION_NAMES: tuple[str, ...] = tuple(TRANSITIONS)
 _NOT_JUDGED = ("ERROR", "INCOMPLETE", "UNSUPPORTED")
@@ -480,9 +486,11 @@ def build_deviation_ids(version: str) -> frozenset[str]:
 
 
 def classify(signature: Signature | None, error: str | None, kip: str | None,
-             kip_deviations: Sequence[str], build_deviations: Iterable[str]) -> Classification:
-    """The class of one failure (module docstring, rules 1-6). ``kip``: the first run's kip
-    verdict (None: unreadable); ``kip_deviations``: the deviations it adopted."""
+             kip_deviations: Sequence[str], build_deviations: Iterable[str],
+             build_bugs: Sequence[KnownBug] = ()) -> Classification:
+    """The class of one failure (module docstring, rules 1-7). ``kip``: the first run's kip
+    verdict (None: unreadable); ``kip_deviations``: the deviations it adopted;
+    ``build_bugs``: the known bugs of the build (known_bugs_of)."""
     if error is not None:
         return Classification("harness-error", f"the run ended in ERROR: {error}")
     sig = {axis: verdict for axis, verdict, _ in signature or ()}
@@ -494,6 +502,9 @@ def classify(signature: Signature | None, error: str | None, kip: str | None,
     kip_v = sig.get("kip", kip)
     said = f"(release {release or 'as expected'}, kip {kip_v or 'unreadable'}, safety " \
            f"{safety or 'as expected'})"
+    known = _known_bug(signature or (), build_bugs)
+    if release == "DIVERGES" and known is not None:
+        return Classification("known-bug", f"{known} {said}")
     if release == "DIVERGES" and safety == "UNSAFE":
         return Classification("kafka-candidate", f"the broker left the build's profile and "
                               f"broke a safety rule no profile relaxes {said}")
@@ -517,6 +528,25 @@ def classify(signature: Signature | None, error: str | None, kip: str | None,
                               "behaviour the KIP allows and the model lacks would look the "
                               f"same: read the KIP before filing {said}")
     return Classification("undecided", f"no classification rule decides these verdicts {said}")
+
+
+def known_bugs_of(version: str) -> tuple[KnownBug, ...]:
+    from harness.cluster.builds import version_tuple
+    return affecting(version_tuple(version))
+
+
+def _known_bug(signature: Signature, bugs: Sequence[KnownBug]) -> str | None:
+    """Which known bug the release axis's trace rules name, and what else the signature
+    says; None when no known bug of the build is named."""
+    release = next((names for axis, _, names in signature if axis == "release"), ())
+    rules = frozenset(n.removeprefix("trace:") for n in release if n.startswith("trace:"))
+    named = [b for b in bugs if b.trace_rules & rules]
+    if not named:
+        return None
+    explained = {f"trace:{r}" for b in named for r in b.trace_rules}
+    others = sorted({n for _, _, names in signature for n in names} - explained)
+    return ("; ".join(f"known bug {b.id} ({b.reference}): {b.summary}" for b in named)
+            + (f"; also named: {', '.join(others)}" if others else ""))
 
 
 def kip_of_run(run_dir: Path | None) -> tuple[str | None, tuple[str, ...]]:
@@ -565,6 +595,7 @@ class BuildHunt:
         self.lock = threading.Lock()
         self.repair = fuzz.repairer(plan.new_model)
         self.deviations = build_deviation_ids(plan.version)
+        self.bugs = known_bugs_of(plan.version)
         self.origin: dict[int, str] = {}
         self._load_corpus()
 
@@ -697,7 +728,7 @@ class BuildHunt:
             k = by_key.get(key)
             if k is None:
                 kip, devs = self.plan.kip(f.first_run)
-                c = classify(f.signature, None, kip, devs, self.deviations)
+                c = classify(f.signature, None, kip, devs, self.deviations, self.bugs)
                 k = Known(key, [list(x[:2]) + [list(x[2])] for x in f.signature], c.cls,
                           c.why, f.status, str(f.first_run or f.name), len(f.runs),
                           found_at_run=st.generated,

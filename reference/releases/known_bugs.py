@@ -1,0 +1,56 @@
+"""Known bugs of shipped Apache Kafka in the KIP-966 paths, and the trace rules that name them.
+
+A deviation (deviations.py) is intended, documented behaviour that a release profile adopts.
+A known bug is not: no profile adopts it, so a run that meets it still fails, and the
+scenario that shows it declares the failure for the affected releases. This catalog lets a
+campaign (``kafka-chaos hunt``) say which failures are bugs already reported, so that a
+person reads the new ones first. Each entry was measured on clusters of the releases it names
+and cites where it is written up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+Version = tuple[int, int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class KnownBug:
+    """One reported bug: the releases it affects and the trace rules its records break."""
+
+    id: str
+    summary: str
+    #: A JIRA key or a report in this repository.
+    reference: str
+    first_affected: Version
+    #: The first release without it; None while no release fixes it.
+    fixed_in: Version | None
+    #: Trace rules (reference/trace/rules.py) whose violation on an affected release names it.
+    trace_rules: frozenset[str]
+
+    def affects(self, version: Version) -> bool:
+        return self.first_affected <= version and (
+            self.fixed_in is None or version < self.fixed_in)
+
+
+KNOWN_BUGS: tuple[KnownBug, ...] = (
+    KnownBug(
+        "elr-keeps-removed-replica",
+        "the ELR keeps a replica that a reassignment (completed, cancelled or shrinking) "
+        "removed, computed from the old ISR while the ISR is below min ISR "
+        "(PartitionChangeBuilder); re-added, it can be elected with an empty log",
+        "docs/findings/elr-keeps-removed-replica.md",
+        (4, 0, 0), None, frozenset({"IsrElrWithinReplicas"})),
+    KnownBug(
+        "KAFKA-19522",
+        "the controller elects a fenced last known leader in the batch that re-registers it "
+        "after an unclean shutdown (ReplicationControlManager; fixed by apache/kafka PR 20200)",
+        "KAFKA-19522",
+        (4, 0, 0), (4, 1, 0), frozenset({"NewLeaderIsLive"})),
+)
+
+
+def affecting(version: Version) -> tuple[KnownBug, ...]:
+    """The known bugs a release has."""
+    return tuple(b for b in KNOWN_BUGS if b.affects(version))
