@@ -361,3 +361,23 @@ def test_time_to_first_hit_is_when_the_failing_run_ended(tmp_path: Path) -> None
     (k,) = st.known
     assert (k.found_at_run, k.found_after_s) == (2, 200.0)  # not after its re-run and shrink
     assert st.seconds == now[0] > 300
+
+
+def test_every_run_is_logged_with_when_it_ended(tmp_path: Path) -> None:
+    """The run log (the campaign report's coverage over time): generated runs, the re-run
+    and the shrink attempts, each with the build's campaign seconds when it ended."""
+    now = [0.0]
+
+    class Slow(Fake):
+        def run(self, name: str, seed: int, steps: Any) -> fuzz.Outcome:
+            now[0] += 10.0
+            return super().run(name, seed, steps)
+    fake = Slow(sigs={1: SIG_SAFETY}, boom={2})
+    st = hunt.hunt(cfg(runs=3), [plan(fake)], tmp_path, clock=lambda: now[0]).builds["4.3.1"]
+    log = st.run_log
+    assert [e["run"] for e in log] == fake.calls
+    assert [e["ended_s"] for e in log] == [10.0 * (i + 1) for i in range(len(log))]
+    assert [e["run"] for e in log if e["error"]] == ["fuzz-s1-2"]
+    assert {"fuzz-s1-1-again", "fuzz-s1-1-shrink1"} <= {e["run"] for e in log}
+    saved = json.loads((tmp_path / hunt.STATE_FILE).read_text())["builds"]["4.3.1"]
+    assert saved["run_log"] == log

@@ -231,6 +231,10 @@ class BuildState:
     known: list[Known] = field(default_factory=list)
     #: [seconds, generated runs, transitions, rules, signatures] after each generated run.
     timeline: list[list[float]] = field(default_factory=list)
+    #: Every run (generated, re-run, shrink attempt) as it ended: {"run": name, "ended_s": the
+    #: build's campaign seconds, "error": it ended in ERROR}; with ``coverage``, when each
+    #: transition or rule was first reached (the campaign report, harness/report/campaign.py).
+    run_log: list[dict[str, Any]] = field(default_factory=list)
 
     def transitions(self) -> list[str]:
         return sorted(k.split(":", 1)[1] for k in self.coverage if k.startswith("transition:"))
@@ -639,6 +643,9 @@ class BuildHunt:
             out = fuzz.Outcome(None, f"harness exception: {type(exc).__name__}: {exc}")
         # When it ended, in the build's campaign time: a new signature's time to first hit.
         self._ended[name] = self._base[4] + self.clock() - self._t0
+        with self.lock:
+            self.state.run_log.append({"run": name, "ended_s": round(self._ended[name], 1),
+                                       "error": out.error is not None})
         if out.error is None:
             try:
                 reach = self.plan.reach(out)
