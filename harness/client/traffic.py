@@ -52,8 +52,28 @@ COMMIT_EVERY = 1000
 COMMIT_S = 1.0
 
 
+class _Window:
+    """When a traffic client runs (FORMAT.md "Traffic"): it starts right after step
+    ``from_step`` has run (None: once the topic has settled, before the first step) and
+    stops right after step ``until_step`` has run (None: after the last step). Step
+    indices, from 0."""
+
+    from_step: int | None
+    until_step: int | None
+
+    def runs_during(self, index: int) -> bool:
+        """Whether the client runs while step ``index`` runs and settles."""
+        return ((self.from_step is None or index > self.from_step)
+                and (self.until_step is None or index <= self.until_step))
+
+    def started_by(self, index: int) -> bool:
+        """Whether the client has started by the time step ``index`` runs (it may have
+        stopped since)."""
+        return self.from_step is None or index > self.from_step
+
+
 @dataclass(frozen=True)
-class ProducerSpec:
+class ProducerSpec(_Window):
     """``count`` producers alike: ``rate`` records/s each (None: as fast as the client
     goes), at most ``records`` each, keys ``key0..key{keys-1}`` spread over ``topic``'s
     partitions."""
@@ -66,10 +86,13 @@ class ProducerSpec:
     keys: int = 1000
     records: int | None = None
     line: int = 0
+    #: Its window (``_Window``).
+    from_step: int | None = None
+    until_step: int | None = None
 
 
 @dataclass(frozen=True)
-class ConsumerSpec:
+class ConsumerSpec(_Window):
     """``count`` consumers alike: ``mode`` assign (every partition of ``topic`` from its
     start) or group (subscribe in group ``group``); ``commit``: commit offsets as they
     read (group mode, or assign mode with ``group`` as its group id)."""
@@ -81,12 +104,26 @@ class ConsumerSpec:
     commit: bool = False
     isolation: str = "read_uncommitted"
     line: int = 0
+    #: Its window (``_Window``).
+    from_step: int | None = None
+    until_step: int | None = None
 
 
 @dataclass(frozen=True)
 class TrafficSpec:
     producers: tuple[ProducerSpec, ...] = ()
     consumers: tuple[ConsumerSpec, ...] = ()
+
+    def producing(self, index: int, topic: str) -> list[ProducerSpec]:
+        """The producers of ``topic`` running while step ``index`` runs and settles."""
+        return [p for p in self.producers if p.topic == topic and p.runs_during(index)]
+
+    def written_by(self, index: int, topic: str | None) -> bool:
+        """Whether some producer of ``topic`` (None: of any topic) has started by the time
+        step ``index`` runs: from then on the model cannot know the topic's records one by
+        one (its HWM, what a read returns)."""
+        return any(p.started_by(index) for p in self.producers
+                   if topic is None or p.topic == topic)
 
     def to_json(self) -> dict[str, Any]:
         from dataclasses import asdict
@@ -323,8 +360,10 @@ class ConsumerLoop:
 
 
 class Traffic:
-    """The run's producers and consumers, started after the topic exists and stopped
-    (bounded) before the final read."""
+    """The run's producers and consumers, created after the topic exists; each started
+    at its window's start and stopped (bounded) at its end (``_Window``): ``start(None)``
+    before the first step, ``between(i)`` after step i, ``stop()`` after the last (or
+    when the run ends early), before the final read."""
 
     def __init__(self, spec: TrafficSpec, cluster: Cluster, rec: TrafficRecorder,
                  partitions: Callable[[str], int]) -> None:
@@ -342,55 +381,87 @@ class Traffic:
                                                    cluster, rec, run_id))
         self._workers = ([_Worker(p.name, p.run) for p in self.producers]
                          + [_Worker(c.name, c.run) for c in self.consumers])
+        self._specs: list[ProducerSpec | ConsumerSpec] = (
+            [p.spec for p in self.producers] + [c.spec for c in self.consumers])
+        #: What went wrong with the threads stopped so far (``_stop``).
+        self.problems: list[str] = []
         #: When the traffic started, when the producers had stopped, when everything had.
         self.started = self.produced = self.stopped = 0.0
 
-    def start(self) -> None:
-        self.started = time.monotonic()
-        for w in self._workers:
-            w.thread.start()
+    def start(self, after: int | None = None) -> list[str]:
+        """Start the clients whose window starts after step ``after`` (None: before the
+        first step); their names."""
+        names = []
+        for w, spec in zip(self._workers, self._specs, strict=True):
+            if spec.from_step == after and w.thread.ident is None:
+                if not self.started:
+                    self.started = time.monotonic()
+                w.thread.start()
+                names.append(w.name)
+        return names
+
+    def between(self, index: int) -> tuple[list[str], list[str]]:
+        """After step ``index``: stop the clients whose window ends with it (bounded, as
+        ``stop``), then start those whose window starts after it. (stopped, started)."""
+        ending = [w for w, spec in zip(self._workers, self._specs, strict=True)
+                  if spec.until_step == index and self._running(w)]
+        self._stop(ending)
+        return [w.name for w in ending], self.start(index)
 
     def stop(self) -> list[str]:
-        """Stop every thread: producers first (each waits, bounded, for its delivery
-        reports), then consumers. Returns what went wrong (a thread that raised or did
-        not end in time), each also said."""
-        problems: list[str] = []
-        producers = self._workers[:len(self.producers)]
-        consumers = self._workers[len(self.producers):]
+        """Stop every thread still running: producers first (each waits, bounded, for its
+        delivery reports), then consumers. Returns what went wrong with any thread stopped
+        (now or after an earlier step: a thread that raised or did not end in time), each
+        also said."""
+        self._stop([w for w in self._workers if self._running(w)])
+        self.stopped = time.monotonic()
+        return list(self.problems)
+
+    @staticmethod
+    def _running(w: _Worker) -> bool:
+        return w.thread.ident is not None and not w.stop.is_set()
+
+    def _stop(self, workers: list[_Worker]) -> None:
+        if not workers:
+            return
+        count = len(self.producers)
+        producers = [w for w in workers if self._workers.index(w) < count]
+        consumers = [w for w in workers if self._workers.index(w) >= count]
         for w in producers:
             w.stop.set()
         deadline = time.monotonic() + STOP_GRACE_S + 5.0
         for w in producers:
-            if w.thread.ident is not None:
-                w.thread.join(max(0.0, deadline - time.monotonic()))
-        self.produced = time.monotonic()
-        self._drain()
+            w.thread.join(max(0.0, deadline - time.monotonic()))
+        if producers:
+            self.produced = time.monotonic()
+        if consumers and not any(self._running(w) for w in self._workers[:count]):
+            # Nothing is written any more: let them read what was acknowledged last.
+            self._drain([c for c, w in zip(self.consumers, self._workers[count:], strict=True)
+                         if w in consumers])
         for w in consumers:
             w.stop.set()
         deadline = time.monotonic() + STOP_GRACE_S + 5.0
-        for w in self._workers:
-            if w.thread.ident is None:
-                continue
+        problems = []
+        for w in workers:
             w.thread.join(max(0.0, deadline - time.monotonic()))
             if w.thread.is_alive():
                 problems.append(f"traffic {w.name}: still running {STOP_GRACE_S + 5:g} s "
                                 "after stop (a daemon thread, dropped with the process)")
             elif w.error is not None:
                 problems.append(f"traffic {w.name}: {type(w.error).__name__}: {w.error}")
-        self.stopped = time.monotonic()
         for p in problems:
             progress.say(p)
-        return problems
+        self.problems.extend(problems)
 
-    def _drain(self) -> None:
-        """Let the consumers read what the producers wrote last: until none has polled a
+    def _drain(self, consumers: list[ConsumerLoop]) -> None:
+        """Let ``consumers`` read what the producers wrote last: until none has polled a
         record for DRAIN_QUIET_S, at most DRAIN_S."""
-        if not self.consumers:
+        if not consumers:
             return
         end = time.monotonic() + DRAIN_S
         seen, quiet_since = -1, time.monotonic()
         while time.monotonic() < end:
-            polled = sum(c.polled for c in self.consumers)
+            polled = sum(c.polled for c in consumers)
             if polled != seen:
                 seen, quiet_since = polled, time.monotonic()
             elif time.monotonic() - quiet_since >= DRAIN_QUIET_S:
@@ -398,8 +469,11 @@ class Traffic:
             time.sleep(0.1)
 
     def summary(self) -> dict[str, Any]:
-        wall = max((self.stopped or time.monotonic()) - self.started, 1e-9)
-        producing = max((self.produced or time.monotonic()) - self.started, 1e-9)
+        """Throughput from the first client's start (with windows: over the time from the
+        first start to the last producer's stop, pauses included)."""
+        begin = self.started or self.stopped or time.monotonic()  # none started: 0 s
+        wall = max((self.stopped or time.monotonic()) - begin, 1e-9)
+        producing = max((self.produced or self.stopped or time.monotonic()) - begin, 1e-9)
         sent = sum(p.sent for p in self.producers)
         acked = sum(p.acked for p in self.producers)
         acked_all = sum(p.acked for p in self.producers if p.spec.acks == "all")

@@ -110,6 +110,9 @@ class ScenarioStep:
     partition: int | None = None
     #: The topic a step on partitions names (None: every topic).
     topic: str | None = None
+    #: The step's ``name`` (None: unnamed): what a traffic entry's ``from``/``until``
+    #: names (FORMAT.md "Traffic").
+    name: str | None = None
 
     def names_lanes(self) -> bool:
         """Whether the step acts on some partitions only (a step on partitions, or a step
@@ -212,8 +215,8 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
     expectations = _expectations(ctx, top["expect"][1]) if "expect" in top else ()
     traffic = None
     if "traffic" in top:
-        traffic = parse_traffic(ctx, top["traffic"][1], topics)
-        _check_under_traffic(ctx, steps)
+        traffic = parse_traffic(ctx, top["traffic"][1], topics, steps)
+        _check_under_traffic(ctx, steps, traffic)
     return Scenario(version=version, name=name, description=description, seed=seed,
                     profile=profile, requires=requires, cluster=cluster, topic=topics[0],
                     topics=topics if len(topics) > 1 else (),
@@ -221,22 +224,31 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
                     traffic=traffic)
 
 
-def _check_under_traffic(ctx: Reader, steps: list[ScenarioStep]) -> None:
-    """Under traffic the model cannot know offsets record by record: an await of the HWM
-    (or of an offset) cannot be predicted, the HWM is judged by bounds (FORMAT.md
-    "Traffic")."""
+def _check_under_traffic(ctx: Reader, steps: list[ScenarioStep], traffic: TrafficSpec
+                         ) -> None:
+    """Once a producer of the traffic writes a topic the model cannot know its records one
+    by one: an await of its HWM cannot be predicted (the HWM is judged by bounds) and a
+    consume step's records cannot be (FORMAT.md "Traffic"). Before the topic's producers
+    start (their ``from``) both are judged as without traffic."""
     for i, loaded in enumerate(steps):
+        started = [f"traffic.producers[{k}]" for k, p in enumerate(traffic.producers)
+                   if p.started_by(i) and loaded.topic in (None, p.topic)]
+        if not started:
+            continue
+        since = f"{started[0]} has started by this step"
         if loaded.kind == "consume":
             raise ScenarioError(f"{ctx.path}:{loaded.line}: steps[{i}].consume: under traffic "
                                 "records are read by the traffic's consumers and its final "
-                                "read (add a consumer to traffic.consumers)")
+                                f"read ({since}): add a consumer to traffic.consumers, or "
+                                "move the step before the producers' from")
         if loaded.kind != "await":
             continue
         params = dict(next(iter(loaded.mapping.values())) or {})
         if "hwm" in params:
             raise ScenarioError(f"{ctx.path}:{loaded.line}: steps[{i}].await.hwm: under "
-                                "traffic the HWM is judged by bounds, not awaited (leave hwm "
-                                "out; FORMAT.md \"Traffic\")")
+                                f"traffic the HWM is judged by bounds, not awaited ({since}): "
+                                "leave hwm out, or move the step before the producers' from "
+                                "(FORMAT.md \"Traffic\")")
 
 
 def _name(ctx: Reader, node: Node) -> str:
@@ -431,20 +443,23 @@ def _steps(ctx: Reader, node: Node, cluster: ClusterShape, topics: tuple[Topic, 
     out: list[ScenarioStep] = []
     down: set[int] = set()
     records = 0
+    named: dict[str, int] = {}
     for i, item in enumerate(ctx.sequence(node, "steps", MAX_STEPS)):
         where = f"steps[{i}]"
+        step_name = _step_name(ctx, item, where, named)
         kind, step, topic, partition = _step(ctx, item, where, cluster, topics)
         wrong = kind.follows(down, step) or _config_target(step, topic, topics)
         if wrong:
             raise ctx.fail(item, where, wrong)
-        named = [t for t in topics if topic in (None, t.name)]
+        hit = [t for t in topics if topic in (None, t.name)]
         records += kind.records(step) * (1 if partition is not None else
-                                         sum(t.partitions for t in named))
+                                         sum(t.partitions for t in hit))
         if records > MAX_RECORDS:
             raise ctx.fail(item, where, f"{records} records in all; a scenario produces at "
                            f"most {MAX_RECORDS}")
-        out.append(ScenarioStep(step, kind.name, ctx.plain(item), item.start_mark.line + 1,
-                                partition, topic))
+        mapping = {k: v for k, v in ctx.plain(item).items() if k != STEP_NAME_KEY}
+        out.append(ScenarioStep(step, kind.name, mapping, item.start_mark.line + 1,
+                                partition, topic, step_name))
     if not out:
         raise ctx.fail(node, "steps", "no steps")
     return out
@@ -464,12 +479,36 @@ def _config_target(step: S.Step, topic: str | None, topics: tuple[Topic, ...]
     return None
 
 
+#: The key beside a step's kind that names the step (``- {kill: {broker: 2}, name: x}``).
+STEP_NAME_KEY = "name"
+
+
+def _step_name(ctx: Reader, item: Node, where: str, named: dict[str, int]) -> str | None:
+    """The step's optional ``name`` ([a-z0-9-]+, at most 100 characters, unique in the
+    file); ``named`` maps the names so far to their step's index and gains this one."""
+    items = ctx.mapping(item, where)
+    if STEP_NAME_KEY not in items:
+        return None
+    nnode = items[STEP_NAME_KEY][1]
+    name = ctx.str_(nnode, f"{where}.name")
+    if not NAME_RE.fullmatch(name) or len(name) > MAX_NAME:
+        raise ctx.fail(nnode, f"{where}.name", f"step name {name[:MAX_NAME + 1]!r} must be "
+                       f"1..{MAX_NAME} of [a-z0-9-]")
+    if name in named:
+        raise ctx.fail(nnode, f"{where}.name", f"{name!r} already names steps[{named[name]}]: "
+                       "step names are unique")
+    named[name] = int(where[len("steps["):-1])
+    return name
+
+
 def _step(ctx: Reader, item: Node, where: str, cluster: ClusterShape, topics: tuple[Topic, ...]
           ) -> tuple[step_kinds.StepKind, S.Step, str | None, int | None]:
     items = ctx.mapping(item, where)
+    items.pop(STEP_NAME_KEY, None)  # the step's name (_step_name): not its kind
     if len(items) != 1:
-        raise ctx.fail(item, where, "a step is a mapping with exactly one key, got "
-                       f"{len(items)} ({', '.join(items) or 'none'})")
+        raise ctx.fail(item, where, "a step is a mapping with exactly one key, its kind (and "
+                       f"optionally name: beside it), got {len(items)} "
+                       f"({', '.join(items) or 'none'})")
     ((name, (knode, vnode)),) = items.items()
     kind = step_kinds.KINDS.get(name)
     if kind is None:

@@ -1,6 +1,7 @@
 """The scenario's ``traffic`` block (fixtures/scenarios/FORMAT.md "Traffic"): producers
-and consumers running for the whole schedule, parsed into harness.client.traffic specs
-with file:line errors like the rest of the loader."""
+and consumers running for the whole schedule or between named steps (``from``/``until``),
+parsed into harness.client.traffic specs with file:line errors like the rest of the
+loader."""
 
 from __future__ import annotations
 
@@ -24,22 +25,26 @@ from harness.scenario.nodes import TOPIC_RE, Items, Reader
 
 MAX_KEYS = 100_000
 MAX_GROUP = 249
-PRODUCER_KEYS = ("count", "rate", "acks", "idempotent", "keys", "records", "topic")
-CONSUMER_KEYS = ("count", "mode", "group", "commit", "isolation", "topic")
+PRODUCER_KEYS = ("count", "rate", "acks", "idempotent", "keys", "records", "topic", "from",
+                 "until")
+CONSUMER_KEYS = ("count", "mode", "group", "commit", "isolation", "topic", "from", "until")
 MODES = ("assign", "group")
 
 
-def parse_traffic(ctx: Reader, node: Node, topics: Sequence[Any]) -> TrafficSpec:
-    """``topics``: the scenario's topics (``name`` attributes); the first is the default."""
+def parse_traffic(ctx: Reader, node: Node, topics: Sequence[Any],
+                  steps: Sequence[Any] = ()) -> TrafficSpec:
+    """``topics``: the scenario's topics (``name`` attributes); the first is the default.
+    ``steps``: the scenario's loaded steps (``name`` attributes), which ``from`` and
+    ``until`` name."""
     items = ctx.mapping(node, "traffic")
     ctx.unknown(items, ("producers", "consumers"), "traffic")
     producers = tuple(
-        _producer(ctx, n, f"traffic.producers[{i}]", topics)
+        _producer(ctx, n, f"traffic.producers[{i}]", topics, steps)
         for i, n in enumerate(ctx.sequence(items["producers"][1], "traffic.producers",
                                            MAX_PRODUCERS)
                               if "producers" in items else ()))
     consumers = tuple(
-        _consumer(ctx, n, f"traffic.consumers[{i}]", topics, i)
+        _consumer(ctx, n, f"traffic.consumers[{i}]", topics, i, steps)
         for i, n in enumerate(ctx.sequence(items["consumers"][1], "traffic.consumers",
                                            MAX_CONSUMERS)
                               if "consumers" in items else ()))
@@ -66,11 +71,43 @@ def _topic(ctx: Reader, items: Items, where: str, topics: Sequence[Any]) -> str:
     return name
 
 
+def _window(ctx: Reader, items: Items, where: str, steps: Sequence[Any]
+            ) -> tuple[int | None, int | None]:
+    """``from`` and ``until`` as step indices: the client starts right after the step
+    ``from`` names has run and stops right after the one ``until`` names has run."""
+    found: dict[str, int | None] = {"from": None, "until": None}
+    for key in found:
+        if key not in items:
+            continue
+        knode = items[key][1]
+        name = ctx.str_(knode, f"{where}.{key}")
+        index = next((i for i, s in enumerate(steps) if s.name == name), None)
+        if index is None:
+            names = [str(s.name) for s in steps if s.name is not None]
+            raise ctx.fail(knode, f"{where}.{key}", f"no step named {name!r} ("
+                           + (f"named steps: {', '.join(names)}" if names else
+                              "no step is named") + "; name one with name: beside its kind, "
+                           "e.g. - {kill: {broker: 2}, name: leader-dies})")
+        found[key] = index
+    start, stop = found["from"], found["until"]
+    if start is not None and start == len(steps) - 1:
+        raise ctx.fail(items["from"][1], f"{where}.from", f"{steps[start].name!r} is the "
+                       "last step: the client would run during no step (name an earlier "
+                       "step, or leave the entry out)")
+    if start is not None and stop is not None and stop <= start:
+        raise ctx.fail(items["until"][1], f"{where}.until", f"until {steps[stop].name!r} "
+                       f"(steps[{stop}]) must come after from {steps[start].name!r} "
+                       f"(steps[{start}]): the client runs from right after from's step "
+                       "until right after until's")
+    return start, stop
+
+
 def _count(ctx: Reader, items: Items, where: str, most: int) -> int:
     return ctx.int_(items["count"][1], f"{where}.count", 1, most) if "count" in items else 1
 
 
-def _producer(ctx: Reader, node: Node, where: str, topics: Sequence[Any]) -> ProducerSpec:
+def _producer(ctx: Reader, node: Node, where: str, topics: Sequence[Any],
+              steps: Sequence[Any]) -> ProducerSpec:
     it = ctx.mapping(node, where)
     ctx.unknown(it, PRODUCER_KEYS, where)
     acks = "all"
@@ -96,14 +133,15 @@ def _producer(ctx: Reader, node: Node, where: str, topics: Sequence[Any]) -> Pro
     keys = ctx.int_(it["keys"][1], f"{where}.keys", 1, MAX_KEYS) if "keys" in it else 1000
     records = ctx.int_(it["records"][1], f"{where}.records", 1, MAX_RECORDS) \
         if "records" in it else None
+    start, stop = _window(ctx, it, where, steps)
     return ProducerSpec(topic=_topic(ctx, it, where, topics),
                         count=_count(ctx, it, where, MAX_PRODUCERS), rate=rate, acks=acks,
                         idempotent=idempotent, keys=keys, records=records,
-                        line=node.start_mark.line + 1)
+                        line=node.start_mark.line + 1, from_step=start, until_step=stop)
 
 
-def _consumer(ctx: Reader, node: Node, where: str, topics: Sequence[Any], index: int
-              ) -> ConsumerSpec:
+def _consumer(ctx: Reader, node: Node, where: str, topics: Sequence[Any], index: int,
+              steps: Sequence[Any]) -> ConsumerSpec:
     it = ctx.mapping(node, where)
     ctx.unknown(it, CONSUMER_KEYS, where)
     mode = "assign"
@@ -128,6 +166,8 @@ def _consumer(ctx: Reader, node: Node, where: str, topics: Sequence[Any], index:
         if isolation not in ISOLATION:
             raise ctx.fail(it["isolation"][1], f"{where}.isolation", "isolation must be "
                            f"read_uncommitted or read_committed, got {isolation!r}")
+    start, stop = _window(ctx, it, where, steps)
     return ConsumerSpec(topic=_topic(ctx, it, where, topics),
                         count=_count(ctx, it, where, MAX_CONSUMERS), mode=mode, group=group,
-                        commit=commit, isolation=isolation, line=node.start_mark.line + 1)
+                        commit=commit, isolation=isolation, line=node.start_mark.line + 1,
+                        from_step=start, until_step=stop)
