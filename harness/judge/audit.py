@@ -293,7 +293,8 @@ def _replay(model: Any, kip: KipJudge, scenario: Scenario, steps: list[RecordedS
         if kind.reads and rec.outcome.consumed is None:
             rec.outcome.consumed = []
         observed = None if rec.observed is None else \
-            observed_state(model_view(rec.observed, scenario))
+            observed_state(model_view(rec.observed, scenario, rec.index,
+                                      scenario.topic.name))
         why = (model.explain(observed) if observed is not None else "no observation recorded") \
             or await_mismatch(kind.expects(rec.params), rec.observed or {}) \
             or _outcome_mismatch(pred, rec.outcome)

@@ -12,7 +12,9 @@ of a run and by the report (which re-judges histories offline):
 - above_hwm: a record consumed at an offset >= the HWM first observed after it was read.
 - hwm_regression: the observed HWM of a partition going down between two observations.
 - duplicates: one record id consumed at two different offsets.
-- gaps: a read whose offsets skip (a read starts wherever the consumer was assigned).
+- gaps: a read whose offsets skip (a read starts wherever the consumer was assigned). A
+  read under traffic holds only the scenario's own records among the traffic's, so its
+  `read` event carries the skips of the whole read (`gaps`), which are judged instead.
 """
 
 from __future__ import annotations
@@ -55,6 +57,9 @@ class Read:
 
     records: list[dict[str, Any]] = field(default_factory=list)
     complete: bool = True
+    #: Where the read skipped offsets, as its `read` event says it (a read under traffic:
+    #: ``records`` are the scenario's own among the traffic's); None: from ``records``.
+    gaps: list[tuple[int, int]] | None = None
 
 
 def _reads(events: list[dict[str, Any]]) -> dict[tuple[str, int], list[Read]]:
@@ -69,7 +74,10 @@ def _reads(events: list[dict[str, Any]]) -> dict[tuple[str, int], list[Read]]:
         if e["kind"] == "read":
             tp = _tp(e)
             mine = [c for c in pending if _tp(c) == tp]
-            out[tp].append(Read(mine, bool(e.get("complete", True))))
+            gaps = e.get("gaps")
+            out[tp].append(Read(mine, bool(e.get("complete", True)),
+                                None if gaps is None else
+                                [(int(g["after"]), int(g["next"])) for g in gaps]))
             pending = []
         elif e["kind"] == "consume" and closed:
             pending.append(e)
@@ -147,11 +155,12 @@ def _duplicates(events: list[dict[str, Any]]) -> CheckResult:
 
 
 def _gaps(reads: dict[tuple[str, int], list[Read]]) -> CheckResult:
-    found = []
+    found: list[dict[str, Any]] = []
     for tp, runs in reads.items():
         for run in runs:
             offs = [int(c["offset"]) for c in run.records]
-            for a, b in zip(offs, offs[1:], strict=False):
-                if b != a + 1:
-                    found.append({"topic": tp[0], "partition": tp[1], "after": a, "next": b})
+            skips = run.gaps if run.gaps is not None else [
+                (a, b) for a, b in zip(offs, offs[1:], strict=False) if b != a + 1]
+            found.extend({"topic": tp[0], "partition": tp[1], "after": a, "next": b}
+                         for a, b in skips)
     return CheckResult("gaps", not found, found)

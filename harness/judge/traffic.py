@@ -55,13 +55,15 @@ _WEAKEST = {"0": 0, "1": 1, "all": 2}
 def tick_step(scenario: Scenario, index: int, topic: str) -> Any:
     """Under traffic, what the model sees of the traffic after step ``index`` on a
     partition of ``topic``: one record written with the weakest acks of the producers of
-    that topic (records keep coming: a follower cut from its leader falls behind, as under
-    traffic). None: no producer writes to ``topic``. Its ack is never compared (the model
-    cannot know which traffic records were acknowledged)."""
+    that topic running during the step (records keep coming: a follower cut from its
+    leader falls behind, as under traffic). None: no producer writes to ``topic`` during
+    step ``index`` (none of its window, FORMAT.md "Traffic": without records coming a cut
+    follower stays caught up, and the model must not say otherwise). Its ack is never
+    compared (the model cannot know which traffic records were acknowledged)."""
     spec = scenario.traffic
     if spec is None:
         return None
-    acks = [p.acks for p in spec.producers if p.topic == topic]
+    acks = [p.acks for p in spec.producing(index, topic)]
     if not acks:
         return None
     from reference.model.steps import Produce
@@ -69,11 +71,26 @@ def tick_step(scenario: Scenario, index: int, topic: str) -> Any:
     return Produce(count=1, acks=weakest, record_ids=(f"traffic-tick-{index}-{topic}",))
 
 
-def model_view(observed: Mapping[str, Any], scenario: Scenario) -> dict[str, Any]:
-    """The observation as the model compares it: under traffic without the HWM (judged by
-    ``hwm_bound_findings`` instead)."""
+def hwm_bounded(scenario: Scenario, index: int | None, topic: str) -> bool:
+    """Whether step ``index``'s observation of a partition of ``topic`` has its HWM held to
+    bounds (``hwm_bound_findings``) instead of compared with the model's: once a producer
+    of the topic has started (even if it has stopped since), the model cannot count the
+    records. Before that the model's HWM is exact, as without traffic. ``index`` None (no
+    step): bounded whenever the run has traffic."""
+    spec = scenario.traffic
+    if spec is None:
+        return False
+    if index is None:
+        return True
+    return spec.written_by(index, topic)
+
+
+def model_view(observed: Mapping[str, Any], scenario: Scenario, index: int | None,
+               topic: str) -> dict[str, Any]:
+    """The observation of step ``index`` on a partition of ``topic`` as the model compares
+    it: without the HWM where it is judged by bounds instead (``hwm_bounded``)."""
     out = dict(observed)
-    if has_traffic(scenario):
+    if hwm_bounded(scenario, index, topic):
         out["hwm"] = None
     return out
 
@@ -339,4 +356,4 @@ def note_of(verdict: TrafficVerdict | None) -> dict[str, Any] | None:
 
 
 __all__ = ["CONFORMS", "apply_traffic", "budget_of", "check_traffic", "has_traffic",
-           "hwm_bound_findings", "hwm_drop_allowed", "model_view", "note_of"]
+           "hwm_bound_findings", "hwm_bounded", "hwm_drop_allowed", "model_view", "note_of"]

@@ -50,7 +50,7 @@ from harness.judge.compare import (
 from harness.judge.headline import Headline, headline
 from harness.judge.lanes import lane_events, merge_axes, merge_checks
 from harness.judge.lockstep import Lockstep
-from harness.judge.traffic import apply_traffic, hwm_drop_allowed, model_view
+from harness.judge.traffic import apply_traffic, hwm_bounded, hwm_drop_allowed, model_view
 from harness.run.sampler import MIN_RATE, SampleObserver, Sampler
 from harness.scenario import steps as step_kinds
 from harness.scenario.loader import Scenario
@@ -311,8 +311,9 @@ class Runner:
         result.checks = self._data_checks(history, session)
 
     def _start_traffic(self, session: Session, history: History) -> None:
-        """The scenario's producers and consumers, from now to the end of the schedule,
-        recording into the run's traffic.jsonl (harness/client/traffic.py)."""
+        """The scenario's producers and consumers, recording into the run's traffic.jsonl
+        (harness/client/traffic.py): those without ``from`` start now, the others after
+        their step (``_traffic_between``)."""
         spec = self.scenario.traffic
         if spec is None:
             return
@@ -322,7 +323,20 @@ class Runner:
         self._traffic_writer = TrafficWriter(history.run_dir, history.run_id)
         self._traffic = Traffic(spec, session.cluster, self._traffic_writer, sizes.__getitem__)
         history.record("traffic", phase="start", spec=spec.to_json())
-        self._traffic.start()
+        self._traffic.start(None)
+
+    def _traffic_between(self, index: int, history: History) -> None:
+        """After step ``index``: the traffic clients whose window ends with it stop, those
+        whose window starts after it start (FORMAT.md "Traffic")."""
+        if self._traffic is None:
+            return
+        stopped, started = self._traffic.between(index)
+        if stopped or started:
+            history.record("traffic", phase="clients", after_step=index, stopped=stopped,
+                           started=started)
+            progress.say(f"traffic after step {index + 1}: "
+                         + "; ".join(f"{what} {', '.join(names)}" for what, names in
+                                     (("stopped", stopped), ("started", started)) if names))
 
     def _stop_traffic(self, history: History) -> None:
         """Stop the producers and consumers (bounded); the writer stays open for the final
@@ -354,6 +368,7 @@ class Runner:
                 if verdict != CONFORMS:
                     result.reason = result.steps[-1].reason
                     break
+                self._traffic_between(index, history)
         finally:
             sampler.step(None)
             rate = sampler.stop()
@@ -427,10 +442,10 @@ class Runner:
                 index, kind, line, summary, "-", CONFORMS,
                 "not waited for: the next steps check it"))
         timeout = float(params.get("timeout_s", self.step_timeout_s))
-        observed, why, blind = self._converge(session, settled, ls.expects(index), timeout)
+        observed, why, blind = self._converge(session, settled, ls.expects(index), timeout,
+                                              index)
         reason = why or self._outcome_mismatch(preds, outcomes)
-        states = None if observed is None else [observed_state(model_view(o, self.scenario))
-                                                 for o in observed]
+        states = None if observed is None else self._views(index, observed)
         if states is not None and reason is None:
             ls.resolve(states, outcomes)
         if not blind:
@@ -537,8 +552,15 @@ class Runner:
                 state["quorum_elected"] = epoch != self._epoch_before
         return states
 
+    def _views(self, index: int, observed: list[dict[str, Any]]) -> list[Any]:
+        """Each lane's observation of step ``index`` as the model compares it (under
+        traffic without the HWM once its topic's producers have started: judge/traffic.py
+        ``model_view``)."""
+        return [observed_state(model_view(o, self.scenario, index, lm.lane.topic))
+                for lm, o in zip(self.lockstep.lanes, observed, strict=True)]
+
     def _converge(self, session: Session, preds: list[Any],
-                  expected: list[Mapping[str, Any]], timeout_s: float
+                  expected: list[Mapping[str, Any]], timeout_s: float, index: int
                   ) -> tuple[list[dict[str, Any]] | None, str | None, bool]:
         """Poll until every partition's observation is allowed. On timeout: the last
         observations, the model's explanation, and whether the last poll could not observe
@@ -550,17 +572,17 @@ class Runner:
             blind = False
             try:
                 last = self._observe(session)
-                why = self.lockstep.explain([observed_state(model_view(o, self.scenario))
-                                             for o in last]) \
+                why = self.lockstep.explain(self._views(index, last)) \
                     or self._await_mismatches(expected, last) \
                     or next(filter(None, (_not_started(session, e) for e in expected)), None)
                 pairs = list(zip(preds, last, strict=True))
                 if why is None and any(quorum_unseen(p, o) for p, o in pairs):
                     why, blind = ("controller: DescribeQuorum not answered (the prediction "
                                   "names an active controller)"), True
-                # Under traffic the HWM is judged by bounds, never waited for.
-                hidden = self.scenario.traffic is None and any(hwm_hidden(p, o)
-                                                               for p, o in pairs)
+                # Where the HWM is judged by bounds (traffic) it is never waited for.
+                hidden = any(hwm_hidden(p, o) for p, o, lm in zip(
+                    preds, last, self.lockstep.lanes, strict=True)
+                    if not hwm_bounded(self.scenario, index, lm.lane.topic))
                 if why is None and not (hidden and time.monotonic() < hwm_deadline):
                     return last, None, False
             except ObserveError as exc:
@@ -659,8 +681,16 @@ class Runner:
         writer, self._traffic_writer = self._traffic_writer, None
         own = {e["record_id"] for e in read_events(history.run_dir) if e["kind"] == "produce"}
         counts: dict[tuple[str, int], int] = {}
+        # The whole read's skips (the data checks' gaps: its consume events are the
+        # scenario's own records only, with the traffic's between them).
+        last: dict[tuple[str, int], int] = {}
+        gaps: dict[tuple[str, int], list[dict[str, int]]] = {}
 
         def seen(topic: str, partition: int, offset: int, rid: str) -> None:
+            tp = (topic, partition)
+            if tp in last and offset != last[tp] + 1:
+                gaps.setdefault(tp, []).append({"after": last[tp], "next": offset})
+            last[tp] = offset
             if rid in own:
                 counts[(topic, partition)] = counts.get((topic, partition), 0) + 1
                 history.record("consume", record_id=rid, topic=topic, partition=partition,
@@ -670,7 +700,8 @@ class Runner:
             done = final_read(session.cluster, writer, lanes, on_record=seen)
             for (topic, partition), complete in done.items():
                 history.record("read", topic=topic, partition=partition,
-                               records=counts.get((topic, partition), 0), complete=complete)
+                               records=counts.get((topic, partition), 0), complete=complete,
+                               gaps=gaps.get((topic, partition), []))
         except Exception as exc:  # noqa: BLE001 - said; the checks judge an incomplete read
             progress.say(f"final read with traffic failed: {exc}")
         finally:
