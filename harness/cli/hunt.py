@@ -99,5 +99,23 @@ def _hunt(args: argparse.Namespace) -> int:
     print(hunt.summary_table([state.builds[v] for v in versions if v in state.builds]))
     print(f"summary: {campaign_dir / 'hunt.md'}, {campaign_dir / 'hunt.json'}; state: "
           f"{campaign_dir / hunt.STATE_FILE}")
+    write_report(campaign_dir, runs_dir, progress.say)
     known = [k for v in versions if v in state.builds for k in state.builds[v].known]
     return 1 if any(k.cls != "harness-error" for k in known) else 2 if known else 0
+
+
+def write_report(campaign_dir: Path, runs_dir: Path, say: Any) -> bool:
+    """The campaign report (report.html, .md, .json in the campaign dir, on a local Spark
+    session stopped after it). Its failure is said and loses nothing: the state and the summary
+    are written before it."""
+    from harness.search.hunt import STATE_FILE
+    try:
+        from harness.report.campaign import make_campaign_report
+        make_campaign_report(campaign_dir, runs_dir=runs_dir)
+    except Exception as exc:  # noqa: BLE001 - the campaign's results are already safe
+        say(f"hunt: the campaign report could not be built ({type(exc).__name__}: {exc}); the "
+            f"campaign's results are kept in {campaign_dir / STATE_FILE}, hunt.json and "
+            f"hunt.md; build the report again with: kafka-chaos report --campaign {campaign_dir}")
+        return False
+    say(f"hunt: campaign report {campaign_dir / 'report.html'} (report.md, report.json)")
+    return True

@@ -1,4 +1,5 @@
-"""`kafka-chaos report RUNS_DIR... --out DIR [--master URL]`."""
+"""`kafka-chaos report RUNS_DIR... --out DIR [--master URL]` (the conformance report) and
+`kafka-chaos report --campaign DIR [--out DIR] [--master URL]` (a hunt campaign's report)."""
 
 from __future__ import annotations
 
@@ -11,21 +12,51 @@ from harness.infra.errors import UsageError
 
 
 def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    rep = sub.add_parser("report", help="conformance report over run histories (PySpark)")
-    rep.add_argument("runs", nargs="+", type=Path, metavar="RUNS_DIR")
-    rep.add_argument("--out", type=Path, required=True, help="directory for the report")
+    rep = sub.add_parser("report", help="conformance report over run histories, or a hunt "
+                                        "campaign's report (--campaign DIR) (PySpark)")
+    rep.add_argument("runs", nargs="*", type=Path, metavar="RUNS_DIR")
+    rep.add_argument("--out", type=Path, help="directory for the report (required with "
+                                              "RUNS_DIR; with --campaign default the campaign "
+                                              "directory)")
+    rep.add_argument("--campaign", type=Path, metavar="DIR",
+                     help="a `kafka-chaos hunt` campaign directory: report.html, report.md "
+                          "and report.json (coverage over time, signatures with their shrunk "
+                          "scenarios and class, runs per hour, what was never reached)")
     rep.add_argument("--master", help="Spark master URL (default: local[2])")
     rep.set_defaults(func=_report)
 
 
 def _report(args: argparse.Namespace) -> int:
     from harness.report.build import make_report
+    if args.campaign is not None:
+        return _campaign(args)
+    if not args.runs or args.out is None:
+        raise UsageError("report: give RUNS_DIR... --out DIR (the conformance report of run "
+                         "histories) or --campaign DIR (a hunt campaign's report)")
     check_out_dir(args.out)
     summary = make_report(args.runs, args.out, args.master)
     for skipped in summary["skipped"]:
         progress.say(f"skipped {skipped['dir']}: {skipped['reason']}")
     progress.say(f"{len(summary['runs'])} runs -> {args.out / 'index.html'}, junit.xml, "
                  f"summary.json in {summary['report_seconds']}s")
+    return 0
+
+
+def _campaign(args: argparse.Namespace) -> int:
+    from harness.report.campaign import make_campaign_report
+    if args.runs:
+        raise UsageError(f"report --campaign {args.campaign}: takes no RUNS_DIR (got "
+                         f"{', '.join(map(str, args.runs))}): the campaign's runs are read from "
+                         "its runs/ directory; give one of the two forms")
+    out: Path = args.out or args.campaign
+    check_out_dir(out)
+    report = make_campaign_report(args.campaign, out, args.master)
+    for b in report["builds"]:
+        progress.say(f"campaign report {b['build']}: {b['runs']} runs, {b['runs_per_hour']} "
+                     f"runs/h, transitions {b['transitions']}/{b['transitions_total']}, rules "
+                     f"{b['rules']}/{b['rules_total']}, {len(b['signatures'])} signature(s)")
+    progress.say(f"campaign report -> {out / 'report.html'}, report.md, report.json in "
+                 f"{report['report_seconds']}s")
     return 0
 
 
