@@ -31,6 +31,7 @@ OPS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "unregister": (frozenset({"broker"}), frozenset()),
     "createTopic": (frozenset({"topic"}),
                     frozenset({"assignment", "partitions", "replicationFactor", "configs"})),
+    "createPartitions": (frozenset({"topic", "count"}), frozenset({"assignment"})),
     "alterPartition": (frozenset({"topic", "isr"}),
                        frozenset({"partition", "leader", "leaderEpoch", "partitionEpoch",
                                   "leaderRecoveryState", "brokerEpoch", "isrBrokerEpochs"})),
@@ -72,7 +73,10 @@ class Settings:
     elr None: the build's default for a new cluster (on from 4.1, off before).
     metadata_version None: the build's latest production metadata.version.
     brokers: registered and unfenced, in order, before the first event.
-    report "changed": each answer's partitions hold only those its records touched."""
+    report "changed": each answer's partitions hold only those its records touched.
+    coverage_classes: classes of org.apache.kafka.controller whose JaCoCo probes each answer
+    reports when newly set (``Answer.new_probes``; needs the driver under the JaCoCo agent:
+    coverage.py)."""
 
     brokers: tuple[int, ...] = ()
     elr: bool | None = None
@@ -82,6 +86,7 @@ class Settings:
     session_timeout_ms: int = 9000
     report: Literal["all", "changed"] = "all"
     static_config: Mapping[str, str] = field(default_factory=dict)
+    coverage_classes: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"protocol": PROTOCOL, "brokers": list(self.brokers),
@@ -94,6 +99,8 @@ class Settings:
             out["metadataVersion"] = self.metadata_version
         if self.static_config:
             out["staticConfig"] = dict(self.static_config)
+        if self.coverage_classes:
+            out["coverageClasses"] = list(self.coverage_classes)
         return out
 
 
@@ -160,6 +167,16 @@ def create_topic(topic: str, assignment: Sequence[Sequence[int]],
     return event
 
 
+def create_partitions(topic: str, count: int,
+                      assignment: Sequence[Sequence[int]] | None = None) -> dict[str, Any]:
+    """CreatePartitions: the topic grows to ``count`` partitions, the new ones on the
+    replica lists given (one per new partition), else where the controller places them."""
+    event: dict[str, Any] = {"op": "createPartitions", "topic": topic, "count": count}
+    if assignment is not None:
+        event["assignment"] = [list(r) for r in assignment]
+    return event
+
+
 def alter_partition(topic: str, isr: Sequence[int], partition: int = 0,
                     **fields: int) -> dict[str, Any]:
     """AlterPartition from the leader; fields: leader, leaderEpoch, partitionEpoch,
@@ -222,6 +239,9 @@ class Answer:
     brokers: dict[str, dict[str, Any]]
     notes: tuple[str, ...]
     raw: dict[str, Any]
+    #: JaCoCo probes of the settings' coverage classes first set by this event in this
+    #: driver's JVM: {class: probe indexes} (empty without coverage).
+    new_probes: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     def partition(self, topic: str, index: int = 0) -> dict[str, Any]:
         key = f"{topic}-{index}"
@@ -246,6 +266,20 @@ class Ready:
     partitions: dict[str, dict[str, Any]]
     brokers: dict[str, dict[str, Any]]
     raw: dict[str, Any]
+    #: {class: probe count} of the coverage classes that run instrumented.
+    coverage_probes: dict[str, int] = field(default_factory=dict)
+    #: Probes set while the session started (before the first event).
+    new_probes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+
+
+def _probes(d: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
+    raw = d.get("newProbes")
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not all(
+            isinstance(v, list) and all(isinstance(i, int) for i in v) for v in raw.values()):
+        raise DriverError(f"newProbes is not {{class: [probe index, ...]}}: {raw!r:.300}")
+    return {str(k): tuple(v) for k, v in raw.items()}
 
 
 def _decode(line: bytes) -> dict[str, Any]:
@@ -284,7 +318,9 @@ def parse_ready(line: bytes) -> Ready:
                  unsupported_events=dict(d.get("unsupportedEvents", {})),
                  notes=tuple(d.get("notes", ())), records=tuple(d.get("records", ())),
                  partitions=dict(d.get("partitions", {})), brokers=dict(d.get("brokers", {})),
-                 raw=d)
+                 raw=d, coverage_probes={str(k): int(v) for k, v in
+                                         dict(d.get("coverageProbes", {})).items()},
+                 new_probes=_probes(d))
 
 
 def parse_answer(line: bytes, seq: int) -> Answer:
@@ -301,4 +337,4 @@ def parse_answer(line: bytes, seq: int) -> Answer:
                   error=d.get("error"), error_name=d.get("errorName"),
                   exception=d.get("exception"), records=tuple(d.get("records", ())),
                   partitions=dict(d.get("partitions", {})), brokers=dict(d.get("brokers", {})),
-                  notes=tuple(d.get("notes", ())), raw=d)
+                  notes=tuple(d.get("notes", ())), raw=d, new_probes=_probes(d))

@@ -40,6 +40,9 @@ import org.apache.kafka.common.message.AlterPartitionRequestData;
 import org.apache.kafka.common.message.AlterPartitionResponseData;
 import org.apache.kafka.common.message.BrokerHeartbeatRequestData;
 import org.apache.kafka.common.message.BrokerRegistrationRequestData;
+import org.apache.kafka.common.message.CreatePartitionsRequestData.CreatePartitionsAssignment;
+import org.apache.kafka.common.message.CreatePartitionsRequestData.CreatePartitionsTopic;
+import org.apache.kafka.common.message.CreatePartitionsResponseData.CreatePartitionsTopicResult;
 import org.apache.kafka.common.message.CreateTopicsRequestData;
 import org.apache.kafka.common.message.CreateTopicsResponseData;
 import org.apache.kafka.common.message.ElectLeadersRequestData;
@@ -323,7 +326,7 @@ public final class ControllerDriver {
 
     ObjectNode start(JsonNode settings) {
         Set<String> known = Set.of("elr", "minIsr", "uncleanElection", "metadataVersion",
-            "sessionTimeoutMs", "brokers", "report", "staticConfig", "protocol");
+            "sessionTimeoutMs", "brokers", "report", "staticConfig", "protocol", "coverageClasses");
         for (Iterator<String> it = settings.fieldNames(); it.hasNext(); ) {
             String name = it.next();
             if (!known.contains(name)) {
@@ -389,6 +392,7 @@ public final class ControllerDriver {
             sessionNotes.add(IGNORES_UNCLEAN_CONFIG);
         }
         ready.set("unsupportedEvents", unsupportedEvents());
+        ready.set("coverageProbes", openProbes(settings.path("coverageClasses")));
         for (String note : elr.notes) {
             sessionNotes.add(note);
         }
@@ -405,6 +409,10 @@ public final class ControllerDriver {
         ready.set("records", recordsOut);
         ready.set("partitions", partitions(false));
         ready.set("brokers", brokers());
+        ObjectNode fresh = newProbes();
+        if (fresh != null) {
+            ready.set("newProbes", fresh);
+        }
         return ready;
     }
 
@@ -729,6 +737,10 @@ public final class ControllerDriver {
         answer.set("records", recordsOut);
         answer.set("partitions", partitions(reportChanged));
         answer.set("brokers", brokers());
+        ObjectNode fresh = newProbes();
+        if (fresh != null) {
+            answer.set("newProbes", fresh);
+        }
         return answer;
     }
 
@@ -749,6 +761,8 @@ public final class ControllerDriver {
                 return unregister(requireInt(e, "broker"));
             case "createTopic":
                 return createTopic(e);
+            case "createPartitions":
+                return createPartitions(e);
             case "alterPartition":
                 return alterPartition(e, null);
             case "completeReassignment":
@@ -770,7 +784,7 @@ public final class ControllerDriver {
                 return null;  // the answer carries the state
             default:
                 throw new ProtocolError("unknown op '" + op + "'; known: register, unfence, heartbeat, "
-                    + "fence, controlledShutdown, unregister, createTopic, alterPartition, "
+                    + "fence, controlledShutdown, unregister, createTopic, createPartitions, alterPartition, "
                     + "completeReassignment, reassign, cancelReassignment, electLeaders, alterConfig, "
                     + "tick, state");
         }
@@ -1013,6 +1027,32 @@ public final class ControllerDriver {
         Uuid id = topicIds.get(name);
         out.put("topicId", id == null ? null : id.toString());
         return out;
+    }
+
+    /** CreatePartitions for one topic: the new partition count and, if given, one replica
+     * list per new partition (as QuorumController.createPartitions calls it). */
+    ObjectNode createPartitions(JsonNode e) {
+        String name = requireText(e, "topic");
+        CreatePartitionsTopic topic = new CreatePartitionsTopic().setName(name)
+            .setCount(requireInt(e, "count"));
+        if (e.has("assignment")) {
+            List<CreatePartitionsAssignment> assignments = new ArrayList<>();
+            for (JsonNode replicas : e.get("assignment")) {
+                assignments.add(new CreatePartitionsAssignment().setBrokerIds(intList(replicas)));
+            }
+            topic.setAssignments(assignments);
+        } else {
+            topic.setAssignments(null);
+        }
+        Method m = method(ReplicationControlManager.class, "createPartitions", 2);
+        @SuppressWarnings("unchecked")
+        ControllerResult<List<CreatePartitionsTopicResult>> result =
+            (ControllerResult<List<CreatePartitionsTopicResult>>) invokeMethod(m, replicationControl,
+                context(ApiKeys.CREATE_PARTITIONS), new ArrayList<>(List.of(topic)));
+        replayAll(result.records());
+        CreatePartitionsTopicResult r = result.response().get(0);
+        refuseIf(r.errorCode(), r.errorMessage());
+        return null;
     }
 
     Uuid topicId(String name) {
@@ -1440,6 +1480,77 @@ public final class ControllerDriver {
             b.put("fenced", r.fenced());
             b.put("inControlledShutdown", r.inControlledShutdown());
             b.put("alive", alive.contains(r.id()));
+        }
+        return out;
+    }
+
+    // =====================================================================================
+    // Coverage feedback: the JaCoCo agent's probe arrays of the classes asked for
+    // =====================================================================================
+
+    /** Per class asked for (simple names in this package): its probe array, which the
+     * JaCoCo agent's instrumentation keeps in the synthetic static field $jacocoData (the
+     * array the agent dumps), and what of it the harness has been told. */
+    final Map<String, boolean[]> probeArrays = new TreeMap<>();
+    final Map<String, boolean[]> probesTold = new TreeMap<>();
+
+    /** {class: probe count} for each class asked for that runs instrumented (empty without
+     * the agent). The array is the one the agent's runtime holds for the class (and dumps):
+     * the instrumentation's own $jacocoInit hands it out and sets no probe. For a class
+     * file of Java 11 or later it is the bootstrap method of a dynamic constant
+     * (lookup, name, type); before, a no-argument method that also fills $jacocoData. */
+    ObjectNode openProbes(JsonNode classes) {
+        ObjectNode out = JSON.createObjectNode();
+        for (JsonNode c : classes) {
+            String simple = c.asText();
+            Class<?> type = classOrNull("org.apache.kafka.controller." + simple);
+            boolean[] probes = type == null ? null : jacocoProbes(type);
+            if (probes == null) {
+                continue;
+            }
+            probeArrays.put(simple, probes);
+            probesTold.put(simple, new boolean[probes.length]);
+            out.put(simple, probes.length);
+        }
+        return out;
+    }
+
+    static boolean[] jacocoProbes(Class<?> type) {
+        for (Method m : type.getDeclaredMethods()) {
+            if (!m.getName().equals("$jacocoInit") || m.getReturnType() != boolean[].class) {
+                continue;
+            }
+            m.setAccessible(true);
+            if (m.getParameterCount() == 0) {
+                return (boolean[]) invokeMethod(m, null);
+            }
+            if (m.getParameterCount() == 3) {
+                return (boolean[]) invokeMethod(m, null, java.lang.invoke.MethodHandles.lookup(),
+                    "$jacocoData", Object.class);
+            }
+        }
+        return null;
+    }
+
+    /** {class: [probe indexes set since the last answer]}, or null when none. */
+    ObjectNode newProbes() {
+        ObjectNode out = null;
+        for (Map.Entry<String, boolean[]> e : probeArrays.entrySet()) {
+            boolean[] now = e.getValue();
+            boolean[] told = probesTold.get(e.getKey());
+            ArrayNode fresh = null;
+            for (int i = 0; i < now.length; i++) {
+                if (now[i] && !told[i]) {
+                    told[i] = true;
+                    if (fresh == null) {
+                        if (out == null) {
+                            out = JSON.createObjectNode();
+                        }
+                        fresh = out.putArray(e.getKey());
+                    }
+                    fresh.add(i);
+                }
+            }
         }
         return out;
     }
