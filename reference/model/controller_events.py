@@ -6,13 +6,14 @@ driver's view of whether its process runs), every partition (``reference.model.s
 .Partition``, keyed ``topic-index``) and the configs the rules read (min ISR and unclean
 election per topic and for the cluster). :func:`apply` is one transition per driver event
 (``register``, ``unfence``, ``fence``, ``controlledShutdown``, ``unregister``,
-``createTopic``, ``alterPartition``, ``completeReassignment``, ``reassign``,
+``createTopic``, ``createPartitions``, ``alterPartition``, ``completeReassignment``, ``reassign``,
 ``cancelReassignment``, ``electLeaders``, ``alterConfig``, ``tick``, ``state``), built from
 the same rules the scenario model uses: ``controller.partition_change`` (ELR update,
 reassignment completion, election, epochs), ``steps.cancel_reassignment`` and
 ``elr.after_min_isr_change``; each partition the event touches is changed in a one-partition
 ``World`` made from the cluster. An event or form the model does not cover (``heartbeat``,
-a broker-level config, a topic created by replication factor) is UNMODELLED, never a
+a broker-level config, a topic created by replication factor, partitions added without
+an assignment) is UNMODELLED, never a
 prediction of "no change".
 
 Pure: no I/O, clocks or randomness. Several outcomes are allowed where the profile leaves
@@ -301,6 +302,52 @@ def _create_topic(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction | No
     return _accepted([evolve(c, partitions=parts, topics=topics)])
 
 
+def _create_partitions(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction | None:
+    """CreatePartitions with a manual assignment, as Kafka 4.3.1's
+    ReplicationControlManager.createPartitions (lines 1906-2000) and
+    validateManualPartitionAssignment (2002-2033): an unknown topic is
+    UNKNOWN_TOPIC_OR_PARTITION; a count not above the current one INVALID_PARTITIONS; as
+    many replica lists as new partitions, each non-empty, of registered brokers, none twice,
+    of the topic's replication factor, with an active (unfenced, not shutting down)
+    replica, else INVALID_REPLICA_ASSIGNMENT; each new partition leads with its first active
+    replica, ISR its active replicas, epochs 0 (buildPartitionRegistration, 860-873).
+    The replication factor is the replica count of the first partition the controller's
+    hash map yields (line 1942): where the topic's partitions differ (one mid-reassignment)
+    each count is allowed."""
+    if "assignment" not in e:
+        return None
+    topic = str(e["topic"])
+    keys = sorted((k for k in c.partitions if c.topic_of(k) == topic),
+                  key=lambda k: int(k.rpartition("-")[2]))
+    if not keys:
+        return _refused(c, "UNKNOWN_TOPIC_OR_PARTITION")
+    count, have = int(e["count"]), len(keys)
+    if count <= have:
+        return _refused(c, "INVALID_PARTITIONS")
+    assignment = [tuple(int(r) for r in replicas) for replicas in e["assignment"]]
+    if len(assignment) != count - have:
+        return _refused(c, "INVALID_REPLICA_ASSIGNMENT")
+    outcomes: list[Outcome] = []
+    for rf in sorted({len(c.partitions[k].replicas) for k in keys}):
+        parts = dict(c.partitions)
+        error: str | None = None
+        for i, reps in enumerate(assignment, start=have):
+            if (not reps or len(set(reps)) != len(reps) or any(r not in c.brokers for r in reps)
+                    or len(reps) != rf):
+                error = "INVALID_REPLICA_ASSIGNMENT"
+                break
+            isr = [r for r in reps if c.brokers[r].active]
+            if not isr:
+                error = "INVALID_REPLICA_ASSIGNMENT"
+                break
+            parts[f"{topic}-{i}"] = Partition(replicas=reps, leader=isr[0], isr=frozenset(isr))
+        o = (Outcome(False, c, error) if error is not None
+             else Outcome(True, evolve(c, partitions=parts)))
+        if o not in outcomes:
+            outcomes.append(o)
+    return Prediction(tuple(outcomes))
+
+
 def _topic_conf(conf: TopicConf, configs: Mapping[str, Any]) -> TopicConf | None:
     for k, v in configs.items():
         if k == "min.insync.replicas":
@@ -340,11 +387,20 @@ def _alter_partition(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction:
     else:
         isr = frozenset(int(r) for r in e["isr"])
     leader = int(e.get("leader", -1 if p.leader is None else p.leader))
-    if p.leader is None or leader != p.leader:
-        return _refused(c, "NOT_LEADER_OR_FOLLOWER")
-    if "leaderEpoch" in e and int(e["leaderEpoch"]) != p.leader_epoch:
+    # The order and names of 4.3.1's validateAlterPartitionData (ReplicationControlManager
+    # lines 1255-1305): an epoch above the controller's is NOT_CONTROLLER, a leader epoch
+    # below it FENCED_LEADER_EPOCH, a sender that is not the leader INVALID_REQUEST, a
+    # partition epoch below it INVALID_UPDATE_VERSION. (The driver compares acceptance and
+    # state, not the error's name.)
+    le = int(e.get("leaderEpoch", p.leader_epoch))
+    pe = int(e.get("partitionEpoch", p.partition_epoch))
+    if le > p.leader_epoch or pe > p.partition_epoch:
+        return _refused(c, "NOT_CONTROLLER")
+    if le < p.leader_epoch:
         return _refused(c, "FENCED_LEADER_EPOCH")
-    if "partitionEpoch" in e and int(e["partitionEpoch"]) != p.partition_epoch:
+    if p.leader is None or leader != p.leader:
+        return _refused(c, "INVALID_REQUEST")
+    if pe < p.partition_epoch:
         return _refused(c, "INVALID_UPDATE_VERSION")
     lrs = int(e.get("leaderRecoveryState", 0))
     if (lrs == 1 and len(isr) > 1) or (lrs == 1 and not p.recovering):
@@ -500,6 +556,7 @@ EVENTS: dict[str, Callable[[Cluster, Ctx, Mapping[str, Any]], Prediction | None]
     "controlledShutdown": _controlled_shutdown,
     "unregister": _unregister,
     "createTopic": _create_topic,
+    "createPartitions": _create_partitions,
     "alterPartition": _alter_partition,
     "completeReassignment": _alter_partition,
     "reassign": _reassign,
@@ -516,6 +573,8 @@ UNMODELLED_WHY = {
                  "modelled; unfence / controlledShutdown are",
     "createTopic": "a topic created by partitions and replication factor (the replica "
                    "placer) is not modelled; give an assignment",
+    "createPartitions": "partitions added without an assignment (the replica placer) are "
+                        "not modelled; give an assignment",
     "alterConfig": "broker-level configs are not modelled",
 }
 
