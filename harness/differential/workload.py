@@ -4,10 +4,17 @@ benchmark) and a fixed cycle that needs no state (for pipelined runs).
 A random event is chosen from the state the last answer reported (partitions, brokers),
 as a cluster could produce it: a live broker fenced (its session expires) or shut down, a
 fenced one unfenced or re-registered (clean or not), the leader shrinking or expanding
-the ISR, leader elections, reassignments started, completed and cancelled, min ISR
-changed, the controller's periodic elections. Many are refused by the controller (a stale
-epoch, a fenced replica, a registration while the old session lives): a refusal is an
-answer too. Same seed and same answers: same events.
+the ISR, leader elections, reassignments started (to as many replicas, one more or one
+fewer), completed (with every adding replica or only some) and cancelled, min ISR changed,
+partitions added to a topic (CreatePartitions, up to ``MAX_PARTITIONS``), the controller's
+periodic elections, and AlterPartition requests a leader's stale view sends (an old leader
+or partition epoch, a sender no longer leader, an ISR without the sender or with a fenced or
+shutting-down replica, a recovery state that does not fit). Many are refused by the
+controller: a refusal is an answer too. Same seed and same answers: same events.
+
+:func:`repair` is the same validity for an event chosen elsewhere (a corpus entry's
+mutation, corpus.py): the event as this generator could have sent it from the state at
+hand, or None.
 """
 
 from __future__ import annotations
@@ -19,6 +26,9 @@ from typing import Any
 from harness.differential import protocol as p
 
 State = Mapping[str, Mapping[str, Any]]
+#: Partitions per topic CreatePartitions grows a topic to, at most.
+MAX_PARTITIONS = 4
+MIN_RF, MAX_RF = 2, 5
 
 
 class RandomEvents:
@@ -51,6 +61,10 @@ class RandomEvents:
                         (0.5, lambda: p.fence(rng.choice(down)))]
         keys = sorted(partitions)
         if keys:
+            topic = rng.choice(self.topics)
+            have = sum(1 for k in keys if k.rpartition("-")[0] == topic)
+            if 0 < have < MAX_PARTITIONS:
+                choices.append((0.3, lambda: self._grow(topic, have, partitions)))
             key = rng.choice(keys)
             topic, _, index = key.rpartition("-")
             part = partitions[key]
@@ -88,14 +102,138 @@ class RandomEvents:
                 (0.4, lambda: p.alter_config(
                     {"min.insync.replicas": str(rng.randint(1, self.max_min_isr))}, topic)),
                 (0.3, lambda: p.tick(rng.choice(("electPreferred", "electUnclean"))))]
+        if leader >= 0:
+            out.append((1.2, lambda: self._stale_alter(topic, index, part, brokers)))
         if part["adding"] or part["removing"]:
             out.append((0.4, lambda: p.cancel_reassignment(topic, index)))
             if leader >= 0:
                 out.append((0.8, lambda: p.complete_reassignment(topic, index)))
+                adding = [b for b in part["adding"] if b not in isr]
+
+                def partial() -> dict[str, Any]:
+                    some = rng.sample(adding, rng.randrange(len(adding))) if adding else []
+                    return p.complete_reassignment(topic, index, isr + sorted(some))
+                out.append((0.4, partial))
         else:
-            rf = len(part["replicas"])
-            out.append((0.5, lambda: p.reassign(topic, rng.sample(self.brokers, rf), index)))
+            def move() -> dict[str, Any]:
+                rf = len(part["replicas"]) + rng.choice((-1, 0, 0, 1))
+                rf = max(MIN_RF, min(MAX_RF, rf, len(self.brokers)))
+                return p.reassign(topic, rng.sample(self.brokers, rf), index)
+            out.append((0.5, move))
         return out
+
+    def _stale_alter(self, topic: str, index: int, part: Mapping[str, Any],
+                     brokers: State) -> dict[str, Any]:
+        """An AlterPartition from a leader's stale or wrong view of the partition."""
+        rng = self.rng
+        isr, leader = list(part["isr"]), int(part["leader"])
+        le, pe = int(part["leaderEpoch"]), int(part["partitionEpoch"])
+        inactive = [b for b in part["replicas"] if b not in isr
+                    and (brokers.get(str(b), {}).get("fenced", True)
+                         or brokers.get(str(b), {}).get("inControlledShutdown"))]
+        others = [b for b in part["replicas"] if b != leader]
+        forms: list[Any] = [
+            lambda: p.alter_partition(topic, isr, index, leaderEpoch=le - 1 if le else le + 1),
+            lambda: p.alter_partition(topic, isr, index, partitionEpoch=pe - 1 if pe else pe + 1),
+            lambda: p.alter_partition(topic, isr, index, leaderRecoveryState=1),
+            lambda: p.alter_partition(topic, [leader], index, leaderRecoveryState=1)]
+        if inactive:
+            forms.append(lambda: p.alter_partition(topic, isr + [rng.choice(inactive)], index))
+        if others:
+            forms.append(lambda: p.alter_partition(topic, isr, index,
+                                                   leader=rng.choice(others)))
+        if len(isr) > 1:
+            forms.append(lambda: p.alter_partition(topic, [b for b in isr if b != leader],
+                                                   index))
+        event: dict[str, Any] = rng.choice(forms)()
+        return event
+
+    def _grow(self, topic: str, have: int, partitions: State) -> dict[str, Any]:
+        """CreatePartitions: one or two more partitions, on as many replicas as the topic's
+        first partition (now and then a count or a replica list the controller refuses)."""
+        rng = self.rng
+        rf = len(partitions[f"{topic}-0"]["replicas"]) if f"{topic}-0" in partitions else 3
+        count = min(MAX_PARTITIONS, have + rng.choice((1, 1, 2)))
+        if rng.random() < 0.1:
+            count = have
+        if rng.random() < 0.1:
+            rf = max(1, min(len(self.brokers), rf + rng.choice((-1, 1))))
+        rf = min(rf, len(self.brokers))
+        return p.create_partitions(topic, count, [rng.sample(self.brokers, rf)
+                                                  for _ in range(max(count - have, 1))])
+
+
+def _known(broker: Any, brokers: State) -> bool:
+    return isinstance(broker, int) and str(broker) in brokers
+
+
+def repair(event: Mapping[str, Any], partitions: State, brokers: State,
+           lane_brokers: Sequence[int], clock: int | None = None) -> dict[str, Any] | None:
+    """``event`` as RandomEvents could have sent it in this state, mended where it can be
+    (an ISR kept to the partition's replicas with the leader in it, the leader as sender),
+    or None where it cannot: a broker event for a broker in the wrong state (fencing a
+    fenced running broker, unfencing a running one, registering a running one), a partition
+    event for a partition that is not there, a reassignment completed or cancelled with none
+    in progress or started during one, names outside the lane. The stale-view forms of
+    AlterPartition (an explicit epoch, sender or recovery state) are kept as they are: the
+    controller's refusal is what they are for. ``clock``: the lane's clock broker, whose
+    ``fence`` (the clock moving) is always valid."""
+    e = dict(event)
+    op = e.get("op")
+    allowed = set(lane_brokers)
+    if op in ("fence", "unfence", "register", "controlledShutdown", "unregister"):
+        b = e.get("broker")
+        if op == "fence" and b == clock and clock is not None:
+            return e
+        if b not in allowed or not _known(b, brokers):
+            return None
+        s = brokers[str(b)]
+        alive, fenced = bool(s["alive"]), bool(s["fenced"])
+        ok = {"fence": not (alive and fenced), "unfence": alive and fenced,
+              "register": not alive, "controlledShutdown": alive and not fenced,
+              "unregister": True}[str(op)]
+        return e if ok else None
+    if op in ("tick", "state"):
+        return e
+    topic = e.get("topic")
+    if op == "alterConfig":
+        return e if topic is None or any(k.rpartition("-")[0] == topic for k in partitions) \
+            else None
+    if op == "createPartitions":
+        have = sum(1 for k in partitions if k.rpartition("-")[0] == topic)
+        if not have:
+            return None
+        reps = [list(r) for r in e.get("assignment", [])]
+        if any(b not in allowed for r in reps for b in r):
+            return None
+        return e if int(e["count"]) <= MAX_PARTITIONS else None
+    key = f"{topic}-{int(e.get('partition', 0))}"
+    part = partitions.get(key)
+    if part is None:
+        return None
+    reassigning = bool(part["adding"] or part["removing"])
+    leader = int(part["leader"])
+    if op == "reassign":
+        target = list(e["replicas"])
+        ok = (not reassigning and all(b in allowed for b in target)
+              and MIN_RF <= len(target) == len(set(target)) <= MAX_RF)
+        return e if ok else None
+    if op == "cancelReassignment":
+        return e if reassigning else None
+    if op == "electLeaders":
+        return e
+    if op in ("alterPartition", "completeReassignment"):
+        if leader < 0 or (op == "completeReassignment" and not reassigning):
+            return None
+        stale = any(f in e for f in ("leader", "leaderEpoch", "partitionEpoch",
+                                     "leaderRecoveryState", "brokerEpoch", "isrBrokerEpochs"))
+        if stale or (op == "completeReassignment" and "isr" not in e):
+            return e
+        replicas = list(part["replicas"])
+        isr = [leader] + [b for b in dict.fromkeys(e["isr"]) if b in replicas and b != leader]
+        e["isr"] = isr
+        return e
+    return None
 
 
 def cycle(topic: str, replicas: Sequence[int]) -> Iterator[dict[str, Any]]:
