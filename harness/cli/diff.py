@@ -24,14 +24,21 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     cmd.add_argument("--min-isr", default="2", help="cluster min.insync.replicas (1..5)")
     cmd.add_argument("--lanes", default="8", help="independent 5-broker clusters per driver "
                                                   "session (1..50, default 8)")
-    cmd.add_argument("--lane-events", default="500",
-                     help="events per lane before a new session (10..100000, default 500)")
+    cmd.add_argument("--lane-events", default=None,
+                     help="events per lane before a new session (10..100000; default 500, "
+                          "with --coverage 150: a lane's session is the unit the coverage "
+                          "feedback admits to its corpus, so sessions come more often)")
     cmd.add_argument("--no-shrink", action="store_true", help="report findings unshrunk")
     cmd.add_argument("--coverage", action="store_true",
                      help="run the search under the JaCoCo agent and report line and branch "
                           "coverage of the build's PartitionChangeBuilder, "
                           "PartitionReassignmentReplicas and ReplicationControlManager's "
-                          "partition-changing methods (slower; coverage/ in the run dir)")
+                          "partition-changing methods (slower; coverage/ in the run dir); "
+                          "coverage feeds the generator: a lane whose events set new probes "
+                          "joins a corpus (corpus/ in the run dir), later lanes mutate it")
+    cmd.add_argument("--mutate-share", default="50",
+                     help="with --coverage: percent of lanes that run a mutation of corpus "
+                          "entries (0..100, default 50)")
     cmd.add_argument("--shrink-budget", default="90s", help="time per finding's shrink")
     cmd.add_argument("--shrink-attempts", default="400",
                      help="candidate sequences replayed per shrink (default 400)")
@@ -51,9 +58,11 @@ def parse_config(args: argparse.Namespace) -> object:
         shrink_budget = parse_duration(args.shrink_budget)
     except ValueError as exc:
         raise UsageError(f"diff: {exc}") from None
+    lane_events = args.lane_events or ("150" if args.coverage else "500")
     return Config(seed=_int(args.seed, "--seed", 0, 2**63 - 1), budget_s=budget,
                   lanes=_int(args.lanes, "--lanes", 1, 50),
-                  lane_events=_int(args.lane_events, "--lane-events", 10, 100_000),
+                  lane_events=_int(lane_events, "--lane-events", 10, 100_000),
+                  mutate_share=_int(args.mutate_share, "--mutate-share", 0, 100) / 100,
                   min_isr=_int(args.min_isr, "--min-isr", 1, 5),
                   elr={"on": True, "off": False}.get(args.elr),
                   shrink=not args.no_shrink,

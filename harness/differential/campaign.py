@@ -11,6 +11,15 @@ every partition: a lane's log holds every tick, in order). A session ends after
 ``lane_events`` events per lane and a new JVM starts, so a finding's sequence is at most
 that long before shrinking.
 
+Coverage feedback (``--coverage``, corpus.py): the driver tells, with each answer, the
+probes of the coverage classes the event set first in its JVM; a lane whose events set
+probes no earlier event set joins the corpus (its events after the set-up, up to the last
+such event, in lane 0's names; ``corpus/`` in the run directory), and in later sessions a
+lane is, with probability ``mutate_share``, a mutation of corpus entries (then its random
+generator). After a session the progress line names the corpus and the probes covered, and
+at most every ``coverage_report_s`` the branch coverage so far (JaCoCo's report of the
+sessions ended).
+
 Shrinking: the finding's lane log up to the event, renamed to lane 0's names, replayed in
 fresh sessions with events deleted (halves, quarters, ... single events) while the same
 signature still appears; several candidates share one JVM, each in a namespace of its own
@@ -42,11 +51,13 @@ from harness.differential.compare import (
     Comparator,
     Finding,
 )
+from harness.differential.corpus import Corpus, Planned, ProbeMap, mutate
 from harness.differential.coverage import CoverageReport
 from harness.differential.driver import JVM_OPTS, ControllerDriver
 from harness.differential.model import initial
 from harness.differential.protocol import Answer, Settings
 from harness.differential.workload import RandomEvents
+from harness.infra.errors import HarnessError
 
 BROKERS_PER_LANE = 5
 TOPICS_PER_LANE = 3
@@ -181,11 +192,18 @@ class Config:
     shrink_batch: int = 32
     #: The search sessions run under the JaCoCo agent (coverage.py); shrinking does not.
     coverage: bool = False
+    #: With coverage: the share of lanes that run a mutation of corpus entries.
+    mutate_share: float = 0.5
+    #: With coverage: at most this often, JaCoCo's branch report of the sessions so far.
+    coverage_report_s: float = 60.0
 
 
-def settings_for(lanes: int, cfg: Config) -> Settings:
+def settings_for(lanes: int, cfg: Config, probes: bool = False) -> Settings:
+    """The session's settings; ``probes``: the answers tell the coverage classes' new
+    probes (a search session under the agent)."""
     brokers = tuple(b for k in range(lanes) for b in [*lane_brokers(k), clock_broker(k)])
-    return Settings(brokers=brokers, min_isr=cfg.min_isr, elr=cfg.elr, report="changed")
+    return Settings(brokers=brokers, min_isr=cfg.min_isr, elr=cfg.elr, report="changed",
+                    coverage_classes=coverage.PROBED if probes else ())
 
 
 def version_of(build: Build) -> tuple[int, int, int]:
@@ -211,6 +229,7 @@ class Session:
             unclean=settings.unclean_election, elr=ready.elr))
         self.partitions: dict[str, dict[str, Any]] = dict(ready.partitions)
         self.brokers: dict[str, dict[str, Any]] = dict(ready.brokers)
+        self.ready = ready
 
     def send(self, events: Sequence[Mapping[str, Any]]) -> list[Answer]:
         answers = self.driver.send_many(events)
@@ -249,6 +268,14 @@ class Campaign:
         self.elr: bool | None = None
         self.coverage: CoverageReport | None = None
         self._agent: list[str] = []
+        self.probes = ProbeMap()
+        self.corpus = Corpus(out_dir / "corpus")
+        #: Lanes run as mutations of corpus entries, and their planned events sent,
+        #: skipped (not valid in the lane's state) and mended.
+        self.mutants = collections.Counter[str]()
+        #: (seconds, events, corpus size, probes covered per class, branch ratios or None).
+        self.timeline: list[dict[str, Any]] = []
+        self._last_report = 0.0
 
     # ---- search ----
 
@@ -260,14 +287,16 @@ class Campaign:
         deadline = t0 + cfg.budget_s
         if cfg.coverage:
             self._agent = coverage.agent_options(self.out_dir / "coverage" / "jacoco.exec")
+            self._last_report = t0
         while time.monotonic() < deadline:
             self._session(random.Random(rng.getrandbits(63)), t0, deadline)
+            if cfg.coverage:
+                self._progress(t0, deadline)
         self.stats.seconds = time.monotonic() - t0
         self.stats.harness_cpu_s = time.process_time() - cpu0
         if cfg.coverage:
-            folder = self.out_dir / "coverage"
-            xml = coverage.xml_report(folder / "jacoco.exec", self.build, folder / "jacoco.xml")
-            self.coverage = coverage.read_report(xml, self.build.version)
+            self.coverage = self._report()
+            self._mark(t0, self.coverage)
         if cfg.shrink:
             for n, found in enumerate(self.found.values(), 1):
                 self.say(f"diff: shrinking {n}/{len(self.found)} {found.finding.signature} "
@@ -278,18 +307,42 @@ class Campaign:
 
     def _session(self, rng: random.Random, t0: float, deadline: float) -> None:
         cfg = self.cfg
-        s = Session(self.build, settings_for(cfg.lanes, cfg), self._agent)
+        s = Session(self.build, settings_for(cfg.lanes, cfg, probes=cfg.coverage), self._agent)
         self.stats.sessions += 1
         self.stats.start_seconds += s.start_seconds
         self.elr = s.elr
         self.profiles = (s.comparator.release.name, s.comparator.kip.name)
+        session = self.stats.sessions
+        feedback = cfg.coverage and bool(s.ready.coverage_probes)
+        if feedback:
+            self.probes.total.update(s.ready.coverage_probes)
+            self.probes.add(s.ready.new_probes)
         try:
-            gens = [RandomEvents(random.Random(rng.getrandbits(63)), lane_brokers(k),
-                                 lane_topics(k)) for k in range(cfg.lanes)]
+            gens: list[RandomEvents | Planned] = []
+            for k in range(cfg.lanes):
+                lane_rng = random.Random(rng.getrandbits(63))
+                gen = RandomEvents(lane_rng, lane_brokers(k), lane_topics(k))
+                if feedback and self.corpus.entries and lane_rng.random() < cfg.mutate_share:
+                    plan, how = mutate(lane_rng, self.corpus.entries, cfg.lane_events)
+                    gens.append(Planned([rename(e, 0, k) for e in plan], gen, clock_broker(k),
+                                        how))
+                    self.mutants["lanes"] += 1
+                else:
+                    gens.append(gen)
             logs: list[list[dict[str, Any]]] = [[] for _ in range(cfg.lanes)]
-            first = [e for k, g in enumerate(gens)
-                     for e in [{"op": "fence", "broker": clock_broker(k)}, *g.setup()]]
-            self._compare(s, first, s.send(first), logs, t0)
+            first: list[dict[str, Any]] = []
+            owners: list[int] = []
+            for k, g in enumerate(gens):
+                lane_first = [{"op": "fence", "broker": clock_broker(k)}, *g.setup()]
+                first += lane_first
+                owners += [k] * len(lane_first)
+            answers = s.send(first)
+            self._compare(s, first, answers, logs, t0)
+            if feedback:
+                self.probes.add({c: i for a in answers for c, i in a.new_probes.items()})
+            setup_len = [len(log) for log in logs]
+            novel = [0] * cfg.lanes
+            novel_end = list(setup_len)
             for _ in range(cfg.lane_events):
                 if time.monotonic() >= deadline:
                     break
@@ -297,10 +350,66 @@ class Campaign:
                 for k, g in enumerate(gens):
                     parts, brokers = _lane_state(s, k)
                     batch.append(g.next(parts, brokers))
-                self._compare(s, batch, s.send(batch), logs, t0)
+                answers = s.send(batch)
+                self._compare(s, batch, answers, logs, t0)
+                if feedback:
+                    for k, answer in enumerate(answers):
+                        if answer.new_probes and (n := self.probes.add(answer.new_probes)):
+                            novel[k] += n
+                            novel_end[k] = len(logs[k])
+            if feedback:
+                self._admit(session, gens, logs, setup_len, novel, novel_end)
         finally:
             self.stats.driver_cpu_s += s.cpu_seconds()
             s.close()
+
+    def _admit(self, session: int, gens: Sequence[RandomEvents | Planned],
+               logs: Sequence[Sequence[dict[str, Any]]], setup_len: Sequence[int],
+               novel: Sequence[int], novel_end: Sequence[int]) -> None:
+        for k, g in enumerate(gens):
+            origin = "random"
+            if isinstance(g, Planned):
+                origin = f"mutant of {g.origin}"
+                self.mutants["planned events sent"] += g.sent
+                self.mutants["planned events skipped"] += g.skipped
+                self.mutants["planned events mended"] += g.mended
+            events = [rename(e, k, 0) for e in logs[k][setup_len[k]:novel_end[k]]]
+            if self.corpus.admit(events, novel[k], session, k, origin) is not None:
+                self.mutants["entries from mutants" if isinstance(g, Planned)
+                             else "entries from random lanes"] += 1
+
+    def _report(self) -> CoverageReport:
+        folder = self.out_dir / "coverage"
+        xml = coverage.xml_report(folder / "jacoco.exec", self.build, folder / "jacoco.xml")
+        return coverage.read_report(xml, self.build.version)
+
+    def _mark(self, t0: float, report: CoverageReport | None) -> None:
+        branches = None if report is None else {
+            t.name.split(" ")[0]: t.branches.ratio for t in report.targets}
+        self.timeline.append({"seconds": round(time.monotonic() - t0, 1),
+                              "events": self.stats.events, "corpus": len(self.corpus),
+                              "probes": self.probes.to_json(), "branches": branches})
+
+    def _progress(self, t0: float, deadline: float) -> None:
+        """The session's progress line; JaCoCo's branch report at most every
+        coverage_report_s (not in the last 20 s of the budget)."""
+        now = time.monotonic()
+        report = None
+        if (now - self._last_report >= self.cfg.coverage_report_s
+                and deadline - now > 20):
+            self._last_report = now
+            try:
+                report = self._report()
+            except HarnessError as exc:
+                self.say(f"diff: coverage report failed: {exc}")
+        self._mark(t0, report)
+        line = (f"diff: session {self.stats.sessions}, {self.stats.events:,} events, "
+                f"{now - t0:.0f} s: corpus {len(self.corpus)} "
+                f"({self.mutants['lanes']} mutant lanes so far); probes {self.probes.text()}")
+        if report is not None:
+            line += "; branches " + ", ".join(f"{t.name.split(' ')[0]} {t.branches.text()}"
+                                              for t in report.targets)
+        self.say(line)
 
     def _compare(self, s: Session, events: Sequence[dict[str, Any]], answers: Sequence[Answer],
                  logs: list[list[dict[str, Any]]], t0: float) -> None:
@@ -450,6 +559,12 @@ class Campaign:
                    "lanes": self.cfg.lanes, "lane_events": self.cfg.lane_events,
                    "stats": self.stats.to_json(), "findings": findings,
                    "coverage": None if self.coverage is None else self.coverage.to_json()}
+        if self.cfg.coverage:
+            summary["feedback"] = {"corpus": len(self.corpus),
+                                   "not_kept": self.corpus.not_kept,
+                                   "mutants": dict(self.mutants),
+                                   "probes": self.probes.to_json(),
+                                   "timeline": self.timeline}
         (self.out_dir / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
 
 
@@ -476,6 +591,10 @@ def summary_lines(c: Campaign) -> Iterator[str]:
         yield "unmodelled: " + ", ".join(f"{op} {n:,}" for op, n in st.unmodelled.items())
     if c.coverage is not None:
         yield from c.coverage.lines()
+    if c.cfg.coverage:
+        yield (f"feedback: corpus {len(c.corpus)} entries ({c.corpus.not_kept} not kept), "
+               f"probes {c.probes.text()}; mutants: "
+               + ", ".join(f"{k} {v:,}" for k, v in sorted(c.mutants.items())))
     yield f"findings: {len(c.found)} signature(s)"
     for found in c.found.values():
         f = found.finding

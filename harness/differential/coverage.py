@@ -48,6 +48,8 @@ PARTITION_METHODS = (
     "clearElrRecordsOnTopic", "clearElr", "handleMinIsrUpdate",
 )
 RCM = "ReplicationControlManager"
+#: Classes whose probes the driver reports after each event (corpus.py's feedback).
+PROBED = (*WHOLE, RCM)
 REPORT_TIMEOUT_S = 300.0
 
 
