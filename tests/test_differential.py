@@ -159,7 +159,8 @@ def test_every_helper_makes_an_event_the_check_accepts() -> None:
             p.complete_reassignment("t", isr=[1, 2, 4]), p.reassign("t", [1, 3, 4]),
             p.cancel_reassignment("t"), p.elect_leaders("t", "unclean"),
             p.alter_config({"min.insync.replicas": "3"}, "t"),
-            p.alter_config({"unclean.leader.election.enable": None}), p.tick("electUnclean")]
+            p.alter_config({"unclean.leader.election.enable": None}), p.tick("electUnclean"),
+            p.create_partitions("t", 3, [[1, 2, 3], [2, 3, 4]]), p.create_partitions("t", 2)]
     for event in made:
         assert p.check_event(event) == event
     assert {e["op"] for e in made} | {"heartbeat", "state"} == set(p.OPS)
