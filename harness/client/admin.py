@@ -10,6 +10,7 @@ from kafka.admin import ConfigResourceType, NewTopic
 from kafka.protocol.admin import (
     AlterPartitionReassignmentsRequest,
     ElectionType,
+    ElectLeadersRequest,
     IncrementalAlterConfigsRequest,
 )
 from tenacity import (
@@ -26,13 +27,16 @@ from harness.infra.errors import HarnessError
 
 class Observer(Protocol):
     """What an administrative call needs of the observer (harness.client.observe): its
-    admin client, a request to one broker, and the brokers that are running."""
+    admin client, a request to one broker, the brokers that are running, and those of them
+    that reach the active controller."""
 
     def admin(self) -> Any: ...
 
     def _send(self, node: int, request: Any) -> Any: ...
 
     def _running_brokers(self) -> list[int]: ...
+
+    def current_brokers(self) -> list[int]: ...
 
 _REQUEST_TIMEOUT_MS = 4000
 ELECTION_TYPES = {"preferred": ElectionType.PREFERRED, "unclean": ElectionType.UNCLEAN}
@@ -113,32 +117,53 @@ def alter_config(observer: Observer, scope: str, name: str, config: Mapping[str,
         configs=[R.AlterableConfig(name=k, config_operation=0, value=str(v))
                  for k, v in config.items()])], validate_only=False)
     what = f"altering {scope} config {dict(config)}"
-    resp = _to_running_broker(observer, req, what)
+    resp = to_controller(observer, req, what)
     for r in resp.responses:
         if r.error_code:
             raise AdminError(f"{what}: error {r.error_code} {r.error_message}")
 
 
-def _to_running_broker(observer: Observer, request: object, what: str) -> Any:
-    """Send to the first running broker that answers (kafka-python's 'controller' in KRaft
-    is a random broker, possibly a dead one: UnknownBrokerIdError)."""
+def to_controller(observer: Observer, request: object, what: str) -> Any:
+    """Send a request that a broker forwards to the active controller, through a broker
+    that reaches it (kafka-python's 'controller' in KRaft is a random broker, possibly a
+    dead or cut-off one). A broker cut from the controller keeps the request queued and
+    forwards it once its link heals: the controller then applies it late, after later
+    steps, and again if the harness had sent it elsewhere meanwhile (seen on 4.3.1, hunt
+    fuzz-s36-4: a reassignment re-applied after the cancel that followed it). So only
+    such brokers are asked, and a request that timed out, which may yet be applied, is not
+    sent again."""
+    brokers = observer.current_brokers()
+    if not brokers:
+        raise AdminError(f"{what}: no running broker reaches the active controller to "
+                         "forward it")
     last: Exception | None = None
-    for node in observer._running_brokers():
+    for node in brokers:
         try:
             return observer._send(node, request)
-        except Exception as exc:  # noqa: BLE001 - try the next broker
+        except (kafka_errors.RequestTimedOutError, kafka_errors.KafkaTimeoutError) as exc:
+            raise AdminError(f"{what}: broker {node} did not answer in time; not sent again, "
+                             f"since the controller may still apply it ({exc})") from exc
+        except Exception as exc:  # noqa: BLE001 - not delivered: try the next broker
             last = exc
     raise AdminError(f"{what} failed: {last}")
 
 
+def _partition_errors(response: Any) -> str:
+    """The error names of an ElectLeaders response, top level and per partition."""
+    codes = [getattr(response, "error_code", 0)] + [
+        p.error_code for r in response.replica_election_results for p in r.partition_result]
+    return " ".join(kafka_errors.for_code(c).__name__ for c in codes if c)
+
+
 def elect_leaders(observer: Observer, election: str, topic: str, partition: int = 0) -> str | None:
     """Run ElectLeaders; returns the broker's error name for the partition, or None."""
+    request = ElectLeadersRequest(election_type=ELECTION_TYPES[election],
+                                  topic_partitions=[(topic, [partition])], timeout_ms=30000)
     try:
-        result = observer.admin().elect_leaders(ELECTION_TYPES[election], {topic: [partition]},
-                                                timeout_ms=30000, raise_errors=False)
+        result = to_controller(observer, request, f"electing ({election}) {topic}-{partition}")
     except Exception as exc:  # noqa: BLE001 - the outcome is evidence, not a harness fault
         return type(exc).__name__
-    return _partition_error(result)
+    return _partition_error(_partition_errors(result))
 
 
 def reassign(observer: Observer, topic: str, replicas: list[int] | None,
@@ -154,7 +179,7 @@ def reassign(observer: Observer, topic: str, replicas: list[int] | None,
         name=topic, partitions=[T.ReassignablePartition(
             partition_index=partition,
             replicas=None if replicas is None else list(replicas))])])
-    resp = _to_running_broker(observer, req, f"{what} {topic}-{partition} {replicas or ''}")
+    resp = to_controller(observer, req, f"{what} {topic}-{partition} {replicas or ''}")
     if resp.error_code:
         raise AdminError(f"{what} {topic}-{partition}: error {resp.error_code}")
     for t in resp.responses:

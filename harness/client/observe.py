@@ -131,6 +131,11 @@ class Observer:
     def _running_brokers(self) -> list[int]:
         return [b for b in self.cluster.shape.broker_ids if self.cluster.is_running(b)]
 
+    def current_brokers(self) -> list[int]:
+        """Brokers whose view is current: running and reaching the active controller (as
+        the session's fault table knows it; every running broker without one)."""
+        return self._current()
+
     def admin(self) -> KafkaAdminClient:
         if self._admin is None:
             # Bootstrap only from running brokers: kafka-python picks a bootstrap address

@@ -36,11 +36,13 @@ def _after_its_shutdown(down: set[int], step: Any) -> str | None:
 
 
 def _unregister(s: Session, at: Target, step: S.Unregister, out: StepOutcome) -> None:
-    running = s.observer._running_brokers()
-    if not running:
-        raise HarnessError(f"unregister broker {step.broker}: no broker is running to send "
-                           "UnregisterBroker to")
-    host, port = s.cluster.observer_address(running[0])
+    # Through a broker that reaches the active controller: one cut from it would forward
+    # the request late, maybe after the broker has registered again (admin.to_controller).
+    current = s.observer.current_brokers()
+    if not current:
+        raise HarnessError(f"unregister broker {step.broker}: no running broker reaches the "
+                           "active controller to forward UnregisterBroker")
+    host, port = s.cluster.observer_address(current[0])
     build = s.cluster.build
     cmd = [str(tools.require_java(build.java_major)), "-cp", build.classpath(), TOOL,
            "unregister", "--bootstrap-server", f"{host}:{port}", "--id", str(step.broker)]
