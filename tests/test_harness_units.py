@@ -419,6 +419,26 @@ def test_observer_bootstraps_only_from_running_brokers(monkeypatch: pytest.Monke
         observe.Observer(cluster).admin()  # type: ignore[arg-type]
 
 
+def test_observer_bootstraps_from_current_brokers_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A paused broker answers nobody: bootstrapping from it cost the whole deadline
+    # ("Unable to bootstrap", hunt on 4.0.2, bench/RESULTS-hunt.md).
+    from types import SimpleNamespace
+
+    from harness.client import observe
+
+    seen: dict[str, object] = {}
+    monkeypatch.setattr(observe, "KafkaAdminClient", lambda **kw: seen.update(kw) or object())
+    cluster = SimpleNamespace(shape=SimpleNamespace(broker_ids=[1, 2, 3]),
+                              is_running=lambda b: True,
+                              observer_address=lambda b: (f"10.0.0.{b}", 9095))
+    current: list[int] = [3]
+    observe.Observer(cluster, current_brokers=lambda: current).admin()  # type: ignore[arg-type]
+    assert seen["bootstrap_servers"] == ["10.0.0.3:9095"]
+    current.clear()  # none reaches the controller: any running broker will do
+    observe.Observer(cluster, current_brokers=lambda: current).admin()  # type: ignore[arg-type]
+    assert seen["bootstrap_servers"] == ["10.0.0.1:9095", "10.0.0.2:9095", "10.0.0.3:9095"]
+
+
 def test_storage_uuids_never_start_with_a_dash() -> None:
     from harness.cluster.storage import _random_uuid
     ids = [_random_uuid() for _ in range(2000)]  # ~31 would start with '-' unchecked

@@ -138,10 +138,12 @@ class Observer:
 
     def admin(self) -> KafkaAdminClient:
         if self._admin is None:
-            # Bootstrap only from running brokers: kafka-python picks a bootstrap address
-            # at random and gives that one connect the whole bootstrap deadline, so a
-            # killed container's address (packets dropped, no refusal) costs all of it.
-            running = self._running_brokers()
+            # Bootstrap only from brokers that answer: kafka-python picks a bootstrap
+            # address at random and gives that one connect the whole bootstrap deadline,
+            # so a killed container's address (packets dropped, no refusal) or a paused
+            # broker costs all of it. The current brokers first (running, not paused, with
+            # the controller); any running one when none is.
+            running = self._current() or self._running_brokers()
             if not running:
                 raise ObserveError("no broker is running")
             servers = [f"{h}:{p}" for h, p in map(self.cluster.observer_address, running)]
