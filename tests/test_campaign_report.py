@@ -70,7 +70,8 @@ def write_campaign(root: Path, run_log: bool = True) -> Path:
              "found_at_run": 2, "found_after_s": 300.0},
             {"key": "ERROR: boom N", "signature": None, "cls": "harness-error",
              "why": "the run ended in ERROR: boom 7", "status": "error",
-             "first_run": "fuzz-s1-2", "occurrences": 1, "found_at_run": 3,
+             "first_run": "x/runs/fuzz-s1-2-20261126T000000-abcdef", "occurrences": 1,
+             "found_at_run": 3,
              "found_after_s": 1800.0}]}
     if run_log:
         build["run_log"] = log
@@ -133,6 +134,11 @@ def test_without_a_run_log_times_come_from_the_run_directories(tmp_path: Path) -
                      "fuzz-s1-1-shrink1": 240.0, "fuzz-s1-2": 540.0}
     assert [(p["minutes"], p["run"]) for p in b["coverage"]][1:] == [
         (1.0, "fuzz-s1-0"), (2.0, "fuzz-s1-1"), (4.0, "fuzz-s1-1-shrink1")]
+    # the first hit at the derived time of its first run, not the one the state recorded
+    assert [(s["found_after_min"], s["recorded_after_min"]) for s in b["signatures"]] == [
+        (2.0, 5.0), (9.0, 30.0)]
+    assert "first hit after 2.0 min (generated run 2; the state recorded 5.0 min)" in (
+        campaign.markdown(report_of(d)))
     # overlapping runs (--jobs 2) count their shared time once
     both = [{"name": "a", "started": 0.0, "ended": 100.0},
             {"name": "b", "started": 10.0, "ended": 150.0}]

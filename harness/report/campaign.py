@@ -202,15 +202,25 @@ def build_report(st: hunt.BuildState, rows: list[dict[str, Any]], campaign_dir: 
         "transitions": len(st.transitions()), "transitions_total": len(hunt.TRANSITION_NAMES),
         "rules": len(st.rules()), "rules_total": len(hunt.RULE_NAMES),
         "time_source": source, "coverage": points, "unplaced": unplaced,
-        "signatures": [_signature_row(k, st.version, campaign_dir, runs_dir)
-                       for k in st.known],
+        "signatures": [_signature_row(k, st.version, campaign_dir, runs_dir,
+                                      _first_hit(k, rows, ended)) for k in st.known],
         "classes": base["classes"], "corpus": len(st.corpus),
         "never_reached": base["never_reached"],
     }
 
 
+def _first_hit(k: hunt.Known, rows: list[dict[str, Any]], ended: dict[str, float]
+               ) -> float | None:
+    """When the signature's first run ended, in the build's campaign seconds, from the same
+    times as the coverage (a campaign before 2026-11-26 19:30 recorded the end of its re-run
+    instead); None when that run is not among the run directories."""
+    name = next((r["name"] for r in rows if Path(r["dir"]).name == Path(k.first_run).name),
+                None)
+    return ended.get(name) if name is not None else None
+
+
 def _signature_row(k: hunt.Known, version: str, campaign_dir: Path,
-                   runs_dir: Path) -> dict[str, Any]:
+                   runs_dir: Path, first_hit_s: float | None) -> dict[str, Any]:
     rates = _fuzz_rates(campaign_dir / version / "fuzz-summary.json").get(k.key, {})
     minimal = _find(k.minimal, campaign_dir, runs_dir) if k.minimal else None
     scenario, steps, problem = _minimal(minimal) if minimal else (None, [], None)
@@ -219,7 +229,10 @@ def _signature_row(k: hunt.Known, version: str, campaign_dir: Path,
     return {"key": k.key, "class": k.cls, "why": k.why, "status": k.status,
             "rate": rates.get("rate"), "minimal_rate": rates.get("minimal_rate"),
             "occurrences": k.occurrences, "first_run": k.first_run,
-            "found_at_run": k.found_at_run, "found_after_min": round(k.found_after_s / 60, 1),
+            "found_at_run": k.found_at_run,
+            "found_after_min": round((k.found_after_s if first_hit_s is None
+                                      else first_hit_s) / 60, 1),
+            "recorded_after_min": round(k.found_after_s / 60, 1),
             "minimal": k.minimal or None, "minimal_file": str(minimal) if minimal else None,
             "minimal_steps": k.minimal_steps, "scenario": scenario, "steps": steps,
             "minimal_problem": problem}
@@ -335,6 +348,14 @@ def _rate_text(s: dict[str, Any]) -> str:
     return out
 
 
+def _hit_text(s: dict[str, Any]) -> str:
+    """When the first run ended (and the state's own figure where it differs)."""
+    out = f"{s['found_after_min']} min (generated run {s['found_at_run']}"
+    if s["recorded_after_min"] != s["found_after_min"]:
+        out += f"; the state recorded {s['recorded_after_min']} min"
+    return out + ")"
+
+
 def markdown(r: dict[str, Any]) -> str:
     lines = [f"# Campaign report: {r['campaign']} (seed {r['settings'].get('seed')})", "",
              "| build | minutes | runs | runs/h | generated/h | transitions | rules | "
@@ -357,7 +378,7 @@ def markdown(r: dict[str, Any]) -> str:
         lines += ["", "Signatures:", ""]
         for s in b["signatures"]:
             lines.append(f"- `{s['key']}`: **{s['class']}**, {_rate_text(s)}, first hit after "
-                         f"{s['found_after_min']} min (generated run {s['found_at_run']}), "
+                         f"{_hit_text(s)}, "
                          f"{s['occurrences']} occurrence(s): {s['why']}. First run: "
                          f"{s['first_run']}")
             if s["minimal"]:
@@ -383,7 +404,7 @@ section{border-top:2px solid #ddd;margin-top:1.5em}.small{font-size:12px;color:#
 svg{background:#fafafa;border:1px solid #ddd}pre{margin:0;font-size:12px}"""
 _CLASS_COLOURS = {"kafka-candidate": COLOURS["DIVERGES"], "harness-error": COLOURS["ERROR"],
                   "cited-deviation": COLOURS["DEVIATES"], "model-gap": COLOURS["INCOMPLETE"],
-                  "undecided": COLOURS["UNSUPPORTED"]}
+                  "undecided": COLOURS["UNSUPPORTED"], "known-bug": COLOURS["UNSAFE"]}
 
 
 def render(r: dict[str, Any]) -> str:
@@ -488,8 +509,8 @@ def _signatures_html(b: dict[str, Any]) -> str:
             f"<tr class='signature'><td><code>{escape(s['key'])}</code></td>"
             f"<td style='background:{colour};color:#fff;font-weight:bold'>"
             f"{escape(s['class'])}</td><td>{escape(s['why'])}</td>"
-            f"<td>{escape(_rate_text(s))}</td><td>{s['found_after_min']} min (generated run "
-            f"{s['found_at_run']})</td><td>{s['occurrences']}</td><td>"
+            f"<td>{escape(_rate_text(s))}</td><td>{escape(_hit_text(s))}</td>"
+            f"<td>{s['occurrences']}</td><td>"
             f"{escape(s['first_run'])}</td><td>{shrunk or 'not shrunk'}</td></tr>")
     return ("<h3>Signatures</h3><table class='signatures'><tr><th>signature</th><th>class</th>"
             "<th>why</th><th>reproduced</th><th>first hit</th><th>occurrences</th>"
