@@ -179,3 +179,39 @@ def test_the_builds_controller_answers_a_few_hundred_events(
         assert outcomes.get("ok", 0) > RANDOM_EVENTS // 3, outcomes
         assert check.checked == RANDOM_EVENTS + 12 + len(every_op)  # every answer checked
     assert not driver.running
+
+
+def test_create_partitions_and_coverage_probes(kafka_build: Build, tmp_path: Any) -> None:
+    """CreatePartitions as the model predicts it (new partitions lead with their first
+    active replica; a count that is no increase refused), and, under the JaCoCo agent, the
+    answers tell each probe of the coverage classes once: when an event first sets it."""
+    from harness.differential import coverage
+    from harness.differential.compare import AGREES, Comparator
+    from harness.differential.driver import JVM_OPTS
+    from harness.differential.model import initial
+    agent = coverage.agent_options(tmp_path / "jacoco.exec")
+    settings = Settings(brokers=BROKERS, min_isr=2, coverage_classes=coverage.PROBED)
+    driver = ControllerDriver.for_build(kafka_build, settings, jvm_opts=(*JVM_OPTS, *agent))
+    with driver:
+        ready = driver.ready
+        assert ready is not None
+        assert set(ready.coverage_probes) == set(coverage.PROBED)
+        version = tuple(int(x) for x in kafka_build.version.split(".")[:3])
+        comp = Comparator(version, ready.elr, initial(  # type: ignore[arg-type]
+            ready.partitions, ready.brokers, min_isr=2, unclean=False, elr=ready.elr))
+        seen: dict[str, set[int]] = {}
+        for event in [p.create_topic("t", [[1, 2, 3]]), p.fence(2),
+                      p.create_partitions("t", 3, [[2, 3, 4], [4, 5, 1]]),
+                      p.create_partitions("t", 3, [[1, 2, 3]]),
+                      p.alter_partition("t", [1]), p.alter_partition("t", [1])]:
+            answer = driver.send(event)
+            assert comp.step(event, answer).release == AGREES, (event, answer.raw)
+            for cls, probes in answer.new_probes.items():
+                assert min(probes) >= 0 and max(probes) < ready.coverage_probes[cls]
+                assert not seen.setdefault(cls, set()) & set(probes), "told twice"
+                seen[cls].update(probes)
+            if event["op"] == "createPartitions" and event["count"] == 3 \
+                    and len(event["assignment"]) == 2:
+                assert answer.ok and answer.partition("t", 1)["leader"] == 3
+                assert answer.partition("t", 2)["isr"] == [4, 5, 1]
+        assert seen.get("PartitionChangeBuilder")

@@ -273,3 +273,19 @@ def test_an_alter_partition_from_a_stale_view_is_refused_as_kafka_names_it(
     assert (o.accepted, o.error) == (False, error)
     rep = c.step(event, answer("alterPartition", {}, brokers(ids), ok=False, error_name=error))
     assert (rep.release, rep.findings) == (AGREES, [])
+
+
+def test_elr_both_alternates_the_sessions_setting(tmp_path: Path) -> None:
+    from harness.cli.app import parser
+    from harness.cli.diff import parse_config
+    from harness.differential.campaign import settings_for
+    args = parser().parse_args(["diff", "--elr", "both", "--coverage"])
+    cfg = parse_config(args)
+    assert isinstance(cfg, Config)
+    assert cfg.elr_both and cfg.lane_events == 150 and cfg.mutate_share == 0.5
+    assert settings_for(1, cfg, elr=False).elr is False
+    assert settings_for(1, cfg, probes=True).coverage_classes == (
+        "PartitionChangeBuilder", "PartitionReassignmentReplicas", "ReplicationControlManager")
+    plain = parse_config(parser().parse_args(["diff", "--mutate-share", "20"]))
+    assert isinstance(plain, Config)
+    assert not plain.elr_both and plain.lane_events == 500 and plain.mutate_share == 0.2

@@ -19,8 +19,10 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     options.add_build_options(cmd)
     cmd.add_argument("--budget", default="60s", help="search time (30m, 90s, 1h30m; default 60s)")
     cmd.add_argument("--seed", default="1", help="campaign seed (0..2^63-1; default 1)")
-    cmd.add_argument("--elr", choices=("on", "off", "default"), default="default",
-                     help="ELR feature of the session (default: the build's, on from 4.1)")
+    cmd.add_argument("--elr", choices=("on", "off", "default", "both"), default="default",
+                     help="ELR feature of the session (default: the build's, on from 4.1; "
+                          "both: sessions alternate on and off, each compared with its "
+                          "own profile)")
     cmd.add_argument("--min-isr", default="2", help="cluster min.insync.replicas (1..5)")
     cmd.add_argument("--lanes", default="8", help="independent 5-broker clusters per driver "
                                                   "session (1..50, default 8)")
@@ -64,7 +66,7 @@ def parse_config(args: argparse.Namespace) -> object:
                   lane_events=_int(lane_events, "--lane-events", 10, 100_000),
                   mutate_share=_int(args.mutate_share, "--mutate-share", 0, 100) / 100,
                   min_isr=_int(args.min_isr, "--min-isr", 1, 5),
-                  elr={"on": True, "off": False}.get(args.elr),
+                  elr={"on": True, "off": False}.get(args.elr), elr_both=args.elr == "both",
                   shrink=not args.no_shrink,
                   shrink_attempts=_int(args.shrink_attempts, "--shrink-attempts", 1, 10_000),
                   shrink_budget_s=shrink_budget, coverage=args.coverage)

@@ -144,6 +144,8 @@ class Found:
     shrunk: list[dict[str, Any]] | None = None
     shrink_note: str = ""
     file: Path | None = None
+    #: The ELR setting of the session it was found in (replayed with the same).
+    elr: bool | None = None
 
 
 @dataclass
@@ -185,6 +187,8 @@ class Config:
     lane_events: int = 500
     min_isr: int = 2
     elr: bool | None = None
+    #: Sessions alternate ELR on (odd) and off (even); ``elr`` is then ignored.
+    elr_both: bool = False
     shrink: bool = True
     shrink_attempts: int = 400
     shrink_budget_s: float = 90.0
@@ -198,11 +202,13 @@ class Config:
     coverage_report_s: float = 60.0
 
 
-def settings_for(lanes: int, cfg: Config, probes: bool = False) -> Settings:
+def settings_for(lanes: int, cfg: Config, probes: bool = False,
+                 elr: bool | None = None) -> Settings:
     """The session's settings; ``probes``: the answers tell the coverage classes' new
-    probes (a search session under the agent)."""
+    probes (a search session under the agent); ``elr``: instead of the configured one."""
     brokers = tuple(b for k in range(lanes) for b in [*lane_brokers(k), clock_broker(k)])
-    return Settings(brokers=brokers, min_isr=cfg.min_isr, elr=cfg.elr, report="changed",
+    return Settings(brokers=brokers, min_isr=cfg.min_isr,
+                    elr=cfg.elr if elr is None else elr, report="changed",
                     coverage_classes=coverage.PROBED if probes else ())
 
 
@@ -266,6 +272,9 @@ class Campaign:
         self.found: dict[str, Found] = {}
         self.profiles: tuple[str, str] = ("", "")
         self.elr: bool | None = None
+        #: Profiles of the sessions, by their ELR (two with elr_both).
+        self.profiles_by_elr: dict[bool, tuple[str, str]] = {}
+        self._replay_elr: bool | None = None
         self.coverage: CoverageReport | None = None
         self._agent: list[str] = []
         self.probes = ProbeMap()
@@ -301,17 +310,21 @@ class Campaign:
             for n, found in enumerate(self.found.values(), 1):
                 self.say(f"diff: shrinking {n}/{len(self.found)} {found.finding.signature} "
                          f"({len(found.events)} events)")
+                self._replay_elr = found.elr if self.cfg.elr_both else None
                 self._shrink(found)
                 self.say(f"diff: {found.shrink_note}")
         self._write()
 
     def _session(self, rng: random.Random, t0: float, deadline: float) -> None:
         cfg = self.cfg
-        s = Session(self.build, settings_for(cfg.lanes, cfg, probes=cfg.coverage), self._agent)
+        elr = self.stats.sessions % 2 == 0 if cfg.elr_both else None
+        s = Session(self.build, settings_for(cfg.lanes, cfg, probes=cfg.coverage, elr=elr),
+                    self._agent)
         self.stats.sessions += 1
         self.stats.start_seconds += s.start_seconds
         self.elr = s.elr
         self.profiles = (s.comparator.release.name, s.comparator.kip.name)
+        self.profiles_by_elr[s.elr] = self.profiles
         session = self.stats.sessions
         feedback = cfg.coverage and bool(s.ready.coverage_probes)
         if feedback:
@@ -445,7 +458,7 @@ class Campaign:
         lane = finding_lane(f, event)
         log = logs[lane] if lane is not None and lane < len(logs) else []
         events = [rename(e, lane, 0) for e in log] if lane is not None else list(log)
-        self.found[f.signature] = Found(f, 1, event_no, seconds, events)
+        self.found[f.signature] = Found(f, 1, event_no, seconds, events, elr=self.elr)
         self.say(f"diff: first {f.signature} at event {event_no} ({seconds:.1f} s): "
                  f"{f.detail}")
 
@@ -455,7 +468,7 @@ class Campaign:
         """The signatures each candidate (in lane 0's names) shows, each replayed in a
         namespace of its own, one after the other, in one fresh session."""
         out: list[set[str]] = [set() for _ in candidates]
-        s = Session(self.build, settings_for(len(candidates), self.cfg))
+        s = Session(self.build, settings_for(len(candidates), self.cfg, elr=self._replay_elr))
         try:
             for i, cand in enumerate(candidates):
                 events = [rename(e, 0, i) for e in cand]
@@ -538,6 +551,8 @@ class Campaign:
     def _write(self) -> None:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         settings = settings_for(1, self.cfg).to_json()
+        if self.cfg.elr_both:
+            settings["elr"] = "alternating: on in odd sessions, off in even ones"
         findings = []
         for n, found in enumerate(self.found.values(), 1):
             slug = re.sub(r"[^A-Za-z0-9]+", "-", found.finding.signature).strip("-")
@@ -546,7 +561,7 @@ class Campaign:
             doc = {"kafka": self.build.version, "settings": settings,
                    "finding": found.finding.to_json(), "count": found.count,
                    "first_event": found.event_no, "first_seconds": round(found.seconds, 3),
-                   "shrink": found.shrink_note,
+                   "elr": found.elr, "shrink": found.shrink_note,
                    "events": found.shrunk if found.shrunk is not None else found.events,
                    "unshrunk_events": len(found.events)}
             path.write_text(json.dumps(doc, indent=1) + "\n")
@@ -554,7 +569,8 @@ class Campaign:
             findings.append({k: doc[k] for k in ("finding", "count", "first_event",
                                                   "first_seconds", "shrink")}
                             | {"file": str(path.relative_to(self.out_dir))})
-        summary = {"kafka": self.build.version, "seed": self.cfg.seed, "elr": self.elr,
+        summary = {"kafka": self.build.version, "seed": self.cfg.seed,
+                   "elr": "both" if self.cfg.elr_both else self.elr,
                    "profiles": {"release": self.profiles[0], "kip": self.profiles[1]},
                    "lanes": self.cfg.lanes, "lane_events": self.cfg.lane_events,
                    "stats": self.stats.to_json(), "findings": findings,
@@ -571,8 +587,10 @@ class Campaign:
 def summary_lines(c: Campaign) -> Iterator[str]:
     st = c.stats
     rate = st.events / max(st.seconds, 1e-9)
-    yield (f"Kafka {c.build.version}, ELR {'on' if c.elr else 'off'}; profiles "
-           f"{c.profiles[0]} (release axis) and {c.profiles[1]} (kip axis)")
+    for elr, (release_name, kip_name) in sorted(c.profiles_by_elr.items(), reverse=True) or [
+            (bool(c.elr), c.profiles)]:
+        yield (f"Kafka {c.build.version}, ELR {'on' if elr else 'off'}; profiles "
+               f"{release_name} (release axis) and {kip_name} (kip axis)")
     yield (f"{st.events:,} events in {st.seconds:.1f} s: {rate:,.0f} events/s, "
            f"{st.per_cpu_second:,.0f} per CPU second of driver and harness "
            f"({st.sessions} sessions, {st.start_seconds:.1f} s of JVM starts); "

@@ -127,7 +127,7 @@ class RandomEvents:
         """An AlterPartition from a leader's stale or wrong view of the partition."""
         rng = self.rng
         isr, leader = list(part["isr"]), int(part["leader"])
-        le, pe = int(part["leaderEpoch"]), int(part["partitionEpoch"])
+        le, pe = int(part.get("leaderEpoch", 0)), int(part.get("partitionEpoch", 0))
         inactive = [b for b in part["replicas"] if b not in isr
                     and (brokers.get(str(b), {}).get("fenced", True)
                          or brokers.get(str(b), {}).get("inControlledShutdown"))]
