@@ -220,3 +220,39 @@ def test_the_report_on_spark_through_the_command(tmp_path: Path) -> None:
         d / "report.html").read_text()
     if had is None:  # a session the report started is stopped
         assert SparkSession.getActiveSession() is None
+
+
+def test_a_hunt_campaign_is_reported_from_its_run_log(tmp_path: Path) -> None:
+    """A campaign as `hunt` writes it (a fake run function, no run directory): coverage over
+    time from the run log the hunt recorded, the re-run and the shrink attempts counted."""
+    from harness.run.runner import Runner
+    from harness.search import fuzz
+    from reference import profile_for_build
+    now = [0.0]
+    reach = {0: hunt.Reach(frozenset({"fenced"})), 2: hunt.Reach(rules=frozenset({"LeaderIsLive"}))}
+    sig: Any = (("safety", "UNSAFE", ("acked-record-durable",)),)
+
+    def run(name: str, seed: int, steps: Any) -> fuzz.Outcome:
+        now[0] += 60.0
+        return fuzz.Outcome(sig if name.split("-")[2] == "1" else None, None, Path(name))
+
+    def reached(out: fuzz.Outcome) -> hunt.Reach:
+        assert out.run_dir is not None
+        name = out.run_dir.name
+        return reach.get(int(name.split("-")[2]), hunt.Reach()) if name.count("-") == 2 \
+            else hunt.Reach()
+    prof = profile_for_build((4, 3, 1), True)
+    plan = hunt.BuildPlan("4.3.1", lambda: Runner.model_for(fuzz.base_scenario(), prof, True),
+                          run, reached, lambda run_dir: ("CONFORMS", ()))
+    cfg = hunt.HuntConfig(seed=1, budget_s=3600, runs=3, shrink_attempts=2)
+    d = tmp_path / "c"
+    hunt.hunt(cfg, [plan], d, clock=lambda: now[0])
+    r = campaign.make_campaign_report(d)  # no run directory: no Spark session
+    (b,) = r["builds"]
+    assert b["kinds"]["generated"] == 3 and b["kinds"]["re-run"] >= 1 and b["kinds"]["shrink"]
+    assert b["runs_seen"] == b["runs"] == sum(b["kinds"].values())
+    assert [(p["minutes"], p["transitions"], p["rules"]) for p in b["coverage"]] == [
+        (0.0, 0, 0), (1.0, 1, 0), (b["runs"], 1, 1)]  # a run a minute; run 2 is the last
+    (s,) = b["signatures"]
+    assert (s["class"], s["found_after_min"]) == ("model-gap", 2.0)
+    assert {f.name for f in d.iterdir()} >= set(campaign.FILES)
