@@ -552,15 +552,16 @@ class Runner:
                 state["quorum_elected"] = epoch != self._epoch_before
         return states
 
-    def _views(self, index: int, observed: list[dict[str, Any]]) -> list[Any]:
+    def _views(self, index: int | None, observed: list[dict[str, Any]]) -> list[Any]:
         """Each lane's observation of step ``index`` as the model compares it (under
         traffic without the HWM once its topic's producers have started: judge/traffic.py
-        ``model_view``)."""
+        ``model_view``; ``index`` None: whenever the run has traffic)."""
         return [observed_state(model_view(o, self.scenario, index, lm.lane.topic))
                 for lm, o in zip(self.lockstep.lanes, observed, strict=True)]
 
     def _converge(self, session: Session, preds: list[Any],
-                  expected: list[Mapping[str, Any]], timeout_s: float, index: int
+                  expected: list[Mapping[str, Any]], timeout_s: float,
+                  index: int | None = None
                   ) -> tuple[list[dict[str, Any]] | None, str | None, bool]:
         """Poll until every partition's observation is allowed. On timeout: the last
         observations, the model's explanation, and whether the last poll could not observe
