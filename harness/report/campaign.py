@@ -401,7 +401,8 @@ def markdown(r: dict[str, Any]) -> str:
 _CSS = """body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;
 margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;vertical-align:top}
 section{border-top:2px solid #ddd;margin-top:1.5em}.small{font-size:12px;color:#555}
-svg{background:#fafafa;border:1px solid #ddd}pre{margin:0;font-size:12px}"""
+svg{background:#fafafa;border:1px solid #ddd}pre{margin:0;font-size:12px;white-space:pre-wrap}
+.signatures td{max-width:30em;min-width:6em}"""
 _CLASS_COLOURS = {"kafka-candidate": COLOURS["DIVERGES"], "harness-error": COLOURS["ERROR"],
                   "cited-deviation": COLOURS["DEVIATES"], "model-gap": COLOURS["INCOMPLETE"],
                   "undecided": COLOURS["UNSUPPORTED"], "known-bug": COLOURS["UNSAFE"]}
@@ -484,7 +485,9 @@ def _chart(b: dict[str, Any]) -> str:
             last = p[key]
         coords.append((x(span), y(last)))
         svg.append(f"<polyline class='{key}' fill='none' stroke='{colour}' stroke-width='2' "
-                   "points='" + " ".join(f"{a:.1f},{c:.1f}" for a, c in coords) + "'/>")
+                   "points='" + " ".join(f"{a:.1f},{c:.1f}" for a, c in coords) + "'/>"
+                   f"<text x='{left - 4}' y='{y(last) + 4:.1f}' font-size='10' "
+                   f"text-anchor='end' fill='{colour}'>{last}</text>")
     svg.append(f"<text x='{left}' y='{height - 8}' font-size='10'>0</text><text "
                f"x='{width - 10}' y='{height - 8}' font-size='10' text-anchor='end'>"
                f"{span:.1f} min</text></svg>")
