@@ -9,11 +9,14 @@ the same functions online (the runner) and offline (`audit`).
   excused losses are said in the reason.
 - The lockstep under traffic: the model cannot know offsets record by record. Leader,
   ISR, ELR, epochs, replicas and the other fields are compared exactly as without
-  traffic; the model's HWM is not compared (``model_view``); instead every observed HWM is
-  held to bounds (``hwm_bound_findings``): at least 1 + the offset of the last acks=all
-  acknowledgement recorded before the step started and after the last fault before the
-  observation that may lose data (lose_unflushed, an unclean election), at most the
-  records sent to the partition
+  traffic; after a step during which a producer of the topic runs (its ``from``/``until``
+  window) the model sees one tick of traffic (``tick_step``), after any other step none.
+  The model's HWM is compared exactly until the topic's first producer starts and not
+  from then on (``hwm_bounded``, ``model_view``); every observed HWM of the run is held
+  to bounds (``hwm_bound_findings``), whether the traffic runs during the step or not:
+  at least 1 + the offset of the last acks=all acknowledgement recorded before the step
+  started and after the last fault before the observation that may lose data
+  (lose_unflushed, an unclean election), at most the records sent to the partition
   before the observation (judged only when no producer may write a record twice). A bound
   broken is a release divergence. An HWM that went back after a fault that may lose data
   is the safety axis's (consumer-hwm-monotonic, lost writes), not the release model's.
