@@ -63,7 +63,8 @@ def parse_args(args: argparse.Namespace) -> tuple[CampaignConfig, float]:
     step_timeout = options.step_timeout("fuzz", args.step_timeout)
     return fuzz.CampaignConfig(
         seed=seed, runs=runs, budget_s=budget,
-        gen=fuzz.gen_config(length=_int(args.steps, "--steps", 1, 100), weights=weights),
+        gen=fuzz.gen_config(length=_int(args.steps, "--steps", 1, 100), weights=weights,
+                            traffic=args.traffic),
         confirm=_int(args.confirm, "--confirm", 0, 20), shrink=not args.no_shrink,
         shrink_attempts=_int(args.shrink_attempts, "--shrink-attempts", 1, 1000),
         shrink_budget_s=shrink_budget, guided=args.guided,
@@ -107,7 +108,8 @@ def _fuzz(args: argparse.Namespace) -> int:
     schedules.mkdir(parents=True, exist_ok=True)
     progress.say(f"fuzz: Kafka {build.version}, seed {cfg.seed}, "
                  + (f"{cfg.runs} runs" if cfg.runs else f"budget {cfg.budget_s:.0f} s")
-                 + f", {cfg.gen.length} steps + tail, weights "
+                 + f", {cfg.gen.length} steps + tail"
+                 + (", under client traffic" if cfg.gen.traffic else "") + ", weights "
                  + ",".join(f"{k}={v}" for k, v in cfg.gen.weight_of().items()))
     spark = options.spark_runs(args.master)
     try:
@@ -124,6 +126,8 @@ def _fuzz(args: argparse.Namespace) -> int:
               + (f" ({len(f.minimal_steps)} steps)" if f.minimal_steps is not None else "")
               + (f", signature in {f.minimal_hits}/{f.minimal_tries} re-runs of it"
                  if f.minimal_tries else ""))
+        if f.reason:
+            print(f"  why: {_short(f.reason)}")
     print(f"summary: {out_dir / 'fuzz-summary.json'}")
     return 1 if result.failures else 2 if result.errors else 0
 
@@ -157,6 +161,10 @@ def _make_campaign(args: argparse.Namespace, cfg: CampaignConfig, build: Any, ne
     run = fuzz.real_runner(build, args.backend, args.runs_dir, schedules, step_timeout,
                            on_step=steps_said)
     return fuzz.Campaign(cfg, new_model, run, out_dir, say=progress.say, width=args.jobs)
+
+
+def _short(text: str, most: int = 600) -> str:
+    return text if len(text) <= most else text[:most] + " ..."
 
 
 def _no_run(name: str, seed: int, steps: tuple[Any, ...]) -> NoReturn:

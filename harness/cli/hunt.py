@@ -59,7 +59,7 @@ def parse_args(args: argparse.Namespace) -> tuple[Any, float, tuple[str, ...]]:
                           weights=weights, confirm=_int(args.confirm, "--confirm", 0, 20),
                           shrink_attempts=_int(args.shrink_attempts, "--shrink-attempts", 1,
                                                1000),
-                          shrink_budget_s=shrink_budget)
+                          shrink_budget_s=shrink_budget, traffic=args.traffic)
     return cfg, step_timeout, versions
 
 

@@ -96,6 +96,12 @@ def add_generation_options(parser: argparse.ArgumentParser, shrink_attempts: int
                         help=f"runs per shrink (default {shrink_attempts})")
     parser.add_argument("--shrink-budget", default=shrink_budget,
                         help=f"time per shrink (default {shrink_budget})")
+    parser.add_argument("--traffic", action="store_true",
+                        help="run every schedule under client traffic drawn from its seed: "
+                             "a traffic block (1-3 producers, acks all or 1, 50-400 records/s "
+                             "each; 1-2 consumers) in its scenario file, so re-runs and the "
+                             "minimal scenario keep it; no consume steps (FORMAT.md "
+                             "\"Traffic\")")
 
 
 def step_timeout(command: str, text: str) -> float:

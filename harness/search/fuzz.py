@@ -17,6 +17,7 @@ the command gives it the real one (``real_runner``).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import json
@@ -49,7 +50,8 @@ BASE: dict[str, Any] = {
 def gen_config(**settings: Any) -> fuzzgen.GenConfig:
     """The generator's settings with the kinds it makes: those whose definition in
     harness/scenario/steps/ names a generator (pause and resume included), each schedule on
-    a cluster of its own (``clusters``; off: the fixed BASE)."""
+    a cluster of its own (``clusters``; off: the fixed BASE), under client traffic drawn
+    from its seed with ``traffic`` (``fuzz --traffic``)."""
     settings.setdefault("clusters", True)
     return fuzzgen.GenConfig(generators=step_kinds.generators(), **settings)
 
@@ -73,7 +75,8 @@ CLUSTERS = Clusters()
 
 
 def cluster_doc(cluster: fuzzgen.Cluster) -> dict[str, Any]:
-    """The scenario file's ``cluster`` and ``topic`` (FORMAT.md) of a generated cluster."""
+    """The scenario file's ``cluster`` and ``topic`` (FORMAT.md) of a generated cluster,
+    and its ``traffic`` when it has some."""
     c = cluster
     shape: dict[str, Any] = {"brokers": c.brokers, "controllers": c.controllers}
     if c.elr is not None:
@@ -83,7 +86,10 @@ def cluster_doc(cluster: fuzzgen.Cluster) -> dict[str, Any]:
         topic["partitions"] = c.partitions
     topic["min_insync_replicas"] = c.min_isr
     topic["config"] = {"unclean.leader.election.enable": "true" if c.unclean else "false"}
-    return {"cluster": shape, "topic": topic}
+    out = {"cluster": shape, "topic": topic}
+    if c.traffic is not None:
+        out["traffic"] = c.traffic.to_dict()
+    return out
 
 
 def scenario_yaml(name: str, seed: int, steps: Steps, description: str = "",
@@ -106,11 +112,11 @@ def scenario_yaml(name: str, seed: int, steps: Steps, description: str = "",
 
 
 def base_scenario(name: str = "fuzz-base", cluster: fuzzgen.Cluster | None = None) -> Any:
-    """The base cluster (or ``cluster``) as a loaded Scenario (one consume step), to build
-    the model."""
+    """The base cluster (or ``cluster``, without its traffic: the model's settings are the
+    cluster's) as a loaded Scenario (one consume step), to build the model."""
     from harness.scenario.loader import parse_scenario
-    return parse_scenario(scenario_yaml(name, 0, (S.Consume(),), cluster=cluster
-                                        or fuzzgen.BASE_CLUSTER), f"<{name}>")
+    shape = dataclasses.replace(cluster or fuzzgen.BASE_CLUSTER, traffic=None)
+    return parse_scenario(scenario_yaml(name, 0, (S.Consume(),), cluster=shape), f"<{name}>")
 
 
 def schedule_seed(seed: int, index: int) -> int:
@@ -124,12 +130,20 @@ def schedule(new_model: Callable[[], Any], seed: int, index: int,
     ``cfg.clusters`` and a campaign's model factory (``CampaignModels``), the schedule gets
     a cluster of its own, drawn from its scenario seed among what the build allows, and
     is generated against that cluster's model; the cluster is kept for the scenario
-    file (``scenario_yaml``)."""
+    file (``scenario_yaml``). With ``cfg.traffic`` the schedule runs under traffic drawn
+    from the same seed (kept with its cluster, on BASE without ``cfg.clusters``), and is
+    generated against the model under it (``fuzzgen.under_traffic``)."""
     sseed = schedule_seed(seed, index)
     if cfg.clusters and isinstance(new_model, CampaignModels):
-        cluster = fuzzgen.draw_cluster(sseed, new_model.elr_choices)
+        cluster = fuzzgen.draw_cluster(sseed, new_model.elr_choices, traffic=cfg.traffic)
         CLUSTERS.by_seed[sseed] = CLUSTERS.current = cluster
         return fuzzgen.generate(lambda: new_model.for_cluster(cluster), f"{seed}:{index}", cfg)
+    if cfg.traffic:
+        cluster = dataclasses.replace(fuzzgen.BASE_CLUSTER, traffic=fuzzgen.draw_traffic(
+            sseed, fuzzgen.BASE_CLUSTER.partitions))
+        CLUSTERS.by_seed[sseed] = CLUSTERS.current = cluster
+        return fuzzgen.generate(fuzzgen.under_traffic(new_model, cluster.traffic),
+                                f"{seed}:{index}", cfg)
     CLUSTERS.by_seed.pop(sseed, None)
     CLUSTERS.current = None
     return fuzzgen.generate(new_model, f"{seed}:{index}", cfg)
@@ -137,11 +151,13 @@ def schedule(new_model: Callable[[], Any], seed: int, index: int,
 
 def models_of(new_model: Callable[[], Any], seed: int | None) -> Callable[[], Any]:
     """The model factory of the schedule with scenario seed ``seed`` (its generated
-    cluster's, when ``schedule`` drew one for it); without a seed, ``new_model`` (a
-    campaign's: the schedule it works on now)."""
+    cluster's, when ``schedule`` drew one for it, under its traffic if it has some);
+    without a seed, ``new_model`` (a campaign's: the schedule it works on now)."""
     cluster = CLUSTERS.of(seed) if seed is not None else None
-    if cluster is None or not isinstance(new_model, CampaignModels):
+    if cluster is None:
         return new_model
+    if not isinstance(new_model, CampaignModels):
+        return fuzzgen.under_traffic(new_model, cluster.traffic)
     return functools.partial(new_model.for_cluster, cluster)
 
 
@@ -200,6 +216,13 @@ def signature(axes: Mapping[str, Any]) -> Signature | None:
     return sig or None
 
 
+def reasons(axes: Mapping[str, Any]) -> str:
+    """The reasons of every axis not as expected (``axis: reason``), in axis order: what
+    a signature leaves out (a traffic loss's count and lost ids, a divergence's step)."""
+    return "; ".join(f"{a.axis}: {a.reason}" for a in axes.values()
+                     if not a.as_expected and a.reason)
+
+
 def signature_text(sig: Signature) -> str:
     return "; ".join(f"{axis} {verdict} [{', '.join(names)}]" for axis, verdict, names in sig)
 
@@ -227,6 +250,9 @@ class Outcome:
     error: str | None = None
     run_dir: Path | None = None
     seconds: float = 0.0
+    #: Why: the reasons of the axes not as expected (``reasons``; a traffic loss names
+    #: the lost ids there), "" when every axis is.
+    reason: str = ""
 
 
 MAX_GUIDED_SKIPS = 5000
@@ -252,6 +278,8 @@ class Failure:
     #: Re-runs of the minimal schedule after shrinking, and how many gave the signature.
     minimal_tries: int = 0
     minimal_hits: int = 0
+    #: The first run's reasons (``Outcome.reason``).
+    reason: str = ""
 
     @property
     def flaky(self) -> bool:
@@ -266,7 +294,8 @@ class Failure:
         return "flaky" if self.hits <= 1 else "intermittent"
 
     def to_json(self) -> dict[str, Any]:
-        return {"signature": signature_text(self.signature), "schedule": self.name,
+        return {"signature": signature_text(self.signature), "reason": self.reason,
+                "schedule": self.name,
                 "steps": len(self.steps), "first_run": str(self.first_run or ""),
                 "occurrences": len(self.runs), "runs": self.runs,
                 "status": self.status, "rate": f"{self.hits}/{self.tries}",
@@ -455,7 +484,7 @@ class Campaign:
                      f"{len(known.runs)} occurrences")
             return
         fail = Failure(out.signature, name, seed, steps, out.run_dir, [str(out.run_dir or name)],
-                       tries=1, hits=1)
+                       tries=1, hits=1, reason=out.reason)
         self.result.failures.append(fail)
         self.say(f"fuzz: NEW failure {signature_text(out.signature)} in {name}; re-running "
                  f"it {self.cfg.confirm} time(s)")
@@ -483,7 +512,7 @@ class Campaign:
         res = shrink(fail.steps, fail.signature, attempt,
                      repairer(self.new_model, fail.scenario_seed),
                      self.cfg.shrink_attempts, self.cfg.shrink_budget_s, self.clock, said,
-                     prefer_for(fail.signature, self.new_model))
+                     prefer_for(fail.signature, models_of(self.new_model, fail.scenario_seed)))
         self.result.shrink_seconds += self.clock() - t0
         fail.shrink, fail.minimal_steps = res, res.steps
         text = scenario_yaml(f"{fail.name}-min", fail.scenario_seed, res.steps,
@@ -596,7 +625,8 @@ def _outcome(result: Any) -> Outcome:
     from harness.judge.compare import ERROR
     if result.verdict == ERROR:
         return Outcome(None, result.reason or "ERROR", result.run_dir)
-    return Outcome(signature(result.axes), None, result.run_dir)
+    return Outcome(signature(result.axes), None, result.run_dir,
+                   reason=reasons(result.axes))
 
 
 def target_predicate(build: Any, names: Sequence[str]) -> Callable[[Steps], bool]:
@@ -642,13 +672,17 @@ class CampaignModels:
         return self._scenarios[cluster]
 
     def for_cluster(self, cluster: fuzzgen.Cluster) -> Any:
+        """The model of ``cluster``, under its traffic when it has some (the traffic goes
+        on after every step: ``fuzzgen.UnderTraffic``)."""
         from harness.judge.lanes import lanes, single
         from harness.run.runner import Runner
-        sc, profile, elr = self._scenario(cluster)
+        sc, profile, elr = self._scenario(dataclasses.replace(cluster, traffic=None))
         if single(sc):
-            return Runner.model_for(sc, profile, elr)
-        return fuzzgen.PartitionModels([Runner.model_for(ln.scenario, profile, elr)
-                                        for ln in lanes(sc)])
+            model = Runner.model_for(sc, profile, elr)
+        else:
+            model = fuzzgen.PartitionModels([Runner.model_for(ln.scenario, profile, elr)
+                                             for ln in lanes(sc)])
+        return fuzzgen.under_traffic(lambda: model, cluster.traffic)()
 
     def __call__(self) -> Any:
         return self.for_cluster(CLUSTERS.current or fuzzgen.BASE_CLUSTER)

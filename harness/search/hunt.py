@@ -168,15 +168,17 @@ class HuntConfig:
     mutate_share: float = MUTATE_SHARE
     #: Generated runs per build per session (tests; the command gives a budget only).
     runs: int | None = None
+    #: Every schedule under client traffic drawn from its seed (``--traffic``).
+    traffic: bool = False
 
     def schedule_settings(self) -> dict[str, Any]:
         """What shapes the schedules: a resumed campaign must have the same."""
         return {"seed": self.seed, "steps": self.length,
                 "weights": dict(sorted((self.weights or {}).items())),
-                "mutate_share": self.mutate_share}
+                "mutate_share": self.mutate_share, "traffic": self.traffic}
 
     def gen(self) -> Any:
-        return fuzz.gen_config(length=self.length, weights=self.weights)
+        return fuzz.gen_config(length=self.length, weights=self.weights, traffic=self.traffic)
 
     def campaign(self) -> fuzz.CampaignConfig:
         return fuzz.CampaignConfig(seed=self.seed, runs=self.runs, budget_s=self.budget_s,
@@ -298,8 +300,9 @@ def load_state(campaign_dir: Path, cfg: HuntConfig) -> HuntState:
         raise UsageError(f"hunt: --campaign-dir {campaign_dir} holds a campaign of --seed "
                          f"{old.get('seed')}, not {settings['seed']}: give --seed "
                          f"{old.get('seed')} to resume it, or a new --campaign-dir")
+    old.setdefault("traffic", False)  # a campaign from before --traffic had none
     for key, flag in (("steps", "--steps"), ("weights", "--weights"),
-                      ("mutate_share", "the mutation share")):
+                      ("mutate_share", "the mutation share"), ("traffic", "--traffic")):
         if old.get(key) != settings[key]:
             raise UsageError(f"hunt: --campaign-dir {campaign_dir} was started with {flag} "
                              f"{old.get(key)!r}, not {settings[key]!r}: give the same to resume "

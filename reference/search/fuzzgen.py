@@ -45,6 +45,11 @@ Each schedule may get a cluster of its own (``draw_cluster``: brokers, controlle
 replicas, partitions, min ISR, unclean election, ELR); several partitions are stepped
 together (``PartitionModels``): a guard holds on every partition.
 
+Under client traffic (``draw_traffic``: the schedule's ``traffic`` block, drawn from its
+seed; ``GenConfig.traffic``) the caller's model ticks after every step as the run's
+lockstep does (``UnderTraffic``), no kind the format refuses there is generated
+(``Generator.under_traffic``: consume) and ``lose_unflushed`` cuts at offset 0 only.
+
 After ``length`` such steps the schedule ends with a recovery tail (Jepsen's final heal
 and read): unclean election off, ``resume`` of every paused broker, ``restart`` of every
 controller down, ``heal`` if a link is cut or shaped, ``restart`` of every broker down,
@@ -55,6 +60,7 @@ from __future__ import annotations
 
 import copy
 import random
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -70,11 +76,13 @@ from reference.search.generators import (
     Lanes,
     Limits,
     Track,
+    UnderTraffic,
 )
 
 __all__ = ["ALL", "DEFAULT_WEIGHTS", "KINDS", "Cluster", "GenConfig", "Generator", "Lanes",
-           "PartitionModels", "Track", "candidates", "draw_cluster", "generate",
-           "predicts_acked_loss", "validate", "why_invalid"]
+           "PartitionModels", "Track", "TrafficConsumer", "TrafficPlan", "TrafficProducer",
+           "UnderTraffic", "candidates", "draw_cluster", "draw_traffic", "generate",
+           "predicts_acked_loss", "under_traffic", "validate", "why_invalid"]
 
 #: The step kinds this package's generators make, with their default weights (the
 #: campaign's kinds are the registry's: harness/search/fuzz.py passes them in GenConfig).
@@ -100,6 +108,9 @@ class GenConfig:
     #: Whether each schedule gets a cluster of its own (``draw_cluster``; the caller
     #: builds the model of it: harness/search/fuzz.py) instead of the fixed base cluster.
     clusters: bool = False
+    #: Whether each schedule runs under client traffic drawn from its seed
+    #: (``draw_traffic``; the caller's model of it ticks: ``under_traffic``).
+    traffic: bool = False
 
     def weight_of(self) -> dict[str, int]:
         given = self.weights if self.weights is not None else {
@@ -108,6 +119,111 @@ class GenConfig:
 
 
 # -- the cluster's settings -------------------------------------------------------------
+
+#: A generated producer's rate, records/s (bounded: a few producers on a small machine,
+#: through the proxies; bench/RESULTS-traffic.md).
+TRAFFIC_RATES = (50, 400)
+#: Key counts a generated producer draws from (then raised until the keys cover every
+#: partition of the topic).
+TRAFFIC_KEYS = (1, 4, 16, 100, 1000)
+
+
+@dataclass(frozen=True)
+class TrafficProducer:
+    """One generated producer (FORMAT.md "Traffic", ``producers``): acks all or 1,
+    idempotent only with acks all."""
+
+    acks: str = "all"
+    idempotent: bool = True
+    rate: int = 100
+    keys: int = 1000
+
+    def to_dict(self) -> dict[str, object]:
+        return {"rate": self.rate, "acks": self.acks if self.acks == "all" else int(self.acks),
+                "idempotent": self.idempotent, "keys": self.keys}
+
+
+@dataclass(frozen=True)
+class TrafficConsumer:
+    """One generated consumer (``consumers``): assign (every partition from offset 0) or
+    group (subscribed), committing or not (only in a group)."""
+
+    mode: str = "assign"
+    commit: bool = False
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"mode": self.mode}
+        if self.commit:
+            out["commit"] = True
+        return out
+
+
+@dataclass(frozen=True)
+class TrafficPlan:
+    """A generated schedule's ``traffic:`` block: producers and consumers for the whole
+    schedule, on the schedule's one topic."""
+
+    producers: tuple[TrafficProducer, ...]
+    consumers: tuple[TrafficConsumer, ...]
+
+    @property
+    def tick_acks(self) -> str:
+        """What the model sees of the traffic after each step: a record with the weakest
+        acks of the producers (harness/judge/traffic.py ``tick_step``)."""
+        return min((p.acks for p in self.producers), key=("0", "1", "all").index)
+
+    def to_dict(self) -> dict[str, object]:
+        """The scenario file's ``traffic`` block."""
+        return {"producers": [p.to_dict() for p in self.producers],
+                "consumers": [c.to_dict() for c in self.consumers]}
+
+
+def _partition_of(key: str, partitions: int) -> int:
+    """The client's partitioner for a keyed traffic record: CRC32 of the key modulo the
+    partitions (harness/client/traffic.py)."""
+    return zlib.crc32(key.encode()) % partitions
+
+
+def covering_keys(least: int, partitions: int) -> int:
+    """The smallest key count >= ``least`` whose keys ``key0..`` reach every partition."""
+    seen: set[int] = set()
+    n = 0
+    while n < least or len(seen) < partitions:
+        seen.add(_partition_of(f"key{n}", partitions))
+        n += 1
+    return n
+
+
+def draw_traffic(seed: int | str, partitions: int = 1) -> TrafficPlan:
+    """The traffic of the schedule with this (scenario) seed: 1-3 producers (acks all or 1,
+    idempotence on or off with acks all; 50-400 records/s each; keys over every one of
+    the topic's ``partitions``), 1-2 consumers (assign, or a group committing or not).
+    Deterministic for a seed; a random stream of its own, so the cluster drawn for the
+    same seed is the one drawn without traffic."""
+    rng = random.Random(f"kafka-chaos-traffic:{seed}")
+    producers = []
+    for _ in range(rng.choice((1, 2, 2, 3))):
+        acks = rng.choice(("all", "all", "1"))
+        producers.append(TrafficProducer(
+            acks=acks, idempotent=acks == "all" and rng.random() < 0.75,
+            rate=rng.randrange(TRAFFIC_RATES[0], TRAFFIC_RATES[1] + 1, 10),
+            keys=covering_keys(rng.choice(TRAFFIC_KEYS), partitions)))
+    consumers = []
+    for _ in range(rng.choice((1, 1, 2))):
+        mode = rng.choice(("assign", "group"))
+        consumers.append(TrafficConsumer(mode, commit=mode == "group" and rng.random() < 0.5))
+    return TrafficPlan(tuple(producers), tuple(consumers))
+
+
+def under_traffic(new_model: Callable[[], Lanes], plan: TrafficPlan | None
+                  ) -> Callable[[], Lanes]:
+    """The model factory of a schedule under ``plan``'s traffic (``UnderTraffic``: the
+    traffic ticks after every step, as in the run's lockstep); ``new_model`` without."""
+    if plan is None:
+        return new_model
+    acks = plan.tick_acks
+    return lambda: UnderTraffic(new_model(), acks)
+
 
 @dataclass(frozen=True)
 class Cluster:
@@ -122,6 +238,8 @@ class Cluster:
     min_isr: int = 2
     unclean: bool = False
     elr: bool | None = None
+    #: The schedule's client traffic (None: none; ``draw_traffic``).
+    traffic: TrafficPlan | None = None
 
 
 #: Draws in a row refused by the unclean-loss rule before a schedule ends early.
@@ -132,12 +250,14 @@ BASE_CLUSTER = Cluster()
 MAX_NODES = 6
 
 
-def draw_cluster(seed: int | str, elr_choices: Sequence[bool | None] = (None,)) -> Cluster:
+def draw_cluster(seed: int | str, elr_choices: Sequence[bool | None] = (None,),
+                 traffic: bool = False) -> Cluster:
     """The cluster of the schedule with this (scenario) seed: 3-5 brokers with one
     controller or 3 brokers with a quorum of 3, replication factor 2-4 (mostly 3),
     1-3 partitions (mostly 1), min ISR 1..RF (mostly 2), unclean election off three times
     in four, ELR one of ``elr_choices`` (what the build allows: both where it can be
-    formatted either way). Deterministic for a seed."""
+    formatted either way), and with ``traffic`` the traffic of ``draw_traffic`` for the
+    same seed. Deterministic for a seed."""
     rng = random.Random(f"kafka-chaos-cluster:{seed}")
     controllers = rng.choice((1, 1, 3))
     brokers = rng.choice((3, 3, 4, 5)) if controllers == 1 else 3
@@ -145,9 +265,11 @@ def draw_cluster(seed: int | str, elr_choices: Sequence[bool | None] = (None,)) 
     rf = min(brokers, rng.choice((2, 3, 3, 3, 4)))
     replicas = tuple(rng.sample(range(1, brokers + 1), rf))
     min_isr = min(rf, rng.choice((1, 2, 2, 2, 3)))
+    partitions = rng.choice((1, 1, 1, 2, 3))
     return Cluster(brokers=brokers, controllers=controllers, replicas=replicas,
-                   partitions=rng.choice((1, 1, 1, 2, 3)), min_isr=min_isr,
-                   unclean=rng.random() < 0.25, elr=rng.choice(tuple(elr_choices)))
+                   partitions=partitions, min_isr=min_isr,
+                   unclean=rng.random() < 0.25, elr=rng.choice(tuple(elr_choices)),
+                   traffic=draw_traffic(seed, partitions) if traffic else None)
 
 
 class PartitionModels:
@@ -168,9 +290,9 @@ class PartitionModels:
     def cluster(self) -> ClusterSpec:
         return self.models[0].cluster
 
-    def apply(self, step: S.Step) -> Prediction:
+    def apply(self, step: S.Step, *, continues_step: bool = False) -> Prediction:
         """Each lane's prediction; the first one that is unsupported, else partition 0's."""
-        preds = [m.apply(step) for m in self.models]
+        preds = [m.apply(step, continues_step=continues_step) for m in self.models]
         return next((p for p in preds if p.unsupported), preds[0])
 
 
@@ -246,7 +368,8 @@ def why_invalid(step: S.Step, model: Lanes, track: Track, cfg: GenConfig,
     generator = cfg.generators.get(step.kind)
     if generator is None or not isinstance(step, generator.makes):
         return f"the generator does not make {step.kind} steps"
-    return generator.why_invalid(step, _gen(model, track, cfg)) or (
+    g = _gen(model, track, cfg)
+    return generator.refused(g) or generator.why_invalid(step, g) or (
         unclean_loss(step, model, track, cfg) if lookahead else unclean_loss(step, model))
 
 
@@ -263,6 +386,8 @@ def candidates(kind: str, model: Lanes, track: Track, cfg: GenConfig,
     if generator is None:
         raise ValueError(f"unknown step kind {kind!r} (one of {', '.join(cfg.generators)})")
     g = _gen(model, track, cfg)
+    if generator.refused(g) is not None:
+        return []
     return [s for s in generator.steps(g, rng) if generator.why_invalid(s, g) is None]
 
 

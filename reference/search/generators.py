@@ -38,7 +38,34 @@ class Lanes(Protocol):
     @property
     def cluster(self) -> ClusterSpec: ...
 
-    def apply(self, step: S.Step) -> Prediction: ...
+    def apply(self, step: S.Step, *, continues_step: bool = False) -> Prediction: ...
+
+
+class UnderTraffic:
+    """A model under client traffic (FORMAT.md "Traffic"): after every step the traffic
+    goes on, as the runner's lockstep sees it (harness/judge/traffic.py ``tick_step``): one
+    record written with ``acks`` (the weakest of the producers) on every partition, during
+    the step (a follower cut from its leader falls behind and leaves the ISR). The step's
+    own prediction is returned. Guards read ``Gen.traffic`` off it: under traffic the
+    format refuses some kinds (``Generator.under_traffic``) and cuts logs only at offsets
+    known in advance (``lose_unflushed``: 0)."""
+
+    def __init__(self, model: Lanes, acks: str) -> None:
+        self.model, self.acks = model, acks
+
+    @property
+    def branches(self) -> Sequence[World]:
+        return self.model.branches
+
+    @property
+    def cluster(self) -> ClusterSpec:
+        return self.model.cluster
+
+    def apply(self, step: S.Step, *, continues_step: bool = False) -> Prediction:
+        pred = self.model.apply(step, continues_step=continues_step)
+        self.model.apply(S.Produce(1, self.acks), continues_step=True)
+        return pred
+
 
 #: acks levels of a generated produce, with their weights.
 ACKS: tuple[tuple[str, int], ...] = (("all", 2), ("1", 1), ("0", 1))
@@ -82,6 +109,11 @@ class Gen:
     model: Lanes
     track: Track
     limits: Limits
+
+    @property
+    def traffic(self) -> bool:
+        """Whether the schedule runs under client traffic (``UnderTraffic``)."""
+        return isinstance(self.model, UnderTraffic)
 
     @property
     def brokers(self) -> list[int]:
@@ -164,6 +196,16 @@ class Generator:
     why_invalid: Guard
     #: What the step leaves in the track for later guards.
     after: After = _nothing_after
+    #: Whether the format takes the kind in a scenario with traffic (the loader refuses
+    #: ``consume`` there: the traffic's consumers and its final read do the reading).
+    under_traffic: bool = True
+
+    def refused(self, g: Gen) -> str | None:
+        """Why no step of the kind may come now whatever its parameters, or None."""
+        if g.traffic and not self.under_traffic:
+            return (f"no {self.kind} step under traffic (the format refuses it: "
+                    "FORMAT.md \"Traffic\")")
+        return None
 
 
 def _leader_reachable(w: World) -> bool:
@@ -199,7 +241,8 @@ def _produce_steps(g: Gen, rng: random.Random) -> list[S.Step]:
 
 
 PRODUCE = Generator("produce", S.Produce, 6, _produce_steps, _client_step_guard)
-CONSUME = Generator("consume", S.Consume, 1, lambda g, rng: [S.Consume()], _client_step_guard)
+CONSUME = Generator("consume", S.Consume, 1, lambda g, rng: [S.Consume()], _client_step_guard,
+                    under_traffic=False)
 
 
 # -- network ------------------------------------------------------------------------------
@@ -364,6 +407,9 @@ def _lose_guard(step: S.Step, g: Gen) -> str | None:
         return f"broker {lost} was not killed (or restarted since)"
     if lost in g.track.lost_since_kill:
         return f"broker {lost} lost its unflushed data already since its kill"
+    if g.traffic and o != 0:
+        return (f"offset {o}: under traffic only offset 0 is a batch boundary known in "
+                "advance (the log is cut at a batch boundary)")
     if not g.every(lambda w: 0 <= o < w.broker(lost).leo):
         return f"offset {o} is not below broker {lost}'s log end in every branch"
     return None
@@ -374,7 +420,7 @@ def _lose_steps(g: Gen, rng: random.Random) -> list[S.Step]:
     for b in sorted(g.track.killed - g.track.lost_since_kill):
         leo = min(w.broker(b).leo for w in g.model.branches)
         if leo > 0:
-            out.append(S.LoseUnflushed(b, rng.randrange(leo)))
+            out.append(S.LoseUnflushed(b, 0 if g.traffic else rng.randrange(leo)))
     return out
 
 
