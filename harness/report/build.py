@@ -13,7 +13,7 @@ from harness.infra.spark import session as spark_session
 from harness.judge.axes import AXES, CONFORMS, INCOMPLETE, UNSUPPORTED, axis_as_expected
 from harness.judge.headline import headline, lockstep_label
 from harness.report import html, junit, spark_jobs
-from harness.report.load import Runs, discover
+from harness.report.load import Runs, discover, is_number
 
 MAX_POINTS_PER_RUN = 4000
 
@@ -60,6 +60,7 @@ def _spark_facts(runs: Runs, master: str | None) -> dict[str, Any]:
             "axes": {f.run_id: f.axes for f in judged},
             "trace": {f.run_id: f.trace or [] for f in judged},
             "audit_problems": {f.run_id: f.audit_problem for f in judged if f.audit_problem},
+            "traffic": {f.run_id: f.traffic for f in judged if f.traffic},
             "corrupt_lines": sum(f.corrupt_lines for f in judged)}
 
 
@@ -103,6 +104,7 @@ def _run_row(index: int, run_dir: Path, meta: dict[str, Any],
         "axes": axes,
         "axes_note": facts["audit_problems"].get(key),
         "trace": facts["trace"].get(key, []),
+        "traffic": run_traffic(meta, facts.get("traffic", {}).get(key)),
     }
 
 
@@ -123,6 +125,67 @@ def run_axes(meta: dict[str, Any], rejudged: dict[str, dict[str, Any]] | None,
         out[a] = {"verdict": verdict, "reason": str(axes[a].get("reason") or ""),
                   "as_expected": axis_as_expected(a, verdict, expected), "expected": expected}
     return out
+
+
+#: The throughput figures of run.json's ``traffic.summary`` the page shows (docs/TRAFFIC.md).
+THROUGHPUT = ("seconds", "producing_s", "sent", "acked", "failed", "acked_per_s",
+              "acked_all_per_s", "polled")
+#: Lost ids named on the page (as the safety axis's reason names them).
+LOST_IDS = 10
+
+
+def run_traffic(meta: dict[str, Any], rejudged: dict[str, Any] | None
+                ) -> dict[str, Any] | None:
+    """What a run's client traffic did (docs/TRAFFIC.md), None for a run without any:
+    throughput from run.json's ``traffic.summary`` (sent and acknowledged records, records
+    per second), the problems of its threads, and every check's result, re-judged now
+    (``rejudged``: the audit's) or else as the run recorded them, with the lost records
+    (counts, and the first ids). Only numbers that are numbers are kept; text is escaped by
+    the page."""
+    if not isinstance(meta.get("traffic"), dict) and not isinstance(rejudged, dict):
+        return None
+    recorded = _dict(meta.get("traffic"))
+    summary = _dict(recorded.get("summary"))
+    throughput = {k: summary[k] for k in THROUGHPUT if is_number(summary.get(k))}
+    sent, producing = throughput.get("sent"), throughput.get("producing_s")
+    if sent is not None and producing:
+        throughput["sent_per_s"] = round(sent / producing, 1)
+    doc = rejudged if isinstance(rejudged, dict) else _dict(recorded.get("checks"))
+    checks = [_traffic_check(c) for c in _list(doc.get("checks")) if isinstance(c, dict)]
+    skipped = doc.get("skipped_lines")
+    return {"throughput": throughput, "rejudged": isinstance(rejudged, dict),
+            "problems": [str(p) for p in _list(recorded.get("problems"))],
+            "engine": str(doc.get("engine") or ""),
+            "skipped_lines": skipped if is_number(skipped) else 0,
+            "checks": checks, "lost": _lost(_list(doc.get("checks")))}
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _traffic_check(c: dict[str, Any]) -> dict[str, Any]:
+    return {"name": str(c.get("name")), "ok": c.get("ok") is True,
+            "unsafe": c.get("unsafe") is True,
+            "counts": {str(k): v for k, v in _dict(c.get("counts")).items() if is_number(v)}}
+
+
+def _lost(checks: list[Any]) -> dict[str, Any] | None:
+    """lost_writes' counts and its first lost ids (the ones counted against the fault
+    budget first, as the check orders its examples), each marked excused or not."""
+    lost = next((c for c in checks if isinstance(c, dict) and c.get("name") == "lost_writes"),
+                None)
+    if lost is None:
+        return None
+    ids = [{"id": str(e.get("id")), "excused": e.get("excused") is True}
+           for e in _list(lost.get("examples")) if isinstance(e, dict)
+           and e.get("id") is not None]
+    return {"counts": {str(k): v for k, v in _dict(lost.get("counts")).items()
+                       if is_number(v)}, "ids": ids[:LOST_IDS]}
 
 
 def run_verdict(meta: dict[str, Any], has_run_end: bool) -> str:

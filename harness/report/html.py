@@ -13,7 +13,8 @@ from harness.report.text import html_text as escape
 
 COLOURS = {"CONFORMS": "#2e7d32", "DIVERGES": "#c62828", "UNSUPPORTED": "#757575",
            "ERROR": "#6a1b9a", "INCOMPLETE": "#ef6c00", "SAFE": "#2e7d32", "UNSAFE": "#b71c1c",
-           "DEVIATES": "#558b2f", "KIP-DIVERGES": "#c62828", "NOT-AS-DECLARED": "#e65100"}
+           "DEVIATES": "#558b2f", "KIP-DIVERGES": "#c62828", "NOT-AS-DECLARED": "#e65100",
+           "ok": "#2e7d32", "note": "#757575"}
 _CSS = """body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;
 margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}
 .v{color:#fff;font-weight:bold}a{color:inherit}section{border-top:2px solid #ddd;
@@ -121,8 +122,59 @@ def _run(r: dict[str, Any], points: list[dict[str, Any]]) -> str:
             + f"</p><p class='small'>run "
             f"{escape(r['run_id'])}, backend {escape(str(r['backend']))}, profile "
             f"{escape(str(r['profile']))}, {r['events']} events</p>")
-    return (head + _axes(r) + _timeline(points, r.get("trace") or []) + _trace(r)
-            + _checks(r["checks"]) + "</section>")
+    return (head + _axes(r) + _timeline(points, r.get("trace") or []) + _traffic(r)
+            + _trace(r) + _checks(r["checks"]) + "</section>")
+
+
+def _num(value: Any) -> str:
+    """A number the report computed or type-checked (build.run_traffic), grouped."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "-"
+    return f"{value:,}" if isinstance(value, int) else f"{value:,.1f}"
+
+
+def _traffic(r: dict[str, Any]) -> str:
+    """The run's client traffic (docs/TRAFFIC.md), beside its timeline: throughput,
+    acknowledged and lost records (the first lost ids), and each check's result; nothing
+    for a run without traffic."""
+    t = r.get("traffic")
+    if not t:
+        return ""
+    tp = t.get("throughput") or {}
+    lost = t.get("lost") or {}
+    lc = lost.get("counts") or {}
+    rows = [("sent", _num(tp.get("sent"))), ("acknowledged", _num(tp.get("acked"))),
+            ("failed sends", _num(tp.get("failed"))), ("polled", _num(tp.get("polled"))),
+            ("records/s sent", _num(tp.get("sent_per_s"))),
+            ("records/s acknowledged", _num(tp.get("acked_per_s"))),
+            ("acks=all records/s acknowledged", _num(tp.get("acked_all_per_s"))),
+            ("producing, s", _num(tp.get("producing_s"))),
+            ("lost (acknowledged, not in the final read)", _num(lc.get("lost"))),
+            ("lost beyond the fault budget", _num(lc.get("counted"))),
+            ("lost, excused (acks 0/1 or within the budget)", _num(lc.get("excused")))]
+    table = "".join(f"<tr><th>{escape(k)}</th><td class='num'>{v}</td></tr>" for k, v in rows)
+    ids = lost.get("ids") or []
+    named = ""
+    if ids:
+        more = int(lc.get("lost") or 0) - len(ids)
+        named = ("<p class='small traffic-lost'>lost ids: " + ", ".join(
+            escape(i["id"]) + (" (excused)" if i.get("excused") else "") for i in ids)
+            + (f" and {more:,} more" if more > 0 else "") + "</p>")
+    checks = "".join(
+        f"<tr><td>{escape(c['name'])}</td>"
+        + _badge("ok" if c["ok"] else "UNSAFE" if c["unsafe"] else "note")
+        + f"<td>{escape(', '.join(f'{k} {_num(v)}' for k, v in c['counts'].items()))}</td></tr>"
+        for c in t.get("checks") or [])
+    problems = "".join(f"<p class='small'>traffic problem: {escape(p)}</p>"
+                       for p in t.get("problems") or [])
+    source = ("re-judged now" if t.get("rejudged") else "as the run recorded them") + (
+        f", {escape(t['engine'])}" if t.get("engine") else "") + (
+        f", {_num(t['skipped_lines'])} ill-typed line(s) skipped" if t.get("skipped_lines")
+        else "")
+    return (f"<div class='traffic'><h4>client traffic</h4><table class='traffic-throughput'>"
+            f"{table}</table>{named}{problems}<table class='traffic-checks'><tr><th>check</th>"
+            f"<th>result</th><th>counts</th></tr>{checks}</table><p class='small'>checks "
+            f"{source} (docs/TRAFFIC.md)</p></div>")
 
 
 def _axes(r: dict[str, Any]) -> str:

@@ -44,6 +44,9 @@ class RunFacts(NamedTuple):
     axes: dict[str, dict[str, Any]] | None = None  # release/kip/safety, re-judged (audit)
     trace: list[dict[str, Any]] | None = None  # trace violations: t_wall, rule, offset, detail
     audit_problem: str | None = None  # why the axes could not be re-judged, if they could not
+    #: The traffic checks re-judged with the axes (audit; docs/TRAFFIC.md), for a run that
+    #: recorded traffic.jsonl; None otherwise.
+    traffic: dict[str, Any] | None = None
 
 
 def judge_runs(spark: SparkSession, histories: list[tuple[str, Path]],
@@ -66,28 +69,30 @@ def judge_history(item: tuple[str, str, int]) -> tuple[Any, ...]:
         checks = {c.name: c.details[:limit] for c in run_checks(events)}
     except Exception as exc:  # noqa: BLE001 - one odd history must not fail the whole report
         return (run_id, len(events), corrupt, {}, [], False, f"{type(exc).__name__}: {exc}",
-                None, [], None)
+                None, [], None, None)
     timeline = [{f: e.get(f) for f in TIMELINE_FIELDS} for e in events
                 if e["kind"] in TIMELINE_KINDS]
     ended = any(e["kind"] == "run_end" for e in events)
-    axes, trace, why = judge_axes(Path(path).parent, events)
-    return run_id, len(events), corrupt, checks, timeline, ended, None, axes, trace, why
+    axes, trace, why, traffic = judge_axes(Path(path).parent, events)
+    return run_id, len(events), corrupt, checks, timeline, ended, None, axes, trace, why, traffic
 
 
 def judge_axes(run_dir: Path, events: list[dict[str, Any]]
-               ) -> tuple[dict[str, dict[str, Any]] | None, list[dict[str, Any]], str | None]:
-    """The three axes and the trace violations, by `kafka-chaos audit`'s own code (the
-    runner's judges), or why they could not be re-judged (e.g. no scenario file)."""
+               ) -> tuple[dict[str, dict[str, Any]] | None, list[dict[str, Any]], str | None,
+                          dict[str, Any] | None]:
+    """The three axes, the trace violations and the traffic checks, by `kafka-chaos
+    audit`'s own code (the runner's judges), or why they could not be re-judged (e.g. no
+    scenario file)."""
     from harness.judge.audit import audit
     try:
         result = audit(run_dir, events)
     except Exception as exc:  # noqa: BLE001 - the run is still shown with its data checks
-        return None, [], f"{type(exc).__name__}: {exc}"
+        return None, [], f"{type(exc).__name__}: {exc}", None
     axes = {a: {k: v[k] for k in ("verdict", "reason", "expected", "as_expected")}
             for a, v in result.to_json()["axes"].items()}
     trace = [{k: f.get(k) for k in ("t_wall", "rule", "offset", "detail", "controller")}
              for f in result.axes["release"].details]
-    return axes, trace, None
+    return axes, trace, None, result.traffic
 
 
 def read_history(path: Path) -> tuple[list[dict[str, Any]], int]:
