@@ -143,6 +143,8 @@ def _lane_state() -> tuple[dict[str, Any], dict[str, Any]]:
     ({"op": "fence", "broker": 9}, {"op": "fence", "broker": 9}),  # the lane's clock
     (p.fence(11), None),  # another lane's broker
     (p.alter_partition("k0t0", [2, 3, 7]), p.alter_partition("k0t0", [1, 2, 3])),
+    (p.alter_partition("k0t0", [2, 1]), p.alter_partition("k0t0", [1, 2])),  # not reordered
+    (p.alter_partition("k0t0", [3, 5, 2]), p.alter_partition("k0t0", [1, 2, 3])),
     (p.alter_partition("k0t2", [3]), None),  # leaderless
     (p.alter_partition("k0t0", [1], leaderEpoch=1), p.alter_partition("k0t0", [1],
                                                                       leaderEpoch=1)),

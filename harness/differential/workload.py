@@ -170,7 +170,8 @@ def _known(broker: Any, brokers: State) -> bool:
 def repair(event: Mapping[str, Any], partitions: State, brokers: State,
            lane_brokers: Sequence[int], clock: int | None = None) -> dict[str, Any] | None:
     """``event`` as RandomEvents could have sent it in this state, mended where it can be
-    (an ISR kept to the partition's replicas with the leader in it, the leader as sender),
+    (an ISR kept to the partition's replicas with the leader in it, in the current ISR's
+    order),
     or None where it cannot: a broker event for a broker in the wrong state (fencing a
     fenced running broker, unfencing a running one, registering a running one), a partition
     event for a partition that is not there, a reassignment completed or cancelled with none
@@ -229,9 +230,13 @@ def repair(event: Mapping[str, Any], partitions: State, brokers: State,
                                      "leaderRecoveryState", "brokerEpoch", "isrBrokerEpochs"))
         if stale or (op == "completeReassignment" and "isr" not in e):
             return e
-        replicas = list(part["replicas"])
-        isr = [leader] + [b for b in dict.fromkeys(e["isr"]) if b in replicas and b != leader]
-        e["isr"] = isr
+        # Members of the current ISR keep its order (a reordered ISR is a change to the
+        # controller, which compares lists, and not to the model, which holds a set), the
+        # leader stays, new members follow in the event's order.
+        replicas, current = list(part["replicas"]), list(part["isr"])
+        wanted = {b for b in e["isr"] if b in replicas} | {leader}
+        e["isr"] = [b for b in current if b in wanted] + [
+            b for b in dict.fromkeys(e["isr"]) if b in wanted and b not in current]
         return e
     return None
 
