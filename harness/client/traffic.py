@@ -434,7 +434,8 @@ class Traffic:
             w.thread.join(max(0.0, deadline - time.monotonic()))
         if producers:
             self.produced = time.monotonic()
-        if consumers and not any(self._running(w) for w in self._workers[:count]):
+        if consumers and not any(self._running(w) and w.thread.is_alive()
+                                 for w in self._workers[:count]):
             # Nothing is written any more: let them read what was acknowledged last.
             self._drain([c for c, w in zip(self.consumers, self._workers[count:], strict=True)
                          if w in consumers])
