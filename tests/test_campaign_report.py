@@ -127,6 +127,12 @@ def test_without_a_run_log_times_come_from_the_run_directories(tmp_path: Path) -
     d = write_campaign(tmp_path, run_log=False)
     (b,) = report_of(d)["builds"]
     assert "wall clocks" in b["time_source"]
+    assert "derived total 9.0 min, the state's 30.0 min" in b["time_source"]
+    assert "run directories, the state counts" not in b["time_source"]
+    st = campaign.load_campaign(d).builds["4.3.1"]
+    st.runs = 4  # a run stopped by SIGTERM: a directory the state does not count
+    assert "5 run directories, the state counts 4 runs" in campaign.build_report(
+        st, rows_of(d), d, d / "runs")["time_source"]
     assert b["kinds"] == {"generated": 3, "re-run": 1, "shrink": 1}
     # session 1: 1000..1240 s (240 s); the 1760 s pause is a break; session 2: 300 s
     ended = campaign.derived_end_times(rows_of(d))
@@ -143,6 +149,11 @@ def test_without_a_run_log_times_come_from_the_run_directories(tmp_path: Path) -
     both = [{"name": "a", "started": 0.0, "ended": 100.0},
             {"name": "b", "started": 10.0, "ended": 150.0}]
     assert campaign.derived_end_times(both) == {"a": 100.0, "b": 150.0}
+    # a resume 78 s after a stop is a new session; 50 s between two runs is not
+    pause = [{"name": "a", "started": 0.0, "ended": 100.0},
+             {"name": "b", "started": 178.0, "ended": 200.0},
+             {"name": "c", "started": 250.0, "ended": 260.0}]
+    assert campaign.derived_end_times(pause) == {"a": 100.0, "b": 122.0, "c": 182.0}
 
 
 def test_no_run_directory_falls_back_to_the_counters(tmp_path: Path) -> None:
