@@ -158,17 +158,16 @@ class Gen:
 
     def controller_request(self, what: str) -> str | None:
         """Why a request to the controller (``what``) would not be answered, or None. The
-        admin client sends it to a broker, which forwards it to the active controller: in
-        every branch there is one, and every broker the observer may ask (running, not
-        paused) reaches it (a broker cut from it leaves the request to time out: a harness
-        ERROR, not a verdict)."""
+        harness sends it to a broker that reaches the active controller, which forwards it
+        (harness/client/admin.py ``to_controller``): in every branch there is an active
+        controller, and some broker the observer may ask (running, not paused) reaches it
+        in every branch."""
         if not self.every(lambda w: active_controller(w) is not None):
             return f"no active controller in some branch ({what} needs one)"
-        cut = [b for b in self.current
-               if not all(_reaches_quorum(w, b) for w in self.model.branches)]
-        if cut:
-            return (f"broker(s) {cut} cut from the active controller in some branch ({what} "
-                    "is forwarded to it by whichever broker the admin client asks)")
+        if not any(all(_reaches_quorum(w, b) for w in self.model.branches)
+                   for b in self.current):
+            return (f"no running broker reaches the active controller in every branch ({what} "
+                    "is forwarded to it by a broker)")
         return None
 
 
