@@ -40,7 +40,7 @@ from harness.judge.compare import (
     observed_state,
     predicts_hwm_drop,
     run_data_checks,
-    worst,
+    with_checks,
 )
 from harness.judge.datachecks import CheckResult
 from harness.judge.headline import Headline, headline
@@ -183,8 +183,7 @@ def judge_axes(scenario: Scenario, profile: Profile, build: str, meta: dict[str,
     checks = run_data_checks(raw_checks, model, predicts_hwm_drop(events)
                              or hwm_drop_allowed(scenario, events))
     if release not in NOT_JUDGED:
-        release = worst([release] + [DIVERGES if not c["ok"] else CONFORMS for c in checks])
-        reason = reason or next((f"check {c['name']}" for c in checks if not c["ok"]), "")
+        release, reason = with_checks(release, reason, checks)
     evidence = RunEvidence(scenario, version_tuple(build), events, raw_checks,
                            lambda p: trace_under(mutate(p)), trace_check.SAFETY_RULES)
     return judge_run(AxisVerdict("release", release, reason), model.profile, kip, evidence)

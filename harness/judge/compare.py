@@ -70,6 +70,16 @@ def run_data_checks(raw_checks: list[Any], model: Any,
     return out
 
 
+def with_checks(verdict: str, reason: str, checks: list[dict[str, Any]]) -> tuple[str, str]:
+    """The release verdict and reason once the data checks are in: a failed check makes it
+    DIVERGES and, when no step gave a reason, names it (``check gaps``), so a failure's
+    signature names the check rather than ``other``."""
+    failed = [c["name"] for c in checks if not c["ok"]]
+    if not failed:
+        return verdict, reason
+    return worst([verdict, DIVERGES]), reason or f"check {failed[0]}"
+
+
 def observed_state(observed: Mapping[str, Any]) -> Any:
     from reference import PartitionState
     return PartitionState.from_json(dict(observed))

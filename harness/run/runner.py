@@ -45,6 +45,7 @@ from harness.judge.compare import (
     quorum_unseen,
     run_data_checks,
     shape_of,
+    with_checks,
     worst,
 )
 from harness.judge.headline import Headline, headline
@@ -224,8 +225,8 @@ class Runner:
         result.wall_s = time.monotonic() - t0
         history.meta["timings"]["run_s"] = round(result.wall_s, 2)
         if result.verdict != ERROR:
-            result.verdict = worst([s.verdict for s in result.steps] + [
-                DIVERGES if not c["ok"] else CONFORMS for c in result.checks])
+            result.verdict, result.reason = with_checks(
+                worst([s.verdict for s in result.steps]), result.reason, result.checks)
         history.record("verdict", index=None, verdict=result.verdict, reason=result.reason,
                        field=None)
         self._judge_axes(history, result)
