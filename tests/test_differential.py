@@ -45,11 +45,12 @@ if mode == "unsupported":
 if mode == "old_protocol":
     send({"ok": True, "ready": True, "protocol": 0})
     sys.exit(0)
+probed = settings.get("coverageClasses", [])
 send({"ok": True, "ready": True, "protocol": 1, "kafka": "0.0.fake",
       "metadataVersion": "0.0-IV0", "metadataVersionProduction": True, "elr": False,
       "elrMode": "fake", "unsupportedEvents": {"tick:electUnclean": "fake"},
       "notes": ["a fake"], "records": [], "partitions": {}, "brokers": {},
-      "settings": settings})
+      "settings": settings, "coverageProbes": {c: 100 for c in probed}})
 seq = 0
 while True:
     line = inp.readline()
@@ -81,6 +82,8 @@ while True:
               "records": [{"type": "Echo", "event": event, "pad": pad}],
               "partitions": {"t-0": {"leader": 1, "isr": event.get("isr", [1])}},
               "brokers": {"1": {"epoch": 4, "fenced": False, "alive": True}}}
+    if probed and seq % 2:
+        answer["newProbes"] = {probed[0]: [seq, seq + 50]}
     if event.get("topic") == "refused":
         answer.update(ok=False, error="INVALID_UPDATE_VERSION: stale",
                       errorName="INVALID_UPDATE_VERSION")
@@ -96,9 +99,11 @@ def fake(tmp_path: Path) -> Iterator[Callable[..., ControllerDriver]]:
     script.write_text(FAKE)
     made: list[ControllerDriver] = []
 
-    def make(mode: str = "", at: int = 0, pad: int = 0, **kwargs: Any) -> ControllerDriver:
+    def make(mode: str = "", at: int = 0, pad: int = 0, probed: tuple[str, ...] = (),
+             **kwargs: Any) -> ControllerDriver:
         settings = Settings(brokers=(1, 2, 3), static_config={"mode": mode, "at": str(at),
-                                                              "pad": str(pad)})
+                                                              "pad": str(pad)},
+                            coverage_classes=probed)
         kwargs.setdefault("log_path", tmp_path / f"driver-{len(made)}.log")
         driver = ControllerDriver([sys.executable, str(script)], settings, **kwargs)
         made.append(driver)
@@ -378,3 +383,17 @@ def test_cycle_needs_no_state() -> None:
         p.check_event(event)
     assert first[:9] == first[9:]
     assert first[0] == p.alter_partition("t", [1, 2])
+
+
+def test_coverage_probes_pass_through_the_driver(fake: Callable[..., ControllerDriver]) -> None:
+    """Settings ask for probes; the ready answer names each class's probe count and the
+    answers the probes an event set first (odd events here)."""
+    with fake(probed=("PartitionChangeBuilder",)) as driver:
+        assert driver.ready is not None
+        assert driver.ready.coverage_probes == {"PartitionChangeBuilder": 100}
+        answers = driver.send_many([p.fence(1), p.unfence(1), p.fence(1)])
+        assert [a.new_probes for a in answers] == [
+            {"PartitionChangeBuilder": (1, 51)}, {}, {"PartitionChangeBuilder": (3, 53)}]
+    with fake() as plain:
+        assert plain.ready is not None and plain.ready.coverage_probes == {}
+        assert plain.send(p.fence(1)).new_probes == {}
