@@ -143,6 +143,28 @@ def test_the_elr_keeping_a_removed_replica_is_found_blind() -> None:
     assert "[2] in ISR [1, 4] / ELR [2, 3]" in found.detail
 
 
+def test_fencing_an_elr_only_member_changes_no_partition() -> None:
+    """handleBrokerFenced re-runs only the partitions with the broker in the ISR, in every
+    release 3.6.2-4.3.1 (brokersToIsrs.
+    partitionsWithBrokerInIsr). 4.3.1's answer after the ELR finding's state (replica 3
+    removed, ISR at min ISR, ELR [3]; diff campaign m3, bench/RESULTS-diff-coverage.md): no
+    change. The model re-ran the ELR's partitions too and cleared the ELR (partitionEpoch 4
+    against the build's 3)."""
+    ids = [1, 2, 3]
+    stale = part(1, 1, 3, [1, 2], [1, 2], [3])
+    start = initial({"t-0": stale}, brokers(ids), min_isr=2, unclean=False, elr=True)
+    c = Comparator((4, 3, 1), True, start)
+    rep = c.step(p.fence(3), answer("fence", {"t-0": stale}, brokers(ids, (3,), (3,))))
+    assert rep.release == AGREES, [f.detail for f in rep.findings]
+    # The same for a controlled shutdown (handleBrokerInControlledShutdown, 3.6.2-4.3.1).
+    c = Comparator((4, 3, 1), True, initial({"t-0": stale}, brokers(ids), min_isr=2,
+                                            unclean=False, elr=True))
+    regs = brokers(ids, (3,), (3,))
+    regs["3"]["inControlledShutdown"] = True
+    rep = c.step(p.controlled_shutdown(3), answer("controlledShutdown", {"t-0": stale}, regs))
+    assert rep.release == AGREES, [f.detail for f in rep.findings]
+
+
 def test_an_event_the_model_does_not_cover_is_unmodelled_never_equal() -> None:
     c = comparator([1, 2, 3], min_isr=2)
     rep = c.step({"op": "heartbeat", "broker": 1},

@@ -200,7 +200,10 @@ def _fence_one(c: Cluster, ctx: Ctx, b: int) -> list[Cluster]:
     if reg is None or reg.fenced:
         return [c]
     c = _with_broker(c, b, evolve(reg, fenced=True))
-    return _remove_broker(c, ctx, b, elr_too=ctx.elr_on)
+    # Only the partitions with the broker in the ISR (handleBrokerFenced:
+    # brokersToIsrs.partitionsWithBrokerInIsr, the same in every release 3.6.2-4.3.1): a
+    # fenced ELR member stays in the ELR and its partitions get no change.
+    return _remove_broker(c, ctx, b, elr_too=False)
 
 
 # --- events ----------------------------------------------------------------------
@@ -266,7 +269,9 @@ def _controlled_shutdown(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Predicti
     if reg is None:
         return _refused(c, "BROKER_ID_NOT_REGISTERED")
     c2 = _with_broker(c, b, evolve(reg, shutting_down=True))
-    outs = _remove_broker(c2, ctx, b, elr_too=ctx.elr_on)
+    # As fencing: handleBrokerInControlledShutdown re-runs only the partitions with the
+    # broker in the ISR (3.6.2-4.3.1).
+    outs = _remove_broker(c2, ctx, b, elr_too=False)
     return _accepted([_with_broker(x, b, Reg(fenced=True, shutting_down=True, alive=False))
                       for x in outs])
 
