@@ -201,7 +201,7 @@ def _fence_one(c: Cluster, ctx: Ctx, b: int) -> list[Cluster]:
         return [c]
     c = _with_broker(c, b, evolve(reg, fenced=True))
     # Only the partitions with the broker in the ISR (handleBrokerFenced:
-    # brokersToIsrs.partitionsWithBrokerInIsr, the same in every release 3.6.2-4.3.1): a
+    # brokersToIsrs.partitionsWithBrokerInIsr in 3.6.2-4.4.0, sources or bytecode): a
     # fenced ELR member stays in the ELR and its partitions get no change.
     return _remove_broker(c, ctx, b, elr_too=False)
 
@@ -270,7 +270,7 @@ def _controlled_shutdown(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Predicti
         return _refused(c, "BROKER_ID_NOT_REGISTERED")
     c2 = _with_broker(c, b, evolve(reg, shutting_down=True))
     # As fencing: handleBrokerInControlledShutdown re-runs only the partitions with the
-    # broker in the ISR (3.6.2-4.3.1).
+    # broker in the ISR (3.6.2-4.4.0).
     outs = _remove_broker(c2, ctx, b, elr_too=False)
     return _accepted([_with_broker(x, b, Reg(fenced=True, shutting_down=True, alive=False))
                       for x in outs])
