@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -34,3 +35,15 @@ def bench_script() -> Callable[[str], ModuleType]:
         spec.loader.exec_module(module)
         return module
     return load
+
+
+@pytest.fixture
+def local_report(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """make_report with each history judged in this process by the report's own task body
+    (spark_jobs.judge_history), instead of on Spark: the same facts, no JVM."""
+    from harness.report import build, spark_jobs
+    monkeypatch.setattr(build, "spark_session", lambda master=None: None)
+    monkeypatch.setattr(spark_jobs, "judge_runs", lambda spark, histories, limit=100_000: [
+        spark_jobs.RunFacts(*spark_jobs.judge_history((rid, str(path), limit)))
+        for rid, path in histories])
+    return build.make_report

@@ -224,18 +224,6 @@ def test_the_suites_outcome_and_junit_message_are_the_headline(
 
 # --- the report: matrix, Repeated runs, Trends per build, run sections, junit.xml, summary ----
 
-@pytest.fixture
-def local_report(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """make_report with each history judged in this process by the report's own task body
-    (spark_jobs.judge_history), instead of on Spark: the same facts, no JVM."""
-    from harness.report import build, spark_jobs
-    monkeypatch.setattr(build, "spark_session", lambda master=None: None)
-    monkeypatch.setattr(spark_jobs, "judge_runs", lambda spark, histories, limit=100_000: [
-        spark_jobs.RunFacts(*spark_jobs.judge_history((rid, str(path), limit)))
-        for rid, path in histories])
-    return build.make_report
-
-
 @CASES
 def test_report_tables_trends_junit_and_summary_follow_the_axes(
         declared: bool, tmp_path: Path, local_report: Any) -> None:

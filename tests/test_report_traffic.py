@@ -10,8 +10,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from harness.report import build
 from harness.report.html import render
 from harness.traffic.checks import CHECKS
@@ -20,18 +18,6 @@ from harness.traffic.history import TrafficWriter
 DATA = Path(__file__).resolve().parent / "data" / "traffic-run-4.3.1"
 ROOT = Path(__file__).resolve().parent.parent
 NO_TRAFFIC = ROOT / "fixtures" / "histories" / "kip966-elect-when-replied-20261123T162924-d3ab82"
-
-
-@pytest.fixture
-def local_report(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """make_report with each history judged in this process by the report's own task body
-    (spark_jobs.judge_history), instead of on Spark: the same facts, no JVM."""
-    from harness.report import spark_jobs
-    monkeypatch.setattr(build, "spark_session", lambda master=None: None)
-    monkeypatch.setattr(spark_jobs, "judge_runs", lambda spark, histories, limit=100_000: [
-        spark_jobs.RunFacts(*spark_jobs.judge_history((rid, str(path), limit)))
-        for rid, path in histories])
-    return build.make_report
 
 
 def _traffic_run(parent: Path, lost: tuple[int, ...] = (4, 7)) -> Path:
