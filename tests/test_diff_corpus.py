@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 import pytest
+from test_differential_model import answer, brokers, comparator, part
 
 from harness.differential import protocol as p
 from harness.differential.campaign import Campaign, Config, rename
@@ -21,7 +22,6 @@ from harness.differential.protocol import DriverError, Settings
 from harness.differential.workload import MAX_PARTITIONS, RandomEvents, repair
 from reference.model.controller_events import apply
 from reference.releases.catalog import get_profile
-from tests.test_differential_model import answer, brokers, comparator, part
 
 PCB = "PartitionChangeBuilder"
 
