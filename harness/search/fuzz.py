@@ -134,19 +134,18 @@ def schedule(new_model: Callable[[], Any], seed: int, index: int,
     from the same seed (kept with its cluster, on BASE without ``cfg.clusters``), and is
     generated against the model under it (``fuzzgen.under_traffic``)."""
     sseed = schedule_seed(seed, index)
+    cluster = None
     if cfg.clusters and isinstance(new_model, CampaignModels):
         cluster = fuzzgen.draw_cluster(sseed, new_model.elr_choices, traffic=cfg.traffic)
-        CLUSTERS.by_seed[sseed] = CLUSTERS.current = cluster
-        return fuzzgen.generate(lambda: new_model.for_cluster(cluster), f"{seed}:{index}", cfg)
-    if cfg.traffic:
+    elif cfg.traffic:
         cluster = dataclasses.replace(fuzzgen.BASE_CLUSTER, traffic=fuzzgen.draw_traffic(
             sseed, fuzzgen.BASE_CLUSTER.partitions))
-        CLUSTERS.by_seed[sseed] = CLUSTERS.current = cluster
-        return fuzzgen.generate(fuzzgen.under_traffic(new_model, cluster.traffic),
-                                f"{seed}:{index}", cfg)
-    CLUSTERS.by_seed.pop(sseed, None)
-    CLUSTERS.current = None
-    return fuzzgen.generate(new_model, f"{seed}:{index}", cfg)
+    if cluster is None:
+        CLUSTERS.by_seed.pop(sseed, None)
+        CLUSTERS.current = None
+        return fuzzgen.generate(new_model, f"{seed}:{index}", cfg)
+    CLUSTERS.by_seed[sseed] = CLUSTERS.current = cluster
+    return fuzzgen.generate(models_of(new_model, sseed), f"{seed}:{index}", cfg)
 
 
 def models_of(new_model: Callable[[], Any], seed: int | None) -> Callable[[], Any]:
