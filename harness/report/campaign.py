@@ -65,11 +65,7 @@ def load_campaign(campaign_dir: Path) -> hunt.HuntState:
                          f"is no hunt campaign; {fix} (run histories alone: kafka-chaos report "
                          "RUNS_DIR --out DIR)")
     try:
-        raw = json.loads(path.read_text())
-        if raw.get("version") != hunt.STATE_VERSION:
-            raise ValueError(f"state version {raw.get('version')!r}, not {hunt.STATE_VERSION}")
-        return hunt.HuntState(dict(raw["settings"]), {v: hunt.BuildState.from_json(b)
-                                                      for v, b in raw["builds"].items()})
+        return hunt.read_state(path)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise UsageError(f"report --campaign {campaign_dir}: {hunt.STATE_FILE} is unreadable "
                          f"({exc}); {fix}") from None

@@ -272,6 +272,16 @@ class HuntState:
         return self.builds.setdefault(version, BuildState(version))
 
 
+def read_state(path: Path) -> HuntState:
+    """A campaign's state file; OSError, ValueError (another state version), KeyError,
+    TypeError or AttributeError when it is not one this code wrote."""
+    raw = json.loads(path.read_text())
+    if raw.get("version") != STATE_VERSION:
+        raise ValueError(f"state version {raw.get('version')!r}, not {STATE_VERSION}")
+    return HuntState(dict(raw["settings"]),
+                     {v: BuildState.from_json(b) for v, b in raw["builds"].items()})
+
+
 def load_state(campaign_dir: Path, cfg: HuntConfig) -> HuntState:
     """The campaign in ``campaign_dir`` (a new one when it holds none). A directory of another
     seed or other schedule settings, or a non-empty one that is no hunt, is a UsageError naming
@@ -287,12 +297,8 @@ def load_state(campaign_dir: Path, cfg: HuntConfig) -> HuntState:
                              "directory")
         return HuntState(settings)
     try:
-        raw = json.loads(path.read_text())
-        if raw.get("version") != STATE_VERSION:
-            raise ValueError(f"state version {raw.get('version')!r}, not {STATE_VERSION}")
-        state = HuntState(dict(raw["settings"]),
-                          {v: BuildState.from_json(b) for v, b in raw["builds"].items()})
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        state = read_state(path)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise UsageError(f"hunt: --campaign-dir {campaign_dir}: {STATE_FILE} is unreadable "
                          f"({exc}); give another --campaign-dir") from None
     old = state.settings
