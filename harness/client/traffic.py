@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
+from harness.client.workload import ACKS as ACKS  # one list of acks for steps and traffic
 from harness.infra import progress
 from harness.traffic.history import TrafficRecorder
 
 if TYPE_CHECKING:
     from harness.cluster.backends.base import Cluster
 
-ACKS = ("0", "1", "all")
 ISOLATION = ("read_uncommitted", "read_committed")
 #: Hard bounds of one run's traffic (the loader refuses more): threads, records, time.
 MAX_PRODUCERS = 8

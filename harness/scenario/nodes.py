@@ -7,7 +7,7 @@ The scenario loader (scenario.py) and every step kind's parser (steps/) read thr
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import yaml
@@ -361,6 +361,18 @@ class Reader:
         if not isinstance(v, str):
             raise self.fail(node, where, f"expected a string, got {v!r}")
         return v
+
+    def choice(self, items: Items, key: str, where: str, allowed: Sequence[str], default: str,
+               must: str) -> str:
+        """``items[key]`` as one of the strings ``allowed`` (a number such as acks' 0 is read
+        as its text), ``default`` when the key is absent; ``must`` names what is allowed."""
+        if key not in items:
+            return default
+        node = items[key][1]
+        v = self.scalar(node, f"{where}.{key}")
+        if isinstance(v, bool) or str(v) not in allowed:
+            raise self.fail(node, f"{where}.{key}", f"{key} must be {must}, got {v!r}")
+        return str(v)
 
     def bool_(self, node: Node, where: str) -> bool:
         v = self.scalar(node, where)

@@ -110,13 +110,7 @@ def _producer(ctx: Reader, node: Node, where: str, topics: Sequence[Any],
               steps: Sequence[Any]) -> ProducerSpec:
     it = ctx.mapping(node, where)
     ctx.unknown(it, PRODUCER_KEYS, where)
-    acks = "all"
-    if "acks" in it:
-        v = ctx.scalar(it["acks"][1], f"{where}.acks")
-        if isinstance(v, bool) or str(v) not in ACKS:
-            raise ctx.fail(it["acks"][1], f"{where}.acks", f"acks must be 0, 1 or all, got "
-                           f"{v!r}")
-        acks = str(v)
+    acks = ctx.choice(it, "acks", where, ACKS, "all", "0, 1 or all")
     idempotent = acks == "all"
     if "idempotent" in it:
         idempotent = ctx.bool_(it["idempotent"][1], f"{where}.idempotent")
@@ -144,12 +138,8 @@ def _consumer(ctx: Reader, node: Node, where: str, topics: Sequence[Any], index:
               steps: Sequence[Any]) -> ConsumerSpec:
     it = ctx.mapping(node, where)
     ctx.unknown(it, CONSUMER_KEYS, where)
-    mode = "assign"
-    if "mode" in it:
-        mode = ctx.str_(it["mode"][1], f"{where}.mode")
-        if mode not in MODES:
-            raise ctx.fail(it["mode"][1], f"{where}.mode", f"mode must be assign (every "
-                           f"partition from its start) or group (subscribe), got {mode!r}")
+    mode = ctx.choice(it, "mode", where, MODES, "assign", "assign (every partition from its "
+                      "start) or group (subscribe)")
     group: str | None = None
     if "group" in it:
         gnode = it["group"][1]
@@ -160,12 +150,8 @@ def _consumer(ctx: Reader, node: Node, where: str, topics: Sequence[Any], index:
     elif mode == "group":
         group = f"traffic-g{index}"  # the entry's consumers share one group
     commit = ctx.bool_(it["commit"][1], f"{where}.commit") if "commit" in it else False
-    isolation = "read_uncommitted"
-    if "isolation" in it:
-        isolation = ctx.str_(it["isolation"][1], f"{where}.isolation")
-        if isolation not in ISOLATION:
-            raise ctx.fail(it["isolation"][1], f"{where}.isolation", "isolation must be "
-                           f"read_uncommitted or read_committed, got {isolation!r}")
+    isolation = ctx.choice(it, "isolation", where, ISOLATION, "read_uncommitted",
+                           "read_uncommitted or read_committed")
     start, stop = _window(ctx, it, where, steps)
     return ConsumerSpec(topic=_topic(ctx, it, where, topics),
                         count=_count(ctx, it, where, MAX_CONSUMERS), mode=mode, group=group,

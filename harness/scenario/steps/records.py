@@ -8,6 +8,7 @@ from typing import Any
 from yaml.nodes import Node
 
 from harness.client.session import Session
+from harness.client.workload import ACKS
 from harness.cluster.topology import ClusterShape
 from harness.scenario.nodes import MAX_RECORDS, Items, Reader
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
@@ -18,12 +19,7 @@ from reference.search import generators as G
 def _parse_produce(c: Reader, it: Items, n: Node, w: str, cl: ClusterShape) -> S.Produce:
     c.unknown(it, ("count", "acks"), w)
     count = c.int_(it["count"][1], f"{w}.count", 1, MAX_RECORDS) if "count" in it else 1
-    acks = "all"
-    if "acks" in it:
-        v = c.scalar(it["acks"][1], f"{w}.acks")
-        if isinstance(v, bool) or str(v) not in ("0", "1", "all"):
-            raise c.fail(it["acks"][1], f"{w}.acks", f"acks must be 0, 1 or all, got {v!r}")
-        acks = str(v)
+    acks = c.choice(it, "acks", w, ACKS, "all", "0, 1 or all")
     return S.Produce(count=count, acks=acks)
 
 
