@@ -334,8 +334,11 @@ RESUME = Generator("resume", S.Resume, 2,
 
 # -- processes ----------------------------------------------------------------------------
 
-def _down_guard(step: S.Step, g: Gen) -> str | None:
-    """kill and stop: a running broker, never the last current one."""
+def _down_guard(step: S.Step, g: Gen, also: Callable[[int], str | None]) -> str | None:
+    """kill and stop: of a controller, one the quorum can spare; of a broker, a running one,
+    never the last current one, and what the kind itself needs of it (``also``)."""
+    if isinstance(step, S.OnController):
+        return _controller_down_guard(step, g)
     assert isinstance(step, S.Kill | S.Stop)
     victim = step.broker
     why = _not_running(g, victim)
@@ -343,7 +346,7 @@ def _down_guard(step: S.Step, g: Gen) -> str | None:
         return why
     if len([b for b in g.current if b != victim]) < 1:
         return "the last running broker stays up (the observer needs one)"
-    return None
+    return also(victim)
 
 
 def _controller_down_guard(step: S.OnController, g: Gen) -> str | None:
@@ -363,27 +366,22 @@ def _controller_down_guard(step: S.OnController, g: Gen) -> str | None:
 
 
 def _kill_guard(step: S.Step, g: Gen) -> str | None:
-    if isinstance(step, S.KillController):
-        return _controller_down_guard(step, g)
-    assert isinstance(step, S.Kill)
-    why = _down_guard(step, g)
-    if why is None and step.broker not in g.track.ever_killed \
-            and len(g.track.ever_killed) >= g.max_killed():
-        why = (f"at most {g.max_killed()} broker(s) killed (the fault budget: an unclean "
-               "shutdown may lose unflushed data)")
-    return why
+    def within_fault_budget(b: int) -> str | None:
+        if b in g.track.ever_killed or len(g.track.ever_killed) < g.max_killed():
+            return None
+        return (f"at most {g.max_killed()} broker(s) killed (the fault budget: an unclean "
+                "shutdown may lose unflushed data)")
+    return _down_guard(step, g, within_fault_budget)
 
 
 def _stop_guard(step: S.Step, g: Gen) -> str | None:
-    if isinstance(step, S.StopController):
-        return _controller_down_guard(step, g)
-    assert isinstance(step, S.Stop)
-    why = _down_guard(step, g)
-    if why is None and step.broker in g.track.paused:
-        why = f"broker {step.broker} is paused (no clean shutdown)"
-    if why is None and not g.every(lambda w: _reaches_quorum(w, step.broker)):
-        why = f"broker {step.broker} is cut from the controller (no controlled shutdown)"
-    return why
+    def can_shut_down_cleanly(b: int) -> str | None:
+        if b in g.track.paused:
+            return f"broker {b} is paused (no clean shutdown)"
+        if not g.every(lambda w: _reaches_quorum(w, b)):
+            return f"broker {b} is cut from the controller (no controlled shutdown)"
+        return None
+    return _down_guard(step, g, can_shut_down_cleanly)
 
 
 def _restart_guard(step: S.Step, g: Gen) -> str | None:
