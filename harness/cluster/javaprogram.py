@@ -52,6 +52,9 @@ class JavaCompileError(HarnessError):
 
 @dataclass(frozen=True)
 class Jdk:
+    """The JDK's compiler and launcher, a matched pair (a class javac wrote must load in
+    this java); ``home`` is where both live."""
+
     javac: Path
     java: Path
 

@@ -362,6 +362,12 @@ class Reader:
             raise self.fail(node, where, f"expected a string, got {v!r}")
         return v
 
+    def bool_(self, node: Node, where: str) -> bool:
+        v = self.scalar(node, where)
+        if not isinstance(v, bool):
+            raise self.fail(node, where, f"expected true or false, got {v!r}")
+        return v
+
     def choice(self, items: Items, key: str, where: str, allowed: Sequence[str], default: str,
                must: str) -> str:
         """``items[key]`` as one of the strings ``allowed`` (a number such as acks' 0 is read
@@ -373,12 +379,6 @@ class Reader:
         if isinstance(v, bool) or str(v) not in allowed:
             raise self.fail(node, f"{where}.{key}", f"{key} must be {must}, got {v!r}")
         return str(v)
-
-    def bool_(self, node: Node, where: str) -> bool:
-        v = self.scalar(node, where)
-        if not isinstance(v, bool):
-            raise self.fail(node, where, f"expected true or false, got {v!r}")
-        return v
 
     def props(self, node: Node, where: str) -> dict[str, str]:
         """A properties mapping: string keys, scalar values rendered as strings, each fit

@@ -325,6 +325,9 @@ class CampaignConfig:
 
 @dataclass
 class CampaignResult:
+    """What a fuzz campaign did (counts and times) and found (errors, failures): the
+    summary it prints and writes as JSON."""
+
     runs: int = 0
     as_expected: int = 0
     errors: list[dict[str, str]] = field(default_factory=list)

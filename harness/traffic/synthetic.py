@@ -33,6 +33,9 @@ _MASK = (1 << 64) - 1
 
 @dataclass(frozen=True)
 class Shape:
+    """The made-up traffic history to write: its clients, partitions and records, and
+    the share of anomalies planted in it (for the checker's tests and benchmarks)."""
+
     records: int
     producers: int = 2
     consumers: int = 3

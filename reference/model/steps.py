@@ -135,6 +135,9 @@ class OnNode:
 
 @dataclass(frozen=True, slots=True)
 class Isolate(OnNode):
+    """Every link to and from the node cut (its process keeps running): it reaches
+    nobody and nobody reaches it until ``heal``."""
+
     kind: ClassVar[str] = "isolate"
 
 
@@ -334,16 +337,23 @@ class OnController(OnNode):
 
 @dataclass(frozen=True, slots=True)
 class KillController(OnController):
+    """SIGKILL of a controller process: it does not resign; if it led the quorum, the
+    others elect a new leader once their fetch timeout passes."""
+
     kind: ClassVar[str] = "kill"
 
 
 @dataclass(frozen=True, slots=True)
 class StopController(OnController):
+    """SIGTERM of a controller process: an active controller resigns on its way down."""
+
     kind: ClassVar[str] = "stop"
 
 
 @dataclass(frozen=True, slots=True)
 class RestartController(OnController):
+    """A controller started again from its log: it rejoins the quorum as a follower."""
+
     kind: ClassVar[str] = "restart"
     silences: ClassVar[bool] = False
 

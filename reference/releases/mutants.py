@@ -25,6 +25,9 @@ SEEDS = "seeds/003"
 
 @dataclass(frozen=True, slots=True)
 class Mutant:
+    """A model with one KIP rule flipped, kept to show that some scenario tells it from
+    the KIP (a judge that cannot fail is worse than none)."""
+
     name: str
     #: One line: what the mutated model does.
     description: str
