@@ -7,7 +7,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from kafka.protocol.consumer.offsets import ListOffsetsResponse
+from kafka.protocol.consumer.offsets import (
+    ListOffsetsResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+)
 
 from harness.client.observe import ObserveError, Observer
 
@@ -19,8 +23,18 @@ def _observer(answer: Any, sent: list[Any]) -> Observer:
     cluster = SimpleNamespace(build=None, shape=SimpleNamespace(broker_ids=(1, 2, 3)),
                               is_running=lambda node: True)
     observer = Observer(cluster)  # type: ignore[arg-type]
-    observer._send = lambda node, req: sent.append(req) or answer  # type: ignore[method-assign]
+    observer._send = lambda node, req: (  # type: ignore[method-assign]
+        sent.append(req) or (_no_epoch_start if isinstance(req, OffsetForLeaderEpochRequest)
+                             else answer))
     return observer
+
+
+#: OffsetsForLeaderEpoch's answer here: no start known for the epoch, so no bound on the HWM
+#: (the epoch-start check has its own tests, test_observe_hwm_guard).
+_ETopic = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+_no_epoch_start = OffsetForLeaderEpochResponse(version=4, throttle_time_ms=0, topics=[_ETopic(
+    topic="t", partitions=[_ETopic.EpochEndOffset(error_code=0, partition=0, leader_epoch=-1,
+                                                  end_offset=-1)])])
 
 
 def _answer(error: int, offset: int, epoch: int) -> Any:

@@ -34,6 +34,7 @@ from kafka.protocol.admin import (
     DescribeTopicPartitionsRequest,
     ListPartitionReassignmentsRequest,
 )
+from kafka.protocol.consumer.offsets import OffsetForLeaderEpochRequest
 from kafka.protocol.metadata import MetadataRequest
 from kafka.structs import TopicPartition
 
@@ -90,6 +91,9 @@ class Observer:
                     if features is None or features.describe_topic_partitions else "Metadata")
         #: The highest leader epoch seen per partition (views older than it are stale).
         self._epochs: dict[tuple[str, int], int] = {}
+        #: (topic, partition, leader, epoch) -> where that leader's epoch starts (``hwm``);
+        #: -1 when the leader gave no bound.
+        self._epoch_starts: dict[tuple[str, int, int, int], int] = {}
         #: Answers shared by the partitions of one look (``one_look``), by request.
         self._look: dict[tuple[Any, ...], Any] | None = None
         #: Every answer is checked to come from this cluster (and logged on request).
@@ -555,7 +559,14 @@ class Observer:
         (the metadata view's) the request carries it as a consumer's does (KIP-320), so the
         HWM is the one of that leader epoch: a leader at another epoch answers
         FENCED/UNKNOWN_LEADER_EPOCH, raised as ObserveError (ask again). Other errors are
-        raised too."""
+        raised too.
+
+        The observer applies the OFFSET_NOT_AVAILABLE condition itself too: an answer below
+        the start of its leader epoch gives (None, None). The broker's check (the KIP-207
+        guard) is raced: Partition.fetchOffsetForTimestamp reads the HWM twice (3.9
+        Partition.scala:1583/1596), so a follower fetch between the reads lets the stale HWM
+        through (seen on 3.9.1: HWM 4 at epoch 1, which starts at 5). The epoch start is
+        asked once per leader epoch (``_epoch_start``)."""
         if leader is None or leader < 0 or not self.cluster.is_running(leader):
             return None, None
         tp = TopicPartition(topic, partition)
@@ -570,7 +581,38 @@ class Observer:
         except (kafka_errors.FencedLeaderEpochError, kafka_errors.UnknownLeaderEpochError) as exc:
             raise ObserveError(f"{topic}-{partition}: broker {leader} is not the leader at "
                                f"epoch {leader_epoch} ({type(exc).__name__})") from exc
-        return int(found.offset), found.leader_epoch
+        offset, epoch = int(found.offset), found.leader_epoch
+        if epoch is not None and epoch > 0 and offset < self._epoch_start(
+                topic, partition, leader, epoch):
+            return None, None
+        return offset, epoch
+
+    def _epoch_start(self, topic: str, partition: int, leader: int, epoch: int) -> int:
+        """Where leader epoch ``epoch`` starts on broker ``leader`` (-1: no bound), asked once
+        per (partition, leader, epoch): OffsetsForLeaderEpoch as a consumer asks it, for the
+        end of epoch ``epoch - 1``, which is the start the leader gave ``epoch`` in its epoch
+        cache when it became leader (Partition.makeLeader, maybeAssignEpochStartOffset). An
+        error (the leader moved on, or is not the leader) raises ObserveError: ask again."""
+        key = (topic, partition, leader, epoch)
+        if key not in self._epoch_starts:
+            _Topic = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
+            req = OffsetForLeaderEpochRequest(replica_id=-1, topics=[_Topic(
+                topic=topic, partitions=[_Topic.OffsetForLeaderPartition(
+                    partition=partition, current_leader_epoch=epoch,
+                    leader_epoch=epoch - 1)])])
+            resp = self._send(leader, req)
+            found = [p for t in resp.topics if t.topic == topic
+                     for p in t.partitions if p.partition == partition]
+            if not found:
+                raise ObserveError(f"{topic}-{partition}: no OffsetsForLeaderEpoch answer "
+                                   f"from broker {leader}")
+            if found[0].error_code:
+                error = kafka_errors.for_code(found[0].error_code).__name__
+                raise ObserveError(f"{topic}-{partition}: broker {leader} gave no start of "
+                                   f"epoch {epoch} ({error})")
+            end = int(found[0].end_offset)
+            self._epoch_starts[key] = end if end >= 0 else -1
+        return self._epoch_starts[key]
 
 
 def reassignment_state(observer: Observer, node: int, topic: str, partition: int,
