@@ -58,6 +58,7 @@ from harness.differential.model import initial
 from harness.differential.protocol import Answer, Settings
 from harness.differential.workload import RandomEvents
 from harness.infra.errors import HarnessError
+from reference.releases.known_bugs import KnownBug, naming_diff_finding
 
 BROKERS_PER_LANE = 5
 TOPICS_PER_LANE = 3
@@ -146,6 +147,8 @@ class Found:
     file: Path | None = None
     #: The ELR setting of the session it was found in (replayed with the same).
     elr: bool | None = None
+    #: The known bug (reference/releases/known_bugs.py) its signature names on this build.
+    known: KnownBug | None = None
 
 
 @dataclass
@@ -157,6 +160,9 @@ class Stats:
     per_op: collections.Counter[str] = field(default_factory=collections.Counter)
     verdicts: collections.Counter[str] = field(default_factory=collections.Counter)
     deviations: collections.Counter[str] = field(default_factory=collections.Counter)
+    #: Each deviation's first naming: (event number, seconds into the search): how soon a
+    #: campaign meets a behaviour the release profile cites (e.g. a known fixed bug's).
+    deviation_first: dict[str, tuple[int, float]] = field(default_factory=dict)
     unmodelled: collections.Counter[str] = field(default_factory=collections.Counter)
     refused: int = 0
     #: CPU seconds of the drivers and of this process during the search.
@@ -176,6 +182,8 @@ class Stats:
                 "sessions": self.sessions, "session_start_seconds": round(self.start_seconds, 3),
                 "refused": self.refused, "per_op": dict(self.per_op),
                 "verdicts": dict(self.verdicts), "deviations": dict(self.deviations),
+                "deviation_first": {d: {"event": e, "seconds": round(t, 3)}
+                                    for d, (e, t) in self.deviation_first.items()},
                 "unmodelled": dict(self.unmodelled)}
 
 
@@ -444,6 +452,7 @@ class Campaign:
             st.verdicts[f"kip {rep.kip}"] += 1
             for d in rep.deviations:
                 st.deviations[d] += 1
+                st.deviation_first.setdefault(d, (st.events, time.monotonic() - t0))
             if rep.release == UNMODELLED:
                 st.unmodelled[op] += 1
             for f in rep.findings:
@@ -451,16 +460,18 @@ class Campaign:
 
     def _record(self, f: Finding, event: Mapping[str, Any], logs: list[list[dict[str, Any]]],
                 event_no: int, seconds: float) -> None:
-        known = self.found.get(f.signature)
-        if known is not None:
-            known.count += 1
+        seen = self.found.get(f.signature)
+        if seen is not None:
+            seen.count += 1
             return
         lane = finding_lane(f, event)
         log = logs[lane] if lane is not None and lane < len(logs) else []
         events = [rename(e, lane, 0) for e in log] if lane is not None else list(log)
-        self.found[f.signature] = Found(f, 1, event_no, seconds, events, elr=self.elr)
+        bug = naming_diff_finding(self.build.version_tuple, f.signature)
+        self.found[f.signature] = Found(f, 1, event_no, seconds, events, elr=self.elr,
+                                        known=bug)
         self.say(f"diff: first {f.signature} at event {event_no} ({seconds:.1f} s): "
-                 f"{f.detail}")
+                 f"{f.detail}" + ("" if bug is None else f" [known bug {bug.id}]"))
 
     # ---- shrinking ----
 
@@ -562,12 +573,14 @@ class Campaign:
                    "finding": found.finding.to_json(), "count": found.count,
                    "first_event": found.event_no, "first_seconds": round(found.seconds, 3),
                    "elr": found.elr, "shrink": found.shrink_note,
+                   "known_bug": None if found.known is None else
+                   {"id": found.known.id, "reference": found.known.reference},
                    "events": found.shrunk if found.shrunk is not None else found.events,
                    "unshrunk_events": len(found.events)}
             path.write_text(json.dumps(doc, indent=1) + "\n")
             found.file = path
             findings.append({k: doc[k] for k in ("finding", "count", "first_event",
-                                                  "first_seconds", "shrink")}
+                                                  "first_seconds", "shrink", "known_bug")}
                             | {"file": str(path.relative_to(self.out_dir))})
         summary = {"kafka": self.build.version, "seed": self.cfg.seed,
                    "elr": "both" if self.cfg.elr_both else self.elr,
@@ -603,8 +616,9 @@ def summary_lines(c: Campaign) -> Iterator[str]:
     yield "kip axis: " + ", ".join(f"{v} {kip.get(v, 0):,}" for v in
                                    (AGREES, DEVIATES, KIP_DIVERGES, UNMODELLED, UNSUPPORTED))
     if st.deviations:
-        yield "deviations named: " + ", ".join(f"{d} {n:,}" for d, n in
-                                               st.deviations.most_common())
+        yield "deviations named: " + ", ".join(
+            f"{d} {n:,} (first at event {st.deviation_first[d][0]:,}, "
+            f"{st.deviation_first[d][1]:.1f} s)" for d, n in st.deviations.most_common())
     if st.unmodelled:
         yield "unmodelled: " + ", ".join(f"{op} {n:,}" for op, n in st.unmodelled.items())
     if c.coverage is not None:
@@ -613,12 +627,16 @@ def summary_lines(c: Campaign) -> Iterator[str]:
         yield (f"feedback: corpus {len(c.corpus)} entries ({c.corpus.not_kept} not kept), "
                f"probes {c.probes.text()}; mutants: "
                + ", ".join(f"{k} {v:,}" for k, v in sorted(c.mutants.items())))
-    yield f"findings: {len(c.found)} signature(s)"
+    known = sum(found.known is not None for found in c.found.values())
+    yield (f"findings: {len(c.found)} signature(s), {known} of them named by a known bug "
+           "(reference/releases/known_bugs.py; read the others first)")
     for found in c.found.values():
         f = found.finding
         yield ""
         yield (f"FINDING {f.signature}: {found.count} time(s), first at event "
                f"{found.event_no:,} ({found.seconds:.1f} s)")
+        if found.known is not None:
+            yield f"  known bug {found.known.id} ({found.known.reference}): {found.known.summary}"
         yield f"  {f.detail}"
         for key in f.model:
             yield f"  model {key}: {json.dumps(f.model[key])}"

@@ -3,8 +3,8 @@
 A deviation (deviations.py) is intended, documented behaviour that a release profile adopts.
 A known bug is not: no profile adopts it, so a run that meets it still fails, and the
 scenario that shows it declares the failure for the affected releases. This catalog lets a
-campaign (``kafka-chaos hunt``) say which failures are bugs already reported, so that a
-person reads the new ones first. Each entry was measured on clusters of the releases it names
+campaign (``kafka-chaos hunt`` by trace rule, ``kafka-chaos diff`` by its findings' signatures)
+say which failures are bugs already reported, so that a person reads the new ones first. Each entry was measured on clusters of the releases it names
 and cites where it is written up.
 """
 
@@ -28,6 +28,9 @@ class KnownBug:
     fixed_in: Version | None
     #: Trace rules (reference/trace/rules.py) whose violation on an affected release names it.
     trace_rules: frozenset[str]
+    #: Differential findings (harness/differential/compare.py signatures ``axis:name:op``,
+    #: the profile left out) that name it on an affected release: those it was seen as.
+    diff_signatures: frozenset[str] = frozenset()
 
     def affects(self, version: Version) -> bool:
         return self.first_affected <= version and (
@@ -41,16 +44,42 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         "removed, computed from the old ISR while the ISR is below min ISR "
         "(PartitionChangeBuilder); re-added, it can be elected with an empty log",
         "docs/findings/elr-keeps-removed-replica.md",
-        (4, 0, 0), None, frozenset({"IsrElrWithinReplicas"})),
+        (4, 0, 0), None, frozenset({"IsrElrWithinReplicas"}),
+        # the completion, cancel, shrink and direct-reassignment paths (bench/RESULTS-diff.md,
+        # RESULTS-diff-coverage.md): the removed replica in the ELR, also at min ISR.
+        frozenset({f"invariant:{rule}:{op}"
+                   for rule in ("IsrElrWithinReplicas", "ElrEmptyAtMinIsr")
+                   for op in ("completeReassignment", "cancelReassignment", "alterPartition",
+                              "reassign")})),
     KnownBug(
         "KAFKA-19522",
         "the controller elects a fenced last known leader in the batch that re-registers it "
         "after an unclean shutdown (ReplicationControlManager; fixed by apache/kafka PR 20200)",
         "KAFKA-19522",
-        (4, 0, 0), (4, 1, 0), frozenset({"NewLeaderIsLive"})),
+        (4, 0, 0), (4, 1, 0), frozenset({"NewLeaderIsLive"}),
+        frozenset({"invariant:LeaderIsLive:register", "invariant:LeaderIsLive:unfence"})),
+    KnownBug(
+        "elr-index-stale-after-min-isr-change",
+        "replaying a ClearElrRecord leaves the broker-to-ELR index stale, so an unclean "
+        "registration writes the same PartitionChangeRecord twice (the partition epoch, and "
+        "the leader epoch when it elects, rise by 2) and, after a topic deletion, the broker "
+        "cannot register (ReplicationControlManager.removeTopicElrs)",
+        "docs/findings/elr-index-stale-after-min-isr-change.md",
+        # ClearElrRecord arrived in 4.0.0 (KAFKA-16540); measured on 4.0.2-4.3.1. No trace
+        # rule names it alone: its LeaderEpochBump violation has other causes too.
+        (4, 0, 0), None, frozenset(),
+        frozenset({f"{axis}:{field}:register" for axis in ("release", "kip")
+                   for field in ("partitionEpoch", "leaderEpoch")})),
 )
 
 
 def affecting(version: Version) -> tuple[KnownBug, ...]:
     """The known bugs a release has."""
     return tuple(b for b in KNOWN_BUGS if b.affects(version))
+
+
+def naming_diff_finding(version: Version, signature: str) -> KnownBug | None:
+    """The known bug of ``version`` that a differential finding's signature
+    (``axis:name:op:profile``) names, if any."""
+    key = ":".join(signature.split(":")[:3])
+    return next((b for b in affecting(version) if key in b.diff_signatures), None)
