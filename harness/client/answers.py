@@ -63,9 +63,10 @@ def _partitions(response: Any) -> list[dict[str, Any]]:
     found = []
     for topic in getattr(response, "topics", None) or []:
         for p in getattr(topic, "partitions", None) or []:
-            item = {"topic": getattr(topic, "name", None)}
-            for name in ("partition_index", "error_code", "leader_id", "leader_epoch",
-                         "offset"):
+            # OffsetForLeaderEpoch names its fields topic / partition / end_offset
+            item = {"topic": getattr(topic, "name", None) or getattr(topic, "topic", None)}
+            for name in ("partition_index", "partition", "error_code", "leader_id",
+                         "leader_epoch", "offset", "end_offset"):
                 value = getattr(p, name, None)
                 if isinstance(value, int):
                     item[name] = value
