@@ -381,3 +381,40 @@ def test_every_run_is_logged_with_when_it_ended(tmp_path: Path) -> None:
     assert {"fuzz-s1-1-again", "fuzz-s1-1-shrink1"} <= {e["run"] for e in log}
     saved = json.loads((tmp_path / hunt.STATE_FILE).read_text())["builds"]["4.3.1"]
     assert saved["run_log"] == log
+
+
+# --- cited deviations met (a behaviour a later release fixed: KAFKA-12670, KAFKA-19975) ------
+
+def test_a_deviation_the_kip_axis_needed_is_coverage_with_its_first_run_and_time(
+        tmp_path: Path) -> None:
+    now = [0.0]
+
+    class Slow(Fake):
+        def run(self, name: str, seed: int, steps: Any) -> fuzz.Outcome:
+            now[0] += 60.0
+            return super().run(name, seed, steps)
+    ignored = Reach(deviations=frozenset({"unclean-election-config-ignored"}))
+    fake = Slow(reach={1: ignored, 2: ignored})
+    state = hunt.hunt(cfg(runs=3), [plan(fake)], tmp_path, clock=lambda: now[0])
+    st = state.builds["4.3.1"]
+    assert st.coverage == {"deviation:unclean-election-config-ignored": "fuzz-s1-1"}
+    assert [e.name for e in st.corpus] == ["fuzz-s1-1"]  # a new behaviour joins the corpus
+    assert st.deviations_met() == {"unclean-election-config-ignored":
+                                   {"run": "fuzz-s1-1", "minutes": 2.0}}
+    md = (tmp_path / "hunt.md").read_text()
+    assert "- **4.3.1**: unclean-election-config-ignored (fuzz-s1-1, 2.0 min)" in md
+    assert json.loads((tmp_path / "hunt.json").read_text())["builds"][0]["deviations_met"] == {
+        "unclean-election-config-ignored": {"run": "fuzz-s1-1", "minutes": 2.0}}
+
+
+def test_no_deviation_met_says_none(tmp_path: Path) -> None:
+    hunt.hunt(cfg(runs=2), [plan(Fake())], tmp_path)
+    assert "- **4.3.1**: none" in (tmp_path / "hunt.md").read_text().split(
+        "## Cited deviations met")[1]
+
+
+def test_a_recorded_runs_kip_deviations_are_what_it_reached() -> None:
+    r = hunt.reach_of_run(
+        FIXTURE / "last-known-leader-elected-after-unclean-restart-20261123T164125-7d77b6")
+    assert r.deviations == {"last-known-elr-is-last-leader", "no-unclean-recovery"}
+    assert "deviation:no-unclean-recovery" in r.features()

@@ -244,6 +244,18 @@ class BuildState:
     def rules(self) -> list[str]:
         return sorted(k.split(":", 1)[1] for k in self.coverage if k.startswith("rule:"))
 
+    def deviations_met(self) -> dict[str, dict[str, Any]]:
+        """Each cited deviation a run needed, with the first such run and when it ended
+        (minutes of the build's campaign; None for a run the log does not time)."""
+        ended = {e["run"]: e["ended_s"] for e in self.run_log}
+        out = {}
+        for k, run in sorted(self.coverage.items()):
+            if k.startswith("deviation:"):
+                t = ended.get(run)
+                out[k.split(":", 1)[1]] = {"run": run,
+                                           "minutes": None if t is None else round(t / 60, 1)}
+        return out
+
     def to_json(self) -> dict[str, Any]:
         out = {k: v for k, v in self.__dict__.items() if k not in ("corpus", "known")}
         out["corpus"] = [{k: v for k, v in e.__dict__.items() if k != "steps"}
@@ -329,10 +341,15 @@ def save_state(campaign_dir: Path, state: HuntState) -> None:
 class Reach:
     transitions: frozenset[str] = frozenset()
     rules: frozenset[str] = frozenset()
+    #: Cited deviations the kip axis adopted to explain the run: behaviours of the build
+    #: that differ from the KIP, several of them bugs a later release fixed (KAFKA-12670's
+    #: ignored unclean.leader.election.enable, the reassignment KAFKA-19975 unblocked).
+    deviations: frozenset[str] = frozenset()
 
     def features(self) -> frozenset[str]:
         return frozenset({f"transition:{t}" for t in self.transitions}
-                         | {f"rule:{r}" for r in self.rules})
+                         | {f"rule:{r}" for r in self.rules}
+                         | {f"deviation:{d}" for d in self.deviations})
 
 
 def rules_reached(records: Sequence[Record], ctx: TraceContext) -> frozenset[str]:
@@ -440,7 +457,7 @@ def reach_of_run(run_dir: Path) -> Reach:
         rules |= rules_reached(longest[1], ctx)
         if len(logs.by_controller) > 1:
             rules.add("MetadataLogMatching")
-    return Reach(frozenset(seen), frozenset(rules))
+    return Reach(frozenset(seen), frozenset(rules), frozenset(kip_of_run(run_dir)[1]))
 
 
 # --- mutation --------------------------------------------------------------------------------
@@ -831,6 +848,7 @@ def build_summary(st: BuildState) -> dict[str, Any]:
             "transitions": f"{len(st.transitions())}/{len(TRANSITION_NAMES)}",
             "rules": f"{len(st.rules())}/{len(RULE_NAMES)}",
             "signatures": len(st.known), "classes": classes, "corpus": len(st.corpus),
+            "deviations_met": st.deviations_met(),
             "never_reached": {
                 "transitions": [t for t in TRANSITION_NAMES if t not in st.transitions()],
                 "rules": [r for r in RULE_NAMES if r not in st.rules()]}}
@@ -857,6 +875,12 @@ def write_summary(campaign_dir: Path, state: HuntState, order: Sequence[str] = (
                             else ""))
     if not any(b.known for b in builds):
         lines.append("none")
+    lines += ["", "## Cited deviations met (the kip axis needed them; first run)", ""]
+    for b in builds:
+        met = b.deviations_met()
+        lines.append(f"- **{b.version}**: " + (", ".join(
+            f"{d} ({m['run']}" + ("" if m["minutes"] is None else f", {m['minutes']} min")
+            + ")" for d, m in met.items()) or "none"))
     lines += ["", "## Never reached", ""]
     for b in builds:
         nr = build_summary(b)["never_reached"]
