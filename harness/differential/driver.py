@@ -16,12 +16,14 @@ kernel kills it if the harness dies (PR_SET_PDEATHSIG).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import selectors
 import signal
 import subprocess
 import tempfile
 import time
+import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -42,6 +44,7 @@ from harness.differential.protocol import (
     parse_ready,
 )
 from harness.infra import procs
+from harness.infra.cache import cache_dir
 
 SOURCE = Path(__file__).resolve().parent / "java" / "ControllerDriver.java"
 #: A small heap and the client compiler only: the driver's work is many small calls, and
@@ -60,9 +63,42 @@ _WRITE_CHUNK = 1 << 16
 _TAIL_LINES = 25
 
 
+#: Client utilities the driver imports that Kafka 4.4 moved to a subpackage (kafka-clients
+#: 4.4.0: org/apache/kafka/common/utils/internals/); the rest of the source is the same.
+_MOVED_IN_44 = ("AppInfoParser", "LogContext")
+_UTILS = "org.apache.kafka.common.utils"
+
+
+def source_for(build: Build) -> Path:
+    """SOURCE, or for a build whose kafka-clients has the moved utilities only in their new
+    package, a copy with those imports rewritten (in the cache, keyed by its text)."""
+    clients = sorted(build.libs.glob("kafka-clients-*.jar"))
+    if not clients or not _moved_utils(clients[0]):
+        return SOURCE
+    text = SOURCE.read_text(encoding="utf-8")
+    for name in _MOVED_IN_44:
+        text = text.replace(f"import {_UTILS}.{name};", f"import {_UTILS}.internals.{name};")
+    key = hashlib.sha256(text.encode()).hexdigest()[:16]
+    copy = cache_dir("java-src") / key / SOURCE.name
+    if not copy.is_file():
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        tmp = copy.with_name(f"{copy.name}.tmp-{os.getpid()}")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, copy)
+    return copy
+
+
+def _moved_utils(clients_jar: Path) -> bool:
+    with zipfile.ZipFile(clients_jar) as z:
+        names = set(z.namelist())
+    old = _UTILS.replace(".", "/") + "/LogContext.class"
+    new = _UTILS.replace(".", "/") + "/internals/LogContext.class"
+    return old not in names and new in names
+
+
 def compile_driver(build: Build) -> javaprogram.Program:
     """The driver compiled against the build's jars (from the cache after the first time)."""
-    return javaprogram.compile_program(SOURCE, build)
+    return javaprogram.compile_program(source_for(build), build)
 
 
 class ControllerDriver:
