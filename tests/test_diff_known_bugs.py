@@ -28,6 +28,7 @@ def test_each_known_bug_named_only_on_the_releases_it_affects() -> None:
     assert _named((4, 3, 1), "release:partitionEpoch:register:kafka-4.3") \
         == "elr-index-stale-after-min-isr-change"
     assert _named((3, 9, 2), "release:partitionEpoch:register:pre-elr") is None
+    assert _named((4, 3, 1), "kip:partitionEpoch:register:kip966") is None  # other causes too
 
 
 def test_other_signatures_are_not_named() -> None:

@@ -67,9 +67,11 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         "docs/findings/elr-index-stale-after-min-isr-change.md",
         # ClearElrRecord arrived in 4.0.0 (KAFKA-16540); measured on 4.0.2-4.3.1. No trace
         # rule names it alone: its LeaderEpochBump violation has other causes too.
+        # The release axis only: there the model matches the build but for the duplicate;
+        # on the kip axis an epoch difference at a registration has other causes too (the
+        # KIP's LastKnownELR).
         (4, 0, 0), None, frozenset(),
-        frozenset({f"{axis}:{field}:register" for axis in ("release", "kip")
-                   for field in ("partitionEpoch", "leaderEpoch")})),
+        frozenset({"release:partitionEpoch:register", "release:leaderEpoch:register"})),
 )
 
 
