@@ -4,8 +4,9 @@ A deviation (deviations.py) is intended, documented behaviour that a release pro
 A known bug is not: no profile adopts it, so a run that meets it still fails, and the
 scenario that shows it declares the failure for the affected releases. This catalog lets a
 campaign (``kafka-chaos hunt`` by trace rule, ``kafka-chaos diff`` by its findings' signatures)
-say which failures are bugs already reported, so that a person reads the new ones first. Each entry was measured on clusters of the releases it names
-and cites where it is written up.
+say which failures are bugs already reported, so that a person reads the new ones first.
+Each entry was measured on clusters of the releases it names and cites where it is written
+up.
 """
 
 from __future__ import annotations
