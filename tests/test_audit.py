@@ -108,7 +108,7 @@ def test_trace_catches_a_state_the_controller_committed_and_repaired_kafka_19522
                                        if (p / "metadata").is_dir()))
 def test_real_runs_with_metadata_logs_are_judged_as_declared(run: str) -> None:
     r = audit(HISTORIES / run, scenarios=REPO_SCENARIOS)
-    assert r.trace["records"] > 100 and r.trace["controllers"] == [100]
+    assert r.trace["records"] > 100 and 100 in r.trace["controllers"]
     assert r.as_expected, {a: (v.verdict, v.reason) for a, v in r.axes.items()}
     if run != KAFKA_19522.name:
         assert r.axes["release"].details == []  # 0 trace violations
@@ -192,3 +192,24 @@ def test_recorded_steps_judge_quorum_elected_as_the_runner_did() -> None:
     assert got == [False, True, False]
     single = recorded_steps([step(0), {"kind": "observation", "state": {"leader": 1}}])
     assert single[0].observed == {"leader": 1}  # one controller: nothing to add
+
+
+QUORUM_431 = HISTORIES / "quorum-5-lose-two-active-20261127T013442-00dc19"
+
+
+def test_controller_steps_replay_with_the_controllers_the_run_resolved() -> None:
+    """`kill: {controller: active}` is recorded with the id it resolved to under the file's
+    name (``controller``); the replay gives it to the step (an audit of the 8-build matrix
+    crashed here: the step's field is ``node``)."""
+    r = audit(QUORUM_431, scenarios=REPO_SCENARIOS)
+    assert {a: v.verdict for a, v in r.axes.items()} == {
+        "release": "CONFORMS", "kip": "CONFORMS", "safety": "SAFE"}
+    assert r.trace["controllers"] == [100, 101, 102, 103, 104]
+
+
+def test_with_resolved_names_the_fields_as_the_file_does() -> None:
+    from reference.model import steps as S
+    assert S.with_resolved(S.KillController("active"), {"controller": 102}) == \
+        S.KillController(102)
+    assert S.with_resolved(S.Isolate("follower"), {"node": 101}) == S.Isolate(101)
+    assert S.with_resolved(S.Cut(3, "active"), {"dst": 100}) == S.Cut(3, 100)

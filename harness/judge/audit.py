@@ -9,7 +9,6 @@ metadata record (trace). No cluster, no JVM.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +49,7 @@ from harness.judge.traffic import apply_traffic, hwm_drop_allowed, model_view, t
 from harness.scenario import steps as step_kinds
 from harness.scenario.loader import Scenario, load_scenario
 from harness.scenario.steps import StepOutcome
+from reference.model import steps as S
 from reference.releases.catalog import get_profile
 from reference.releases.profiles import Profile
 
@@ -277,8 +277,7 @@ def _replay(model: Any, kip: KipJudge, scenario: Scenario, steps: list[RecordedS
         step: Any = kind.with_records(scenario.steps[rec.index].step,
                                       tuple(rec.params.get("record_ids", ())))
         if rec.params.get("resolved"):  # controller roles, as the run resolved them
-            step = dataclasses.replace(step, **{k: int(v) for k, v in
-                                                dict(rec.params["resolved"]).items()})
+            step = S.with_resolved(step, dict(rec.params["resolved"]))
         pred = model.apply(step)
         if rec.verdict in (UNSUPPORTED, ERROR) or pred.unsupported:
             return rec.verdict or UNSUPPORTED, f"step {rec.index + 1}: {rec.verdict} (recorded)"

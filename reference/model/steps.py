@@ -9,8 +9,8 @@ shutdown)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from reference.model.controller import (
     Assignment,
@@ -34,6 +34,12 @@ from reference.model.protocol import (
     Step as Step,  # re-exported: the type every step kind implements
 )
 from reference.model.state import World, evolve
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+#: A step kind (every one is a dataclass).
+_Step = TypeVar("_Step", bound="DataclassInstance")
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +137,14 @@ class OnNode:
 
     def transition(self, w: World, ctx: Ctx) -> World:
         return silence_or_rejoin(w, self.node, self.silences)
+
+
+def with_resolved(step: _Step, resolved: Mapping[str, int]) -> _Step:
+    """``step`` with the controller roles a run resolved to ids, ``resolved`` naming them
+    as the scenario file does (``params``: a controller step's ``controller`` is its
+    ``node``)."""
+    names = {step.param: "node"} if isinstance(step, OnNode) else {}
+    return replace(step, **{names.get(k, k): int(v) for k, v in resolved.items()})
 
 
 @dataclass(frozen=True, slots=True)
