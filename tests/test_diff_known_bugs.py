@@ -80,3 +80,19 @@ def test_default_elr_alternates_where_the_build_runs_either() -> None:
     on = parse_config(parser().parse_args(["diff", "--elr", "on"]))
     assert isinstance(on, Config) and on.elr is True
     assert not for_build(on, "on", True).elr_both         # a fixed setting stays fixed
+
+
+def test_a_kip_finding_is_named_by_the_bug_of_a_release_finding_at_the_same_event() -> None:
+    from harness.differential.campaign import Campaign
+    me: Any = type("C", (), {"build": type("B", (), {"version_tuple": (4, 3, 1)})()})()
+    dup = Finding("release", "partitionEpoch", "register", "kafka-4.3", "x")
+    lke = Finding("kip", "lastKnownElr", "register", "kip966", "y")
+    got = Campaign._bugs_of(me, [dup, lke])
+    assert got[dup.signature][0] is not None and got[dup.signature][1] is False
+    bug, by_company = got[lke.signature]
+    assert bug is not None and bug.id == "elr-index-stale-after-min-isr-change" and by_company
+    # alone (no release finding at that event), the same kip finding is not named
+    assert Campaign._bugs_of(me, [lke])[lke.signature] == (None, False)
+    # a release finding no bug names lends nothing
+    other = Finding("release", "isr", "register", "kafka-4.3", "z")
+    assert Campaign._bugs_of(me, [other, lke])[lke.signature] == (None, False)

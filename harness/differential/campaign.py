@@ -149,6 +149,8 @@ class Found:
     elr: bool | None = None
     #: The known bug (reference/releases/known_bugs.py) its signature names on this build.
     known: KnownBug | None = None
+    #: Named only because a release-axis finding of the same event names the bug.
+    known_by_company: bool = False
 
 
 @dataclass
@@ -455,11 +457,28 @@ class Campaign:
                 st.deviation_first.setdefault(d, (st.events, time.monotonic() - t0))
             if rep.release == UNMODELLED:
                 st.unmodelled[op] += 1
+            bugs = self._bugs_of(rep.findings)
             for f in rep.findings:
-                self._record(f, event, logs, st.events, time.monotonic() - t0)
+                self._record(f, event, logs, st.events, time.monotonic() - t0,
+                             bugs[f.signature])
+
+    def _bugs_of(self, findings: Sequence[Finding]
+                 ) -> dict[str, tuple[KnownBug | None, bool]]:
+        """Each finding's known bug, and whether only by company: a kip-axis finding is
+        named by the bug a release-axis finding of the same event names (the KIP with any
+        set of cited deviations cannot explain a state with the bug's difference in it,
+        and the kip finding is named after the first differing field, which may be
+        another)."""
+        own = {f.signature: naming_diff_finding(self.build.version_tuple, f.signature)
+               for f in findings}
+        release = next((b for f in findings if f.axis == "release"
+                        and (b := own[f.signature]) is not None), None)
+        return {sig: (bug, False) if bug is not None or not sig.startswith("kip:")
+                else (release, release is not None) for sig, bug in own.items()}
 
     def _record(self, f: Finding, event: Mapping[str, Any], logs: list[list[dict[str, Any]]],
-                event_no: int, seconds: float) -> None:
+                event_no: int, seconds: float,
+                bug: tuple[KnownBug | None, bool] = (None, False)) -> None:
         seen = self.found.get(f.signature)
         if seen is not None:
             seen.count += 1
@@ -467,11 +486,11 @@ class Campaign:
         lane = finding_lane(f, event)
         log = logs[lane] if lane is not None and lane < len(logs) else []
         events = [rename(e, lane, 0) for e in log] if lane is not None else list(log)
-        bug = naming_diff_finding(self.build.version_tuple, f.signature)
+        known, by_company = bug
         self.found[f.signature] = Found(f, 1, event_no, seconds, events, elr=self.elr,
-                                        known=bug)
+                                        known=known, known_by_company=by_company)
         self.say(f"diff: first {f.signature} at event {event_no} ({seconds:.1f} s): "
-                 f"{f.detail}" + ("" if bug is None else f" [known bug {bug.id}]"))
+                 f"{f.detail}" + ("" if known is None else f" [known bug {known.id}]"))
 
     # ---- shrinking ----
 
@@ -574,7 +593,8 @@ class Campaign:
                    "first_event": found.event_no, "first_seconds": round(found.seconds, 3),
                    "elr": found.elr, "shrink": found.shrink_note,
                    "known_bug": None if found.known is None else
-                   {"id": found.known.id, "reference": found.known.reference},
+                   {"id": found.known.id, "reference": found.known.reference,
+                    "at_the_same_event_as_a_release_finding": found.known_by_company},
                    "events": found.shrunk if found.shrunk is not None else found.events,
                    "unshrunk_events": len(found.events)}
             path.write_text(json.dumps(doc, indent=1) + "\n")
@@ -636,7 +656,9 @@ def summary_lines(c: Campaign) -> Iterator[str]:
         yield (f"FINDING {f.signature}: {found.count} time(s), first at event "
                f"{found.event_no:,} ({found.seconds:.1f} s)")
         if found.known is not None:
-            yield f"  known bug {found.known.id} ({found.known.reference}): {found.known.summary}"
+            yield (f"  known bug {found.known.id} ({found.known.reference})"
+                   + (" at the same event as its release-axis finding" if
+                      found.known_by_company else "") + f": {found.known.summary}")
         yield f"  {f.detail}"
         for key in f.model:
             yield f"  model {key}: {json.dumps(f.model[key])}"
