@@ -27,6 +27,8 @@ def test_each_known_bug_named_only_on_the_releases_it_affects() -> None:
     assert _named((4, 1, 2), "invariant:LeaderIsLive:register:kafka-4.1") is None
     assert _named((4, 0, 2), "release:leader:unfence:kafka-4.0-elr") == "KAFKA-19522"
     assert _named((4, 3, 1), "release:leader:unfence:kafka-4.3") is None
+    assert _named((4, 0, 2), "release:accepted:electLeaders:kafka-4.0-elr") == "KAFKA-19522"
+    assert _named((4, 1, 2), "release:accepted:electLeaders:kafka-4.1") is None
     assert _named((4, 3, 1), "release:partitionEpoch:register:kafka-4.3") \
         == "elr-index-stale-after-min-isr-change"
     assert _named((3, 9, 2), "release:partitionEpoch:register:pre-elr") is None
