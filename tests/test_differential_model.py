@@ -26,7 +26,8 @@ from harness.differential.compare import (
 from harness.differential.model import initial
 from harness.differential.protocol import Answer
 from reference.model.controller_events import Cluster, apply
-from reference.releases.catalog import get_profile
+from reference.releases.catalog import PROFILES, get_profile
+from reference.releases.deviations import deviations_of, kip_base
 
 
 def part(leader: int, le: int, pe: int, replicas: list[int], isr: list[int],
@@ -189,6 +190,62 @@ def test_registration_is_refused_while_the_old_session_lives() -> None:
     rep = c.step(p.register(3), answer("register", {}, after_shutdown, ok=False,
                                        error_name="DUPLICATE_BROKER_REGISTRATION"))
     assert rep.release == AGREES, rep.findings
+
+
+def _register_after(profile: str, events: list[dict[str, Any]]) -> tuple[bool, str | None]:
+    """Broker 4 registered and fenced, then ``events``, then a new incarnation of 4 registers
+    (unclean): whether the model accepts it, and its error."""
+    c: Cluster = initial({}, brokers([1, 2, 3, 4], fenced=(4,)), min_isr=2, unclean=False,
+                         elr=False)
+    for event in events:
+        pred = apply(c, get_profile(profile), event)
+        assert [o.accepted for o in pred.outcomes] == [True], (event, pred)
+        c = pred.outcomes[0].cluster
+    outs = apply(c, get_profile(profile), p.register(4, clean=False)).outcomes
+    assert len(outs) == 1
+    return outs[0].accepted, outs[0].error
+
+
+@pytest.mark.parametrize("profile", ["kip966", "kafka-4.0-noelr", "kafka-4.1", "kafka-4.3"])
+def test_a_completed_controlled_shutdown_keeps_the_session_on_4x(profile: str) -> None:
+    # 4.0+ BrokerHeartbeatTracker: the (id, epoch) session lives until it times out.
+    done = [p.unfence(4), p.controlled_shutdown(4)]
+    assert _register_after(profile, done) == (False, "DUPLICATE_BROKER_REGISTRATION")
+    assert _register_after(profile, [p.unfence(4)]) == (False, "DUPLICATE_BROKER_REGISTRATION")
+
+
+@pytest.mark.parametrize("profile", ["pre-3.7", "kafka-3.7", "kafka-3.8", "pre-elr"])
+def test_a_completed_controlled_shutdown_ends_the_session_on_3x(profile: str) -> None:
+    # 3.x hasValidSession(brokerId) is false for a fenced broker (SHUTDOWN_NOW fences it):
+    # the 3.9.2 / 3.8.1 diff's release:accepted:register finding (seed 2027).
+    done = [p.unfence(4), p.controlled_shutdown(4)]
+    assert _register_after(profile, done) == (True, None)
+    # An unfenced broker whose session lives is still refused.
+    assert _register_after(profile, [p.unfence(4)]) == (False, "DUPLICATE_BROKER_REGISTRATION")
+
+
+@pytest.mark.parametrize("name", sorted(PROFILES))
+def test_only_the_3x_profiles_end_the_session_when_fenced(name: str) -> None:
+    profile = PROFILES[name]
+    named = "session-ends-when-fenced" in [d.id for d in deviations_of(profile, False,
+                                                                        kip_base(profile))]
+    assert named == (name in ("pre-3.7", "kafka-3.7", "kafka-3.8", "pre-elr"))
+    assert profile.session_outlives_fencing is not named
+
+
+def test_a_3x_registration_after_controlled_shutdown_deviates_from_the_kip() -> None:
+    """3.9.2 accepts it: the release axis agrees; the kip axis (which refuses) names the
+    deviation the 3.x profile carries."""
+    ids = [1, 2, 3, 4]
+    c = comparator(ids, min_isr=2, version=(3, 9, 2))
+    after_shutdown = brokers(ids, (4,), (4,))
+    after_shutdown["4"]["inControlledShutdown"] = True
+    c.step(p.controlled_shutdown(4), answer("controlledShutdown", {}, after_shutdown))
+    reg = brokers(ids, (4,))
+    reg["4"]["epoch"] = 2
+    rep = c.step(p.register(4, clean=False), answer("register", {}, reg))
+    assert rep.release == AGREES, rep.findings
+    assert (rep.kip, rep.deviations) == (DEVIATES, ("session-ends-when-fenced",)), rep
 
 
 def test_shrinking_keeps_the_difference(tmp_path: Path) -> None:

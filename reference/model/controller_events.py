@@ -50,7 +50,8 @@ class Reg:
     alive: bool = True
     #: Its session expired: the clock moved (a ``fence``) while its process was not
     #: running. Until then a new incarnation's registration is refused
-    #: (DUPLICATE_BROKER_REGISTRATION), even after a controlled shutdown.
+    #: (DUPLICATE_BROKER_REGISTRATION), even after a controlled shutdown, unless the
+    #: profile ends a session when the broker is fenced (3.x: :func:`_has_session`).
     expired: bool = False
 
     @property
@@ -209,10 +210,24 @@ def _fence_one(c: Cluster, ctx: Ctx, b: int) -> list[Cluster]:
 # --- events ----------------------------------------------------------------------
 
 
+def _has_session(reg: Reg | None, profile: Profile) -> bool:
+    """Whether ``reg`` still holds a session, so a new incarnation's registration is refused.
+    4.0+ asks hasValidSession(brokerId, existing.epoch()) (ClusterControlManager.java:356 in
+    4.0.2, :370 in 4.3.1): a contact time per (id, epoch), blind to fencing, that lives until
+    it times out (BrokerHeartbeatTracker.java:141-145; KAFKA-17793). 3.x asks
+    hasValidSession(brokerId) (ClusterControlManager.java:329/345/361/377 in
+    3.6.2/3.7.2/3.8.1/3.9.2), false for a fenced broker (BrokerHeartbeatManager.java:349-354,
+    :350-355 in 3.9.2), as one whose controlled shutdown completed is (SHUTDOWN_NOW is fenced,
+    BrokerControlState.java:25)."""
+    if reg is None or reg.expired:
+        return False
+    return profile.session_outlives_fencing or not reg.fenced
+
+
 def _register(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction:
     b = int(e["broker"])
     old = c.brokers.get(b)
-    if old is not None and not old.expired:
+    if _has_session(old, ctx.profile):
         return _refused(c, "DUPLICATE_BROKER_REGISTRATION")
     c2 = _with_broker(c, b, Reg(fenced=True, shutting_down=False, alive=True))
     clean = bool(e.get("clean", True)) or not ctx.profile.unclean_shutdown_detection

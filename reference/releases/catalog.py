@@ -24,6 +24,10 @@ _NO_UNCLEAN_CONFIG = ("unclean-election-config-ignored",)
 #: 3.x: no Pre-Vote in the metadata quorum (KIP-996 arrived in 4.0.0: kafka-raft-4.0.x has
 #: org/apache/kafka/raft/ProspectiveState, 3.9.x does not; docs/KNOWN-DEVIATIONS.md#no-pre-vote).
 _NO_PRE_VOTE = ("no-pre-vote",)
+#: 3.x: a fenced broker has no session, so once its controlled shutdown completes a new
+#: incarnation registers at once (BrokerHeartbeatTracker arrived in 4.0.0, KAFKA-17793;
+#: docs/KNOWN-DEVIATIONS.md#session-ends-when-fenced).
+_SESSION_3X = ("session-ends-when-fenced",)
 
 
 #: Where the rules and views a line predates arrived, read in apache/kafka's source at the
@@ -60,7 +64,7 @@ def release(name: str, deviation_ids: tuple[str, ...],
 
 
 PRE_37 = release("pre-3.7", _SHIPPED + _NO_ELR + ("no-hwm-rule",) + _NO_UNCLEAN_CONFIG
-                 + _NO_PRE_VOTE,
+                 + _NO_PRE_VOTE + _SESSION_3X,
                  (_HWM_RULE_ARRIVED, _DTP_ARRIVED, _ELR_NOT_PRODUCTION,
                   _UNCLEAN_SHUTDOWN_DETECTION))
 #: A reassignment waits for every target replica in the ISR from 3.8.0 (KAFKA-15665) until
@@ -68,13 +72,14 @@ PRE_37 = release("pre-3.7", _SHIPPED + _NO_ELR + ("no-hwm-rule",) + _NO_UNCLEAN_
 #: shrinks; 3.6 and 3.7 wait for the adding ones, as the KIP's baseline
 #: (docs/KNOWN-DEVIATIONS.md, PartitionReassignmentReplicas.maybeCompleteReassignment).
 _ALL_TARGET = ("reassignment-waits-for-every-target-replica",)
-KAFKA_37 = release("kafka-3.7", _SHIPPED + _NO_ELR + _NO_UNCLEAN_CONFIG + _NO_PRE_VOTE,
+KAFKA_37 = release("kafka-3.7", _SHIPPED + _NO_ELR + _NO_UNCLEAN_CONFIG + _NO_PRE_VOTE
+                   + _SESSION_3X,
                    (_DTP_ARRIVED, _ELR_NOT_PRODUCTION, _UNCLEAN_SHUTDOWN_DETECTION))
 #: 3.8: as 3.9 (pre-elr), but unclean.leader.election.enable is still ignored (3.9.0).
 KAFKA_38 = release("kafka-3.8", _SHIPPED + _NO_ELR + _ALL_TARGET + _NO_UNCLEAN_CONFIG
-                   + _NO_PRE_VOTE,
+                   + _NO_PRE_VOTE + _SESSION_3X,
                    (_ELR_NOT_PRODUCTION, _UNCLEAN_SHUTDOWN_DETECTION))
-PRE_ELR = release("pre-elr", _SHIPPED + _NO_ELR + _ALL_TARGET + _NO_PRE_VOTE,
+PRE_ELR = release("pre-elr", _SHIPPED + _NO_ELR + _ALL_TARGET + _NO_PRE_VOTE + _SESSION_3X,
                   (_ELR_NOT_PRODUCTION, _UNCLEAN_SHUTDOWN_DETECTION))
 KAFKA_40_ELR = release("kafka-4.0-elr", _SHIPPED + _ELR_4X + _ALL_TARGET)
 KAFKA_40_NOELR = release("kafka-4.0-noelr",

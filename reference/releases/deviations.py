@@ -61,6 +61,13 @@ KNOWN_DEVIATIONS: tuple[Deviation, ...] = (
               "before 4.0 KRaft has no Pre-Vote (KIP-996, ProspectiveState first in "
               "kafka-raft 4.0): a controller cut off from the leader raises the quorum epoch "
               "as a candidate and may force an election when it rejoins"),
+    Deviation("session-ends-when-fenced", "session_outlives_fencing", False,
+              "before 4.0 a fenced broker has no session, so once its controlled shutdown "
+              "completes (SHUTDOWN_NOW fences it) a new incarnation registers at once: 3.6.2-"
+              "3.9.2 ClusterControlManager.registerBroker asks hasValidSession(brokerId), false "
+              "for a fenced broker (BrokerHeartbeatManager.java:349-354); 4.0+ asks the "
+              "per-(id, epoch) BrokerHeartbeatTracker, blind to fencing, and refuses until the "
+              "session times out (KAFKA-17793, apache/kafka PR 17502)"),
     Deviation("no-unclean-recovery", "unclean_recovery", False,
               "KIP-966 part 2 (unclean recovery, longest-log elections) is in no release "
               "through 4.3"),

@@ -90,6 +90,11 @@ class Profile:
     #: leader's HWM then lags the one acks=all producers and consumers saw, and under min ISR
     #: it stays there (Partition.maybeIncrementLeaderHW). Deviation new-leader-hwm-lag.
     leader_hwm_lag: bool = False
+    #: Not in the KIP. A broker's session, which a new incarnation's registration must wait
+    #: out (DUPLICATE_BROKER_REGISTRATION), lasts until it times out, fenced or not: 4.0+
+    #: keeps it per (id, epoch) in BrokerHeartbeatTracker, blind to fencing (KAFKA-17793).
+    #: Deviation session-ends-when-fenced (3.x) ends it when the broker is fenced.
+    session_outlives_fencing: bool = True
 
     def elr_on(self, elr_enabled: bool) -> bool:
         return elr_enabled if self.elr is None else self.elr
