@@ -17,7 +17,12 @@ def test_a_daemon_still_stopping_is_waited_for_before_a_new_one_starts(
     # CI, 2026-11-25: another harness process stopped the dockerd it had started while this
     # one used it; the next test started dockerd at once, which refused ("pid file found")
     # as the old one was still stopping, and every later test failed the same way.
-    stopping = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.5)"])
+    stopping = subprocess.Popen([sys.executable, "-c",
+                                 "import time; print('up', flush=True); time.sleep(1.5)"],
+                                stdout=subprocess.PIPE)
+    # Its process name is the interpreter's only once it runs: read before that (a loaded
+    # machine), it is the forking parent's, and the "daemon" would not be recognised.
+    assert stopping.stdout is not None and stopping.stdout.readline() == b"up\n"
     pid_file = tmp_path / "docker.pid"
     pid_file.write_text(str(stopping.pid))
     spawned: list[bool] = []
