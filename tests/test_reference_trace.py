@@ -262,6 +262,19 @@ def _isr_join_completes_reassignment() -> Log:
         removingReplicas=[]))
 
 
+def _leaderless_reassigned_onto_a_live_broker() -> Log:
+    """ELR off, unclean election enabled on topic u ([1, 2], ISR [1]): 2 then 1 fenced, u
+    leaderless with no live replica; a reassignment to [3, 1] adds live 3. Kafka's
+    reassignment change runs no unclean election (the periodic electUnclean task does)."""
+    return cluster(elr=False, min_isr=1).batch(
+        topic("u", "U"), topic_config("u", MIN_ISR, "1"),
+        topic_config("u", "unclean.leader.election.enable", "true"),
+        partition("U", [1, 2], [1], 1)).batch(
+        change(isr=[1, 3]), fence(2, E[2])).batch(
+        change(isr=[3], leader=3), change(tid="U", leader=-1), fence(1, E[1])).batch(
+        change(tid="U", replicas=[3, 1, 2], addingReplicas=[3], removingReplicas=[2]))
+
+
 def _outsider_elected_mid_reassignment() -> Log:
     """The same partition, 3 elected with ISR [3] while the reassignment is still going on:
     no ISR expansion completed anything, so this is an unclean election."""
@@ -312,7 +325,9 @@ KEEP: dict[str, list[Case]] = {
         (lambda: _unclean_ready().batch(change(leader=2, isr=[2], lrs=1)), REQUESTED),
         (_isr_join_completes_reassignment, {})],
     "LeaderlessOnlyWithoutCandidate": [(lambda: leaderless(cluster()), {}),
-                                       (_unclean_ready, PRE)],   # 3.9: ISR keeps [1]
+                                       (_unclean_ready, PRE),   # 3.9: ISR keeps [1]
+                                       (_leaderless_reassigned_onto_a_live_broker, {}),
+                                       (_leaderless_reassigned_onto_a_live_broker, PRE)],
     "LeaderRecoveryStateChange": [(realistic, {})],
     "LastKnownElrUpdate": [(lambda: leaderless(cluster()), {})],
     "LeaderEpochBump": [(lambda: cluster(mv=11).batch(change(isr=[1, 2], leader=1)), {})],

@@ -320,6 +320,18 @@ def _completes_reassignment(p: PartitionRegistration, q: PartitionRegistration) 
             and set(q.isr) <= set(p.adding_replicas) | (set(p.replicas) - set(p.removing_replicas)))
 
 
+def _reassigns_leaderless(p: PartitionRegistration, q: PartitionRegistration) -> bool:
+    """A reassignment's change of a partition already leaderless. Kafka runs no unclean
+    election in it: ReplicationControlManager.changePartitionReassignment builds it without
+    Election.UNCLEAN (3.9.2 line 2131, 4.0.2 2183, 4.1.2 2184, 4.3.1 2261), and the periodic
+    electUnclean task elects later (QuorumController, uncleanLeaderElectionCheckIntervalMs,
+    5 minutes by default). A live replica it adds may so wait that long (4.0.2 hunt, seed 39,
+    fuzz-s39-48)."""
+    return (p.leader == q.leader == NO_LEADER
+            and (q.replicas, q.adding_replicas, q.removing_replicas)
+            != (p.replicas, p.adding_replicas, p.removing_replicas))
+
+
 def analyse(s: Step, key: PartitionKey, p: PartitionRegistration,
             q: PartitionRegistration) -> Change:
     st, op = s.before, s.op
@@ -425,7 +437,8 @@ def partition_change(s: Step, c: Change) -> Iterator[Finding]:
         why = (f"valid replicas {list(c.candidates)} remain" if c.candidates
                else f"the last known leader {c.last_leader} is live" if c.last_leader is not None
                else f"unclean election is enabled and {c.first_live} is live"
-               if c.unclean_enabled and c.first_live is not None else None)
+               if c.unclean_enabled and c.first_live is not None
+               and not _reassigns_leaderless(p, q) else None)
         if why:
             yield f("LeaderlessOnlyWithoutCandidate", f"partition left leaderless although {why}")
     lrs0, lrs1 = p.leader_recovery_state, q.leader_recovery_state
