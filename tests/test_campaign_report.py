@@ -58,6 +58,7 @@ def write_campaign(root: Path, run_log: bool = True) -> Path:
         "version": "4.3.1", "next_index": 3, "generated": 3, "mutated": 1, "runs": 5,
         "errors": 1, "seconds": 1800.0, "run_seconds": 1700.0,
         "coverage": {"transition:fenced": "fuzz-s1-0", "rule:LeaderIsLive": "fuzz-s1-0",
+                     "deviation:no-elr": "fuzz-s1-1",
                      "transition:elr-add": "fuzz-s1-1-shrink1",
                      "rule:ElrMembersRetained": "fuzz-s1-1",
                      "rule:MetadataLogMatching": "fuzz-s1-9"},  # a run with no known time
@@ -163,7 +164,7 @@ def test_no_run_directory_falls_back_to_the_counters(tmp_path: Path) -> None:
     assert b["kinds"] == {"generated": 3, "re-run or shrink": 2}
     assert b["coverage"] == [{"minutes": 0.0, "run": None, "new": [], "transitions": 0,
                               "rules": 0}]
-    assert len(b["unplaced"]) == 5
+    assert len(b["unplaced"]) == 6  # every coverage feature, the deviation too
     assert b["signatures"][0]["minimal_problem"].endswith("minimal.yaml: not found")
 
 
@@ -209,10 +210,12 @@ def test_the_pages(tmp_path: Path) -> None:
     assert "the &lt;model&gt; is wrong" in page and "<model>" not in page
     assert "2. reassign replicas: [3, 2, 1]" in page
     assert "elected-from-elr" in page.split("Never reached")[1]
+    assert "no-elr (fuzz-s1-1, 5.0 min)" in page.split("Cited deviations met")[1]
     assert "<polyline class='transitions'" in page and "<polyline class='rules'" in page
     md = campaign.markdown(r)
     assert "| 4.3.1 | 30.0 | 5 (3 generated, 1 re-run, 1 shrink) | 10.0 | 6.0 | 2/20 |" in md
     assert "**model-gap**, reproducible (2/2; shrunk schedule 1/1)" in md
+    assert "Cited deviations met: no-elr (fuzz-s1-1, 5.0 min)" in md
 
 
 def test_the_report_on_spark_through_the_command(tmp_path: Path) -> None:
