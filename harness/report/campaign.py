@@ -336,12 +336,6 @@ def make_campaign_report(campaign_dir: Path, out: Path | None = None,
     return report
 
 
-def _deviations_text(b: dict[str, Any]) -> str:
-    """The deviations the kip axis needed, each with its first run and minute."""
-    return ", ".join(f"{d} ({m['run']}" + ("" if m["minutes"] is None else f", {m['minutes']} min")
-                     + ")" for d, m in b["deviations_met"].items()) or "none"
-
-
 def _kinds_text(b: dict[str, Any]) -> str:
     return ", ".join(f"{n} {k}" for k, n in b["kinds"].items() if n) or "none"
 
@@ -400,7 +394,8 @@ def markdown(r: dict[str, Any]) -> str:
         if not b["signatures"]:
             lines.append("none")
         nr = b["never_reached"]
-        lines += ["", f"Cited deviations met: {_deviations_text(b)}",
+        met = hunt.deviations_text(b["deviations_met"])
+        lines += ["", f"Cited deviations met: {met}",
                   "", f"Never reached: transitions {', '.join(nr['transitions']) or 'none'}; "
                       f"rules {', '.join(nr['rules']) or 'none'}"]
     if r["unreadable_runs"]:
@@ -457,8 +452,8 @@ def _build_html(b: dict[str, Any]) -> str:
              f"({len(nr['transitions'])})</th><td>{escape(', '.join(nr['transitions']) or 'none')}"
              f"</td></tr><tr><th>rules ({len(nr['rules'])})</th><td>"
              f"{escape(', '.join(nr['rules']) or 'none')}</td></tr></table>")
-    never += (f"<h3>Cited deviations met</h3><p class='small'>{escape(_deviations_text(b))}"
-              "</p>")
+    met = hunt.deviations_text(b["deviations_met"])
+    never += f"<h3>Cited deviations met</h3><p class='small'>{escape(met)}</p>"
     verdicts = ", ".join(f"{k} {v}" for k, v in b["verdicts"].items()) or "no run directory"
     return (f"<section id='build-{escape(b['build'])}'><h2>{escape(b['build'])}</h2>"
             f"<p>{b['runs']} runs in {b['minutes']} min ({escape(_kinds_text(b))}; "

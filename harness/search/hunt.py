@@ -877,10 +877,7 @@ def write_summary(campaign_dir: Path, state: HuntState, order: Sequence[str] = (
         lines.append("none")
     lines += ["", "## Cited deviations met (the kip axis needed them; first run)", ""]
     for b in builds:
-        met = b.deviations_met()
-        lines.append(f"- **{b.version}**: " + (", ".join(
-            f"{d} ({m['run']}" + ("" if m["minutes"] is None else f", {m['minutes']} min")
-            + ")" for d, m in met.items()) or "none"))
+        lines.append(f"- **{b.version}**: {deviations_text(b.deviations_met())}")
     lines += ["", "## Never reached", ""]
     for b in builds:
         nr = build_summary(b)["never_reached"]
@@ -888,6 +885,14 @@ def write_summary(campaign_dir: Path, state: HuntState, order: Sequence[str] = (
                      f"rules {', '.join(nr['rules']) or 'none'}")
     (campaign_dir / "hunt.md").write_text("\n".join(lines) + "\n")
     return table
+
+
+def deviations_text(met: Mapping[str, Mapping[str, Any]]) -> str:
+    """``BuildState.deviations_met`` as one line: each deviation with its first run and
+    minute (hunt.md and the campaign report)."""
+    return ", ".join(f"{d} ({m['run']}" + ("" if m["minutes"] is None
+                                          else f", {m['minutes']} min") + ")"
+                     for d, m in met.items()) or "none"
 
 
 def summary_table(builds: Sequence[BuildState]) -> str:
