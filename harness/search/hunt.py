@@ -457,7 +457,7 @@ def reach_of_run(run_dir: Path) -> Reach:
         rules |= rules_reached(longest[1], ctx)
         if len(logs.by_controller) > 1:
             rules.add("MetadataLogMatching")
-    return Reach(frozenset(seen), frozenset(rules), frozenset(kip_of_run(run_dir)[1]))
+    return Reach(frozenset(seen), frozenset(rules), frozenset(kip_of_meta(meta)[1]))
 
 
 # --- mutation --------------------------------------------------------------------------------
@@ -584,10 +584,18 @@ def kip_of_run(run_dir: Path | None) -> tuple[str | None, tuple[str, ...]]:
     if run_dir is None:
         return None, ()
     try:
-        kip = json.loads((run_dir / "run.json").read_text())["axes"]["kip"]
+        return kip_of_meta(json.loads((run_dir / "run.json").read_text()))
+    except (OSError, ValueError):
+        return None, ()
+
+
+def kip_of_meta(meta: Mapping[str, Any]) -> tuple[str | None, tuple[str, ...]]:
+    """``kip_of_run`` from a run.json already read."""
+    try:
+        kip = meta["axes"]["kip"]
         return str(kip["verdict"]), tuple(str(d["deviation"]) for d in kip.get("details") or ()
                                           if isinstance(d, Mapping) and "deviation" in d)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (KeyError, TypeError):
         return None, ()
 
 
