@@ -16,6 +16,7 @@ kernel kills it if the harness dies (PR_SET_PDEATHSIG).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import selectors
@@ -88,6 +89,7 @@ def source_for(build: Build) -> Path:
     return copy
 
 
+@functools.lru_cache(maxsize=None)  # a session starts every few seconds: read the jar once
 def _moved_utils(clients_jar: Path) -> bool:
     with zipfile.ZipFile(clients_jar) as z:
         names = set(z.namelist())
