@@ -89,7 +89,7 @@ def source_for(build: Build) -> Path:
     return copy
 
 
-@functools.lru_cache(maxsize=None)  # a session starts every few seconds: read the jar once
+@functools.cache  # a session starts every few seconds: read the jar once
 def _moved_utils(clients_jar: Path) -> bool:
     with zipfile.ZipFile(clients_jar) as z:
         names = set(z.namelist())
