@@ -101,7 +101,8 @@ def test_guided_campaign_runs_only_schedules_the_model_says_lose_data(
         return fuzz.Outcome(None)
     # The kinds the last replica standing needs (the others, at their default weights,
     # would leave fewer schedules that lose data within the 100 looked at).
-    cfg = fuzz.CampaignConfig(seed=1, runs=2, guided=True,
+    # Seed 3: two of its first 100 schedules lose data in the model (indexes 20 and 43).
+    cfg = fuzz.CampaignConfig(seed=3, runs=2, guided=True,
                               gen=fuzzgen.GenConfig(weights=fuzz.parse_weights(
                                   "isolate=5,cut=3,kill=4,lose_unflushed=10,consume=0,"
                                   "alter_config=0,elect=0,reassign=0,latency=0,bandwidth=0,"
@@ -425,7 +426,10 @@ def test_pause_rules_keep_a_paused_broker_out_of_heal_stop_and_the_observers_nee
         model.apply(step)
         fuzzgen.after(step, track, cfg)
     assert "paused already" in (fuzzgen.why_invalid(S.Pause(1), model, track, cfg) or "")
-    assert "resume them first" in (fuzzgen.why_invalid(S.Heal(), model, track, cfg) or "")
+    # A heal gives back the links, not the paused node (hunt seed 39, fuzz-s39-24).
+    assert fuzzgen.why_invalid(S.Heal(), model, track, cfg) is None
+    model.apply(S.Heal())
+    assert all(1 in w.silenced for w in model.branches)
     assert "no clean shutdown" in (fuzzgen.why_invalid(S.Stop(1), model, track, cfg) or "")
     model.apply(S.Pause(2))
     fuzzgen.after(S.Pause(2), track, cfg)

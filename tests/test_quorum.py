@@ -14,7 +14,7 @@ from harness.scenario.loader import parse_scenario
 from harness.scenario.nodes import ScenarioError
 from reference import Model, committed_prefix_agrees
 from reference.model import steps as S
-from reference.model.state import PartitionState
+from reference.model.state import NO_LEADER, PartitionState
 from reference.model.steps import step_to_dict
 from reference.model.timing import Sleep
 
@@ -310,3 +310,46 @@ def test_five_controllers_survive_two_losses_not_three() -> None:
     pred = m.apply(S.Kill(2))
     assert {s.fenced for s in pred.allowed} == {frozenset({2})}  # down, not fenced by anyone
     assert {s.isr for s in pred.allowed} == {frozenset({1, 2, 3})}
+
+
+# --- a node given back is not a network healed (hunt seed 39, 3.8.1, fuzz-s39-24) --------
+
+def test_a_restarted_controller_stays_cut_from_a_broker_isolated_while_it_was_down() -> None:
+    # The minimal schedule of the 3.8.1 hunt candidate: the old model's restart gave 101
+    # every link back, the isolation of broker 1 included, so a quorum led by 101 could
+    # hear broker 1's heartbeats and unfence it; on the cluster 101 led with 1 fenced.
+    m, _ = model("kafka-3.8")
+    observed(m, controller=102)
+    m.apply(S.KillController(101))
+    observed(m, controller=102)
+    m.apply(S.Isolate(1))
+    observed(m, controller=102)
+    m.apply(S.RestartController(101))
+    observed(m, controller=102, quorum_elected=False)
+    pred = m.apply(S.KillController(102))
+    assert {s.controller for s in pred.allowed} == {100, 101}
+    assert {s.fenced for s in pred.allowed} == {frozenset({1})}
+
+
+def test_resume_gives_back_the_node_not_the_links_an_isolate_cut() -> None:
+    m, _ = model("kafka-4.3")
+    m.apply(S.Produce(1))
+    observed(m, controller=100)
+    m.apply(S.Pause(3))
+    m.apply(S.Isolate(3))
+    pred = m.apply(S.Resume(3))
+    assert {s.fenced for s in pred.allowed} == {frozenset({3})}
+    assert all(3 not in s.isr for s in pred.allowed)
+
+
+def test_heal_leaves_a_paused_node_and_a_down_controller_silent() -> None:
+    m, _ = model("kafka-4.3")
+    m.apply(S.Produce(1))
+    observed(m, controller=100)
+    m.apply(S.KillController(102))
+    m.apply(S.Pause(3))
+    pred = m.apply(S.Heal())
+    assert {s.fenced for s in pred.allowed} == {frozenset({3})}
+    # 102 still down: killing 101 leaves no majority, so no controller is elected.
+    pred = m.apply(S.KillController(101))
+    assert {s.controller for s in pred.allowed} == {NO_LEADER}

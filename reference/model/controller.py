@@ -43,8 +43,9 @@ class Choice:
 
 
 def link(w: World, src: int, dst: int) -> bool:
-    """src can open connections to dst (FORMAT.md: cut src->dst blackholes them)."""
-    return (src, dst) not in w.cuts
+    """src can open connections to dst (FORMAT.md: cut src->dst blackholes them; a
+    silenced node neither opens nor answers any)."""
+    return (src, dst) not in w.cuts and src not in w.silenced and dst not in w.silenced
 
 
 def reaches_majority(w: World, c: int) -> bool:

@@ -184,8 +184,13 @@ class World:
     controllers: tuple[int, ...]
     partition: Partition
     config: Config
-    #: Cut links (src, dst): src cannot open connections to dst.
+    #: Cut links (src, dst): src cannot open connections to dst (``heal`` clears them).
     cuts: frozenset[tuple[int, int]] = frozenset()
+    #: Nodes nobody reaches and that reach nobody whatever the links: a paused node, a
+    #: controller that is down. Kept apart from ``cuts`` because the fault ends apart:
+    #: ``resume``/``restart`` give the node back without healing the network around it,
+    #: and ``heal`` leaves a stopped process stopped.
+    silenced: frozenset[int] = frozenset()
     #: Acknowledged records: record id -> acks ("0", "1", "all").
     acked: tuple[tuple[str, str], ...] = ()
     #: Highest HWM the partition ever exposed (the TLA+ spec's "true HWM").

@@ -130,7 +130,8 @@ def _key(w: World, per: dict[int, tuple[Any, ...]], acked: tuple[Any, ...],
             None if p.last_known_leader is None else m(p.last_known_leader), p.recovering,
             ms(p.adding), ms(p.removing))
     cuts = tuple(sorted((m(a), m(b)) for a, b in w.cuts))
-    return (brokers, part, cuts, acked, w.max_hwm, ms(w.lost_data),
+    silenced = tuple(sorted(m(n) for n in w.silenced))
+    return (brokers, part, cuts, silenced, acked, w.max_hwm, ms(w.lost_data),
             min(w.unclean_shutdowns, 1), w.unclean_elections, w.reconfigured, w.min_isr)
 
 
@@ -142,7 +143,7 @@ def state_key(w: World) -> StateKey:
     part = (p.replicas, p.leader, erank[p.leader_epoch], p.isr, p.elr, p.last_known_elr,
             p.last_known_leader, p.recovering, p.adding, p.removing)
     brokers = tuple((*v, tuple(sorted(w.broker(i).heard_from or ()))) for i, v in per.items())
-    return (brokers, part, w.cuts, acked, w.max_hwm, w.lost_data,
+    return (brokers, part, w.cuts, w.silenced, acked, w.max_hwm, w.lost_data,
             min(w.unclean_shutdowns, 1), w.unclean_elections, w.reconfigured, w.min_isr)
 
 
@@ -159,7 +160,7 @@ def canonical_key(w: World) -> StateKey:
         heard_by = sum(1 for b in w.brokers if i in (b.heard_from or ()))
         return (per[i], len(w.broker(i).heard_from or ()), heard_by, i in p.isr, i in p.elr,
                 i in p.last_known_elr, p.leader == i, p.last_known_leader == i,
-                i in w.lost_data, cut_out, cut_in)
+                i in w.lost_data, cut_out, cut_in, i in w.silenced)
 
     ids = sorted(per, key=sig)
     groups: list[list[int]] = []

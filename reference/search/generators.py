@@ -82,8 +82,7 @@ class Track:
     lost_since_kill: set[int] = field(default_factory=set)
     lost: set[int] = field(default_factory=set)
     paused: set[int] = field(default_factory=set)
-    #: Controllers killed or stopped (to the model: cut off from everyone; a heal would
-    #: give them their links back while their process is down).
+    #: Controllers killed or stopped (to the model: silenced until restarted).
     controllers_down: set[int] = field(default_factory=set)
     #: Brokers unregistered since they went down (a restart registers them anew).
     unregistered: set[int] = field(default_factory=set)
@@ -274,13 +273,6 @@ def _cut_guard(step: S.Step, g: Gen) -> str | None:
 def _heal_guard(step: S.Step, g: Gen) -> str | None:
     if g.every(lambda w: not w.cuts) and not g.track.shaped:
         return "nothing to heal"
-    if g.track.paused:
-        # To the model a paused node is a cut-off one: a heal would give it its links back
-        # while its process is still stopped.
-        return f"broker(s) {sorted(g.track.paused)} paused: resume them first"
-    if g.track.controllers_down:
-        # The same for a controller that is down: restart it first.
-        return f"controller(s) {sorted(g.track.controllers_down)} down: restart them first"
     return None
 
 
@@ -306,11 +298,6 @@ def _pause_guard(step: S.Step, g: Gen) -> str | None:
         return f"broker {n} is paused already"
     if len(g.current) < 2:
         return "the last running broker stays up (the observer needs one)"
-    if not g.every(lambda w: not any(n in c for c in w.cuts)):
-        # The model's resume gives the node every link back (FORMAT.md), the harness's
-        # only sends SIGCONT (nemesis/faults.py resume): seen on 4.3.1, fuzz-s4310-4.
-        return (f"broker {n} has cut links (a resume would restore them in the model but "
-                "not on the cluster)")
     return None
 
 
