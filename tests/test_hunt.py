@@ -66,6 +66,7 @@ def plan(fake: Fake, version: str = "4.3.1", kip: Any = None) -> hunt.BuildPlan:
 
 
 def cfg(runs: int = 6, seed: int = 1, **kw: Any) -> hunt.HuntConfig:
+    kw.setdefault("direct_share", 0.0)  # directed schedules have tests of their own
     return hunt.HuntConfig(seed=seed, budget_s=3600, runs=runs, shrink_attempts=3, **kw)
 
 
@@ -150,6 +151,14 @@ def test_resume_refuses_another_seed_or_other_settings(tmp_path: Path) -> None:
         hunt.load_state(tmp_path, cfg(seed=2))
     with pytest.raises(UsageError, match="--steps 10, not 12"):
         hunt.load_state(tmp_path, cfg(length=12))
+    with pytest.raises(UsageError, match="--direct-share 0.0, not 0.5"):
+        hunt.load_state(tmp_path, cfg(direct_share=0.5))
+    # A campaign from before directed schedules had none: it resumes with a share of 0.
+    path = tmp_path / hunt.STATE_FILE
+    raw = json.loads(path.read_text())
+    del raw["settings"]["direct_share"]
+    path.write_text(json.dumps(raw))
+    assert hunt.load_state(tmp_path, cfg()).settings["direct_share"] == 0.0
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "x").write_text("")
     with pytest.raises(UsageError, match="holds no hunt-state.json"):
@@ -300,6 +309,8 @@ def test_rules_and_transitions_reached_by_a_recorded_run() -> None:
     (["--kafka-version", "4.3.1", "--budget", "0"], "--budget: '0': give a duration > 0"),
     (["--kafka-version", "4.3.1", "--seed", "x"], "--seed 'x' is not a whole number"),
     (["--kafka-version", "4.3.1", "--weights", "warp=3"], "--weights: unknown step kind"),
+    (["--kafka-version", "4.3.1", "--direct-share", "2"],
+     "--direct-share '2': give a chance between 0 and 1"),
 ])
 def test_bad_input_is_refused_before_anything_runs(
         argv: list[str], message: str, tmp_path: Path, capsys: Any,
@@ -418,3 +429,32 @@ def test_a_recorded_runs_kip_deviations_are_what_it_reached() -> None:
         FIXTURE / "last-known-leader-elected-after-unclean-restart-20261123T164125-7d77b6")
     assert r.deviations == {"last-known-elr-is-last-leader", "no-unclean-recovery"}
     assert "deviation:no-unclean-recovery" in r.features()
+
+
+# --- directed schedules ----------------------------------------------------------------------
+
+def test_directed_schedules_aim_at_a_transition_the_build_has_not_reached(
+        tmp_path: Path) -> None:
+    # Run 0 reaches every transition but `leaderless`: every later index (all directed, none
+    # mutated) runs a candidate whose model shows a leaderless partition for sure.
+    fake = Fake(reach={0: Reach(frozenset(hunt.TRANSITION_NAMES) - {"leaderless"})})
+    config = cfg(runs=6, direct_share=1.0, mutate_share=0.0)
+    st = hunt.hunt(config, [plan(fake)], tmp_path / "a").builds["4.3.1"]
+    later = generated(fake)[1:]
+    assert st.directed == 6 and st.mutated == 0  # run 0 too: nothing was reached before it
+    for n in later:
+        assert "leaderless" in fuzzgen.predicted_transitions(MODELS["4.3.1"], fake.steps[n]), n
+        assert fake.steps[n] != fuzz.schedule(MODELS["4.3.1"], 1, Fake.index(n), config.gen())
+    # The same campaign again picks the same candidates.
+    again = Fake(reach={0: Reach(frozenset(hunt.TRANSITION_NAMES) - {"leaderless"})})
+    hunt.hunt(config, [plan(again)], tmp_path / "b")
+    assert [again.steps[n] for n in later] == [fake.steps[n] for n in later]
+
+
+def test_no_directed_schedule_once_every_transition_is_reached(tmp_path: Path) -> None:
+    fake = Fake(reach={0: Reach(frozenset(hunt.TRANSITION_NAMES))})
+    config = cfg(runs=4, direct_share=1.0, mutate_share=0.0)
+    st = hunt.hunt(config, [plan(fake)], tmp_path).builds["4.3.1"]
+    assert st.directed == 1  # run 0 only
+    for n in generated(fake)[1:]:
+        assert fake.steps[n] == fuzz.schedule(MODELS["4.3.1"], 1, Fake.index(n), config.gen())

@@ -32,6 +32,11 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
                           "every executor shares)")
     cmd.add_argument("--backend", default="local", choices=BACKENDS)
     options.add_generation_options(cmd, shrink_attempts=12, shrink_budget="5m")
+    cmd.add_argument("--direct-share", default="0.25",
+                     help="chance that an index not mutating runs a directed schedule: while "
+                          "a KIP-966 transition is not reached on the build, the first of "
+                          "the index's candidates whose model shows it for sure (0 turns "
+                          "it off; default 0.25)")
     cmd.add_argument("--jobs", type=options.jobs_count, default=1,
                      help="generated runs side by side, one cluster each (default 1)")
     options.add_master_option(cmd)
@@ -40,6 +45,16 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 def _int(text: str, flag: str, lo: int, hi: int) -> int:
     return options.whole_number("hunt", flag, text, lo, hi)
+
+
+def _share(text: str, flag: str) -> float:
+    try:
+        share = float(text)
+    except ValueError:
+        share = -1.0
+    if not 0.0 <= share <= 1.0:
+        raise UsageError(f"hunt: {flag} {text!r}: give a chance between 0 and 1 (e.g. 0.25)")
+    return share
 
 
 def parse_args(args: argparse.Namespace) -> tuple[Any, float, tuple[str, ...]]:
@@ -59,7 +74,8 @@ def parse_args(args: argparse.Namespace) -> tuple[Any, float, tuple[str, ...]]:
                           weights=weights, confirm=_int(args.confirm, "--confirm", 0, 20),
                           shrink_attempts=_int(args.shrink_attempts, "--shrink-attempts", 1,
                                                1000),
-                          shrink_budget_s=shrink_budget, traffic=args.traffic)
+                          shrink_budget_s=shrink_budget, traffic=args.traffic,
+                          direct_share=_share(args.direct_share, "--direct-share"))
     return cfg, step_timeout, versions
 
 

@@ -198,7 +198,7 @@ def build_report(st: hunt.BuildState, rows: list[dict[str, Any]], campaign_dir: 
     return {
         "build": st.version, "minutes": base["minutes"], "seconds": round(st.seconds, 1),
         "runs": st.runs, "generated": st.generated, "mutated": st.mutated,
-        "errors": st.errors, "kinds": dict(kinds), "runs_seen": len(names),
+        "directed": st.directed, "errors": st.errors, "kinds": dict(kinds), "runs_seen": len(names),
         "runs_per_hour": per_hour(st.runs, st.seconds),
         "generated_per_hour": per_hour(st.generated, st.seconds),
         "verdicts": dict(sorted(verdicts.items())),
@@ -457,7 +457,8 @@ def _build_html(b: dict[str, Any]) -> str:
     verdicts = ", ".join(f"{k} {v}" for k, v in b["verdicts"].items()) or "no run directory"
     return (f"<section id='build-{escape(b['build'])}'><h2>{escape(b['build'])}</h2>"
             f"<p>{b['runs']} runs in {b['minutes']} min ({escape(_kinds_text(b))}; "
-            f"{b['mutated']} mutated, {b['errors']} ended in ERROR): {b['runs_per_hour']} "
+            f"{b['mutated']} mutated, {b.get('directed', 0)} directed, {b['errors']} ended in "
+            f"ERROR): {b['runs_per_hour']} "
             f"runs/h, {b['generated_per_hour']} generated/h. Run directories' verdicts: "
             f"{escape(verdicts)}. Corpus {b['corpus']}.</p>"
             f"<h3>Coverage over time</h3><p class='small'>Times from {escape(b['time_source'])}."

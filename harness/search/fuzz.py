@@ -125,27 +125,31 @@ def schedule_seed(seed: int, index: int) -> int:
 
 
 def schedule(new_model: Callable[[], Any], seed: int, index: int,
-             cfg: fuzzgen.GenConfig) -> Steps:
+             cfg: fuzzgen.GenConfig, variant: int = 0) -> Steps:
     """Run ``index``'s schedule: the same for the same (seed, index, config, build). With
     ``cfg.clusters`` and a campaign's model factory (``CampaignModels``), the schedule gets
     a cluster of its own, drawn from its scenario seed among what the build allows, and
     is generated against that cluster's model; the cluster is kept for the scenario
     file (``scenario_yaml``). With ``cfg.traffic`` the schedule runs under traffic drawn
     from the same seed (kept with its cluster, on BASE without ``cfg.clusters``), and is
-    generated against the model under it (``fuzzgen.under_traffic``)."""
+    generated against the model under it (``fuzzgen.under_traffic``). ``variant`` > 0: one
+    of the index's other candidates (its cluster, traffic and steps drawn from streams of
+    their own), for the same run (the hunt's directed schedules)."""
     sseed = schedule_seed(seed, index)
+    drawn: int | str = sseed if variant == 0 else f"{sseed}:{variant}"
     cluster = None
     if cfg.clusters and isinstance(new_model, CampaignModels):
-        cluster = fuzzgen.draw_cluster(sseed, new_model.elr_choices, traffic=cfg.traffic)
+        cluster = fuzzgen.draw_cluster(drawn, new_model.elr_choices, traffic=cfg.traffic)
     elif cfg.traffic:
         cluster = dataclasses.replace(fuzzgen.BASE_CLUSTER, traffic=fuzzgen.draw_traffic(
-            sseed, fuzzgen.BASE_CLUSTER.partitions))
+            drawn, fuzzgen.BASE_CLUSTER.partitions))
+    stream = f"{seed}:{index}" if variant == 0 else f"{seed}:{index}:{variant}"
     if cluster is None:
         CLUSTERS.by_seed.pop(sseed, None)
         CLUSTERS.current = None
-        return fuzzgen.generate(new_model, f"{seed}:{index}", cfg)
+        return fuzzgen.generate(new_model, stream, cfg)
     CLUSTERS.by_seed[sseed] = CLUSTERS.current = cluster
-    return fuzzgen.generate(models_of(new_model, sseed), f"{seed}:{index}", cfg)
+    return fuzzgen.generate(models_of(new_model, sseed), stream, cfg)
 
 
 def models_of(new_model: Callable[[], Any], seed: int | None) -> Callable[[], Any]:

@@ -28,6 +28,11 @@ index), repaired with ``fuzz.repairer`` (steps the generator's guards refuse are
 ending with a consume. A mutation the repair empties or leaves unchanged falls back to the
 generator's schedule.
 
+**Directed schedules**. An index that does not mutate is, with chance ``direct_share``, the
+first of its other candidates (``fuzz.schedule(..., variant)``) whose model shows for sure a
+transition the build has not reached (``fuzzgen.predicted_transitions``), while one is left
+(docs/HUNT.md "Directed schedules").
+
 **State**: DIR/hunt-state.json holds the seed and the settings that shape schedules, and per
 build the next schedule index, the counters, the coverage (the run that first reached each
 transition or rule), the corpus and every signature with its class; it is written after
@@ -91,6 +96,7 @@ from harness.search.shrink import Signature, Steps
 from reference.model import steps as S
 from reference.model.state import NO_LEADER
 from reference.releases.known_bugs import KnownBug, affecting
+from reference.search import fuzzgen
 from reference.search.transitions import TRANSITIONS
 from reference.trace import rules as trace_rules
 from reference.trace.records import Record, TraceContext, batch_of, data, initial_state
@@ -100,6 +106,12 @@ STATE_FILE = "hunt-state.json"
 STATE_VERSION = 1
 #: Chance that an index runs a mutation of a corpus entry (once the corpus has one).
 MUTATE_SHARE = 0.5
+#: Chance that an index not mutating runs a directed schedule: while some transition is
+#: not reached on the build, the first of the index's candidates whose model shows it for
+#: sure (``fuzzgen.predicted_transitions``), among ``DIRECT_PROBES``.
+DIRECT_SHARE = 0.25
+#: Candidates a directed index looks at (about 30 ms of model time each on 2 cores).
+DIRECT_PROBES = 100
 #: Schedule-level edits of a corpus entry.
 MUTATIONS = ("insert", "delete", "replace", "swap")
 CLASSES = ("known-bug", "cited-deviation", "model-gap", "harness-error", "kafka-candidate",
@@ -166,6 +178,7 @@ class HuntConfig:
     shrink_attempts: int = 12
     shrink_budget_s: float = 300.0
     mutate_share: float = MUTATE_SHARE
+    direct_share: float = DIRECT_SHARE
     #: Generated runs per build per session (tests; the command gives a budget only).
     runs: int | None = None
     #: Every schedule under client traffic drawn from its seed (``--traffic``).
@@ -175,7 +188,8 @@ class HuntConfig:
         """What shapes the schedules: a resumed campaign must have the same."""
         return {"seed": self.seed, "steps": self.length,
                 "weights": dict(sorted((self.weights or {}).items())),
-                "mutate_share": self.mutate_share, "traffic": self.traffic}
+                "mutate_share": self.mutate_share, "direct_share": self.direct_share,
+                "traffic": self.traffic}
 
     def gen(self) -> Any:
         return fuzz.gen_config(length=self.length, weights=self.weights, traffic=self.traffic)
@@ -223,6 +237,8 @@ class BuildState:
     next_index: int = 0
     generated: int = 0
     mutated: int = 0
+    #: Generated runs that were directed schedules (``BuildHunt._directed``).
+    directed: int = 0
     runs: int = 0
     errors: int = 0
     seconds: float = 0.0
@@ -319,8 +335,10 @@ def load_state(campaign_dir: Path, cfg: HuntConfig) -> HuntState:
                          f"{old.get('seed')}, not {settings['seed']}: give --seed "
                          f"{old.get('seed')} to resume it, or a new --campaign-dir")
     old.setdefault("traffic", False)  # a campaign from before --traffic had none
+    old.setdefault("direct_share", 0.0)  # nor directed schedules before --direct-share
     for key, flag in (("steps", "--steps"), ("weights", "--weights"),
-                      ("mutate_share", "the mutation share"), ("traffic", "--traffic")):
+                      ("mutate_share", "the mutation share"),
+                      ("direct_share", "--direct-share"), ("traffic", "--traffic")):
         if old.get(key) != settings[key]:
             raise UsageError(f"hunt: --campaign-dir {campaign_dir} was started with {flag} "
                              f"{old.get(key)!r}, not {settings[key]!r}: give the same to resume "
@@ -666,8 +684,35 @@ class BuildHunt:
                 with self.lock:
                     self.state.mutated += 1
                 return got[0]
+        if rng.random() < self.cfg.direct_share:
+            directed = self._directed(index)
+            if directed is not None:
+                return directed
         self.origin[index] = "generated"
         return fresh
+
+    def _directed(self, index: int) -> Steps | None:
+        """The first of the index's candidates whose model shows, for sure, a transition
+        the build has not reached yet (None: every one reached, or no candidate shows
+        one; the index's own schedule is then drawn again, so its cluster is the one
+        kept)."""
+        with self.lock:
+            wanted = frozenset(TRANSITION_NAMES) - frozenset(self.state.transitions())
+        if not wanted:
+            return None
+        sseed, gen = fuzz.schedule_seed(self.cfg.seed, index), self.cfg.gen()
+        for variant in range(1, DIRECT_PROBES + 1):
+            steps = fuzz.schedule(self.plan.new_model, self.cfg.seed, index, gen, variant)
+            aimed = fuzzgen.predicted_transitions(
+                fuzz.models_of(self.plan.new_model, sseed), steps) & wanted
+            if aimed:
+                self.origin[index] = f"directed to {', '.join(sorted(aimed))} (candidate " \
+                                     f"{variant})"
+                with self.lock:
+                    self.state.directed += 1
+                return steps
+        fuzz.schedule(self.plan.new_model, self.cfg.seed, index, gen)
+        return None
 
     def run_one(self, name: str, seed: int, steps: Steps) -> fuzz.Outcome:
         """The plan's run, an exception turned into an ERROR outcome, and its coverage."""
@@ -804,8 +849,9 @@ class BuildHunt:
         extra = st.runs - st.generated
         return (f"hunt {self.plan.version}: runs {st.generated}"
                 + (f" (+{extra} re-runs/shrink runs)" if extra else "")
-                + f", {st.mutated} mutated; coverage transitions {len(st.transitions())}/"
-                f"{len(TRANSITION_NAMES)}, rules {len(st.rules())}/{len(RULE_NAMES)}; "
+                + f", {st.mutated} mutated, {st.directed} directed; coverage transitions "
+                f"{len(st.transitions())}/{len(TRANSITION_NAMES)}, rules {len(st.rules())}/"
+                f"{len(RULE_NAMES)}; "
                 f"signatures {len(st.known)} ({_classes_text(st)}); corpus {len(st.corpus)}"
                 + ("" if left == float("inf") else f"; time left {int(max(left, 0)) // 60}m"
                    f"{int(max(left, 0)) % 60:02d}s"))
@@ -851,7 +897,8 @@ def hunt(cfg: HuntConfig, plans: Sequence[BuildPlan], campaign_dir: Path,
 def build_summary(st: BuildState) -> dict[str, Any]:
     classes = {c: sum(1 for k in st.known if k.cls == c) for c in CLASSES}
     return {"build": st.version, "runs": st.runs, "generated": st.generated,
-            "mutated": st.mutated, "errors": st.errors, "minutes": round(st.seconds / 60, 1),
+            "mutated": st.mutated, "directed": st.directed, "errors": st.errors,
+            "minutes": round(st.seconds / 60, 1),
             "runs_per_hour": round(3600 * st.runs / st.seconds, 1) if st.seconds else None,
             "transitions": f"{len(st.transitions())}/{len(TRANSITION_NAMES)}",
             "rules": f"{len(st.rules())}/{len(RULE_NAMES)}",
@@ -909,8 +956,9 @@ def summary_table(builds: Sequence[BuildState]) -> str:
     for b in builds:
         s = build_summary(b)
         classes = ", ".join(f"{c} {n}" for c, n in s["classes"].items() if n) or "-"
+        per_hour = s['runs_per_hour'] if s['runs_per_hour'] is not None else '-'
         rows.append(f"| {b.version} | {s['runs']} ({s['generated']} generated, {s['mutated']} "
-                    f"mutated) | {s['runs_per_hour'] if s['runs_per_hour'] is not None else '-'} "
+                    f"mutated, {s.get('directed', 0)} directed) | {per_hour} "
                     f"| {s['minutes']} | {s['transitions']} | {s['rules']} | {s['signatures']} "
                     f"| {classes} |")
     return "\n".join(rows)

@@ -78,11 +78,13 @@ from reference.search.generators import (
     Track,
     UnderTraffic,
 )
+from reference.search.transitions import carry_hwm, certain_transitions
 
 __all__ = ["ALL", "DEFAULT_WEIGHTS", "KINDS", "Cluster", "GenConfig", "Generator", "Lanes",
            "PartitionModels", "Track", "TrafficConsumer", "TrafficPlan", "TrafficProducer",
            "UnderTraffic", "candidates", "draw_cluster", "draw_traffic", "generate",
-           "predicts_acked_loss", "under_traffic", "validate", "why_invalid"]
+           "lane_models", "predicted_transitions", "predicts_acked_loss", "under_traffic",
+           "validate", "why_invalid"]
 
 #: The step kinds this package's generators make, with their default weights (the
 #: campaign's kinds are the registry's: harness/search/fuzz.py passes them in GenConfig).
@@ -478,3 +480,34 @@ def predicts_acked_loss(new_model: Callable[[], Lanes], steps: Sequence[S.Step])
     for step in steps:
         model.apply(step)
     return bool(model.branches) and all(w.acked_all() - durable(w) for w in model.branches)
+
+
+def lane_models(model: Lanes) -> list[Model]:
+    """The one-partition models inside ``model`` (a Model, PartitionModels, or either
+    under traffic)."""
+    if isinstance(model, UnderTraffic):
+        return lane_models(model.model)
+    if isinstance(model, PartitionModels):
+        return list(model.models)
+    assert isinstance(model, Model), type(model)
+    return [model]
+
+
+def predicted_transitions(new_model: Callable[[], Lanes], steps: Sequence[S.Step]
+                          ) -> frozenset[str]:
+    """The named transitions (reference/search/transitions.py) a run of ``steps`` shows
+    for sure as far as the model knows: on some partition, a step whose every allowed
+    outcome makes them from every state allowed before it. What the hunt's directed
+    schedules aim at (a transition no run of the build has shown yet)."""
+    model = new_model()
+    lanes = lane_models(model)
+    before = [m.allowed() for m in lanes]
+    out: set[str] = set()
+    for step in steps:
+        floors = [min(w.min_isr for w in m.branches) for m in lanes]
+        model.apply(step)
+        for i, m in enumerate(lanes):
+            after = m.allowed()
+            out |= certain_transitions(before[i], after, floors[i], isinstance(step, S.Produce))
+            before[i] = carry_hwm(before[i], after)
+    return frozenset(out)

@@ -10,6 +10,9 @@ model has exercised.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
+
 from reference.model.state import NO_LEADER, PartitionState
 
 #: name -> what it is (KIP-966 wording where the KIP names it).
@@ -120,3 +123,31 @@ def transitions(before: PartitionState, after: PartitionState, min_isr: int,
     if before.replicas != after.replicas:
         out.add("replicas-changed")
     return frozenset(out)
+
+
+def certain_transitions(before: Sequence[PartitionState], after: Sequence[PartitionState],
+                        min_isr: int, produced: bool = False) -> frozenset[str]:
+    """The transitions a step shows whichever branch the cluster takes: those from every
+    state the model allowed before it to every state it allows after (none when either
+    side is empty)."""
+    out: frozenset[str] | None = None
+    for a in before:
+        for b in after:
+            got = transitions(a, b, min_isr, produced)
+            out = got if out is None else out & got
+            if not out:
+                return frozenset()
+    return out or frozenset()
+
+
+def carry_hwm(before: Sequence[PartitionState], after: Sequence[PartitionState]
+              ) -> tuple[PartitionState, ...]:
+    """``after`` as the next step compares with it: a state whose HWM is hidden (a new
+    leader that has not learned it) keeps each HWM seen before, as a consumer remembers
+    the last one it saw (harness/judge/transitions.py reads runs the same way)."""
+    seen = sorted({a.hwm for a in before if a.hwm is not None})
+    out: list[PartitionState] = []
+    for b in after:
+        carried = [b] if b.hwm is not None or not seen else [replace(b, hwm=h) for h in seen]
+        out.extend(c for c in carried if c not in out)
+    return tuple(out)
