@@ -113,3 +113,29 @@ def test_an_epoch_start_error_is_asked_again(error: int) -> None:
     broker.error, broker.start = 0, 5  # not cached: the next sample asks again
     assert observer.hwm("t", 0, 2, 1) == (None, None)
     assert len(broker.epoch_requests()) == 2
+
+
+# --- the bound a hidden HWM is below (hunt seed 42, 4.3.1, fuzz-s42-9) --------------------
+
+def test_a_hidden_hwm_is_known_to_be_below_its_epoch_start() -> None:
+    broker = _Broker(hwm=4, epoch=1, start=5)
+    observer = _observer(broker)
+    assert observer.hwm("t", 0, 3, 1) == (None, None)
+    assert observer.hidden_below("t", 0, 3, 1) == 5
+    assert len(broker.epoch_requests()) == 1  # the start asked for the guard, reused
+    assert observer.hidden_below("t", 0, None, 1) is None  # no leader: no bound
+    assert observer.hidden_below("t", 0, -1, 1) is None
+    assert observer.hidden_below("t", 0, 3, 0) is None  # epoch 0 starts at 0
+
+
+def test_the_bound_is_kept_in_the_state_and_not_compared_yet() -> None:
+    # After the leader 1's kill, leader 3 started epoch 1 at offset 5 with HWM 4 (its
+    # state-change log). The bound is history for a later judge; today a hidden HWM still
+    # matches any predicted one.
+    from reference.model.state import PartitionState
+    seen = {"leader": 3, "leader_epoch": 1, "replicas": [1, 3, 2], "isr": [2, 3],
+            "hwm": None, "hwm_below": 5}
+    observed = PartitionState.from_json(seen)
+    assert observed.hwm_below == 5 and observed.to_json()["hwm_below"] == 5
+    settled = PartitionState.from_json({**seen, "hwm": 5, "hwm_below": None})
+    assert observed.matches(settled)

@@ -353,3 +353,15 @@ def test_heal_leaves_a_paused_node_and_a_down_controller_silent() -> None:
     # 102 still down: killing 101 leaves no majority, so no controller is elected.
     pred = m.apply(S.KillController(101))
     assert {s.controller for s in pred.allowed} == {NO_LEADER}
+
+
+def test_a_paused_broker_killed_and_restarted_is_not_paused_any_more() -> None:
+    # Seen in the re-judge of hunt seed 39 (fuzz-s39-56: pause 2, ..., kill 2, ...,
+    # restart 2): SIGKILL ends the stopped process; the restarted broker registers.
+    m, _ = model("kafka-4.3")
+    m.apply(S.Produce(1))
+    observed(m, controller=100)
+    m.apply(S.Pause(2))
+    m.apply(S.Kill(2))
+    pred = m.apply(S.Restart(2))
+    assert all(2 not in (s.fenced or frozenset()) for s in pred.allowed)

@@ -362,6 +362,11 @@ class Observer:
                 state["fenced"] = sorted(b for b, f in self.broker_states(node).items() if f)
                 state["hwm"], state["hwm_epoch"] = self.hwm(topic, partition, state["leader"],
                                                             state["leader_epoch"])
+                if state["hwm"] is None:
+                    below = self.hidden_below(topic, partition, state["leader"],
+                                              state["leader_epoch"])
+                    if below is not None:
+                        state["hwm_below"] = below
             except Exception as exc:  # noqa: BLE001 - e.g. a restarted leader not yet known
                 raise ObserveError(
                     f"{topic}-{partition}: HWM/fencing not readable ({exc})") from exc
@@ -586,6 +591,19 @@ class Observer:
                 topic, partition, leader, epoch):
             return None, None
         return offset, epoch
+
+    def hidden_below(self, topic: str, partition: int, leader: int | None,
+                     leader_epoch: int | None) -> int | None:
+        """When ``hwm`` gave None for a running leader at ``leader_epoch`` (> 0), the bound
+        the hidden HWM is below: the start of that epoch (both the broker's
+        OFFSET_NOT_AVAILABLE and the observer's own guard mean exactly "HWM below it"), kept in
+        the observation as ``hwm_below``: a new leader that has not learned the HWM yet can
+        be told from one that has, offline. None: no leader, or no epoch before."""
+        if leader is None or leader < 0 or not leader_epoch or leader_epoch <= 0 \
+                or not self.cluster.is_running(leader):
+            return None
+        start = self._epoch_start(topic, partition, leader, leader_epoch)
+        return start if start > 0 else None
 
     def _epoch_start(self, topic: str, partition: int, leader: int, epoch: int) -> int:
         """Where leader epoch ``epoch`` starts on broker ``leader`` (-1: no bound), asked once

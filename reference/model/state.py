@@ -299,6 +299,12 @@ class PartitionState:
     controller: int | None = None
     #: Whether the quorum held an election during the step (the quorum epoch changed).
     quorum_elected: bool | None = None
+    #: Observation only: the HWM is hidden (None) because the leader's is below the start of
+    #: its leader epoch, this offset (KIP-207's OFFSET_NOT_AVAILABLE). Recorded so histories
+    #: can be re-judged with it; not compared yet: a predicted HWM at or above it would be
+    #: a divergence only once the model knows a follower learns the HWM a fetch round late
+    #: (hunt seed 42, fuzz-s42-9; bench/RESULTS-hunt.md). None: no bound known.
+    hwm_below: int | None = None
 
     FIELDS = ("leader", "leader_epoch", "replicas", "isr", "elr", "last_known_elr", "hwm",
               "fenced", "adding", "removing", "controller", "quorum_elected")
@@ -324,6 +330,8 @@ class PartitionState:
             out["controller"] = self.controller
         if self.quorum_elected is not None:
             out["quorum_elected"] = self.quorum_elected
+        if self.hwm_below is not None:
+            out["hwm_below"] = self.hwm_below
         return out
 
     @classmethod
@@ -351,6 +359,7 @@ class PartitionState:
             controller=None if data.get("controller") is None else int(data["controller"]),
             quorum_elected=None if data.get("quorum_elected") is None
             else bool(data["quorum_elected"]),
+            hwm_below=None if data.get("hwm_below") is None else int(data["hwm_below"]),
         )
 
     def differing_field(self, other: PartitionState) -> str | None:

@@ -172,7 +172,7 @@ class Pause(OnNode):
 
 @dataclass(frozen=True, slots=True)
 class Resume(OnNode):
-    """SIGCONT of a paused node: its links are back."""
+    """SIGCONT of a paused node: it answers again; cut links stay cut."""
 
     kind: ClassVar[str] = "resume"
     silences: ClassVar[bool] = False
@@ -248,6 +248,8 @@ class Kill(OnBroker):
         br = w.broker(self.broker)
         if not br.alive:
             return w
+        # SIGKILL ends a paused process too: the broker a restart brings back is not paused.
+        w = evolve(w, silenced=w.silenced - {self.broker})
         return w.with_broker(evolve(br, alive=False, clean_shutdown_epoch=None,
                                     heard_from=None))
 

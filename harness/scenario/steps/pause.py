@@ -1,6 +1,7 @@
 """pause / resume: SIGSTOP / SIGCONT of a node (a broker or a controller). The model
-(reference.model.steps.Pause / Resume) sees a paused node as an isolated one, its log
-unchanged; resume restores that node's links (the other nodes' cuts stay)."""
+(reference.model.steps.Pause / Resume) sees a paused node as a silenced one, its log
+unchanged; resume gives the node back, not the network (cuts an isolate or cut made stay
+until heal), as SIGCONT does."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ KINDS = (
              "every link, log kept",
              lambda c, it, n, w, cl: Pause(parse_node(c, it, n, w, cl)), _pause,
              generator=G.PAUSE),
-    StepKind("resume", "resume: {node: N|last_active}: SIGCONT a paused node; its links are back",
+    StepKind("resume", "resume: {node: N|last_active}: SIGCONT a paused node; it answers "
+             "again (cut links stay cut)",
              lambda c, it, n, w, cl: Resume(parse_node(c, it, n, w, cl)), _resume,
              generator=G.RESUME),
 )
