@@ -70,6 +70,18 @@ class Clusters:
     def of(self, seed: int) -> fuzzgen.Cluster | None:
         return self.by_seed.get(seed)
 
+    def kept(self, seed: int) -> tuple[fuzzgen.Cluster | None, fuzzgen.Cluster | None]:
+        """What ``put_back`` restores: seed's cluster and the current one."""
+        return self.by_seed.get(seed), self.current
+
+    def put_back(self, seed: int,
+                 kept: tuple[fuzzgen.Cluster | None, fuzzgen.Cluster | None]) -> None:
+        cluster, self.current = kept
+        if cluster is None:
+            self.by_seed.pop(seed, None)
+        else:
+            self.by_seed[seed] = cluster
+
 
 CLUSTERS = Clusters()
 

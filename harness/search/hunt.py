@@ -694,13 +694,13 @@ class BuildHunt:
     def _directed(self, index: int) -> Steps | None:
         """The first of the index's candidates whose model shows, for sure, a transition
         the build has not reached yet (None: every one reached, or no candidate shows
-        one; the index's own schedule is then drawn again, so its cluster is the one
-        kept)."""
+        one; the index's own cluster is then put back for its scenario file)."""
         with self.lock:
             wanted = frozenset(TRANSITION_NAMES) - frozenset(self.state.transitions())
         if not wanted:
             return None
         sseed, gen = fuzz.schedule_seed(self.cfg.seed, index), self.cfg.gen()
+        kept = fuzz.CLUSTERS.kept(sseed)
         for variant in range(1, DIRECT_PROBES + 1):
             steps = fuzz.schedule(self.plan.new_model, self.cfg.seed, index, gen, variant)
             aimed = fuzzgen.predicted_transitions(
@@ -711,7 +711,7 @@ class BuildHunt:
                 with self.lock:
                     self.state.directed += 1
                 return steps
-        fuzz.schedule(self.plan.new_model, self.cfg.seed, index, gen)
+        fuzz.CLUSTERS.put_back(sseed, kept)
         return None
 
     def run_one(self, name: str, seed: int, steps: Steps) -> fuzz.Outcome:
