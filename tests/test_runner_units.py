@@ -214,3 +214,16 @@ def test_a_view_older_than_a_leader_epoch_seen_before_is_no_observation() -> Non
     assert obs._not_stale("t", 0, (1, {"leader_epoch": None}))[0] == 1  # no epoch: no claim
     assert obs._not_stale("t", 0, (3, {"leader_epoch": 3}))[0] == 3
     assert obs._not_stale("u", 0, (1, {"leader_epoch": 0}))[0] == 1  # per partition
+
+
+def test_a_step_that_does_not_settle_names_the_quorum_fields_of_its_last_look() -> None:
+    """A CI failure (quorum-broker-cut-from-active: broker 3 never fenced in 30 s) left
+    only the ISR in the log; the line now says who led the quorum and whether it changed."""
+    from harness.run.runner import _unsettled
+
+    line = _unsettled([{"leader": 1, "leader_epoch": 0, "isr": [1, 2, 3], "elr": [],
+                        "fenced": [], "hwm": 5, "controller": 102, "quorum_epoch": 2,
+                        "quorum_elected": True, "quorum_lag": {"100": 0}}])
+    assert "controller=102" in line and "quorum_elected=True" in line
+    assert "fenced=[]" in line and "quorum_lag" not in line
+    assert _unsettled(None).startswith("nothing")

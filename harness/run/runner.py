@@ -445,6 +445,9 @@ class Runner:
         timeout = float(params.get("timeout_s", self.step_timeout_s))
         observed, why, blind = self._converge(session, settled, ls.expects(index), timeout,
                                               index)
+        if why is not None:
+            progress.say(f"step {index + 1} did not settle in {timeout:g} s: {why}; last "
+                         f"observed {_unsettled(observed)}")
         reason = why or self._outcome_mismatch(preds, outcomes)
         states = None if observed is None else self._views(index, observed)
         if states is not None and reason is None:
@@ -735,6 +738,20 @@ def _summary(pred: Any) -> str:
         return "-"
     return " | ".join(_fmt(s.to_json()) for s in pred.allowed[:3]) + (
         f" (+{len(pred.allowed) - 3})" if len(pred.allowed) > 3 else "")
+
+
+#: What a step that did not settle prints of its last observation beside the short form:
+#: the fields that say why a fault had no effect (who leads the quorum, whether it changed
+#: during the step, who is fenced) for a failure seen only in a CI log.
+_UNSETTLED_FIELDS = ("leader", "leader_epoch", "isr", "elr", "fenced", "hwm", "controller",
+                     "quorum_epoch", "quorum_elected")
+
+
+def _unsettled(observed: list[dict[str, Any]] | None) -> str:
+    if observed is None:
+        return "nothing (the observer saw no broker)"
+    return "; ".join(", ".join(f"{k}={o[k]}" for k in _UNSETTLED_FIELDS if k in o)
+                     for o in observed)
 
 
 def _fmt(state: Mapping[str, Any] | None) -> str:
