@@ -387,6 +387,25 @@ def test_model_any_electable_broker_may_unfence_first() -> None:
     assert {s.leader for s in pred.allowed} == {1, 2}
 
 
+def test_model_an_unclean_election_may_pick_whichever_replica_is_back_first() -> None:
+    """Found by the 4.1.2 campaign (fuzz-s42-33): replicas [2, 1], ISR and ELR emptied (the
+    min ISR change clears the ELR), unclean election on; one heal unfences both and the
+    controller elected 1, the first back (generateLeaderAndIsrUpdates elects uncleanly at
+    an unfencing). The model allowed only 2, the first in assignment order."""
+    scenario = parse_scenario(
+        "version: 1\nname: unclean-first-back\ncluster: {brokers: 3, elr: true}\n"
+        "topic: {name: t, replicas: [2, 1], min_insync_replicas: 2,\n"
+        "        config: {unclean.leader.election.enable: 'true'}}\nsteps:\n- consume: {}\n")
+    model = Runner.model_for(scenario, profile_for_build((4, 1, 2), True), True)
+    for step in (S.Produce(5, "all"), S.Isolate(1), S.Isolate(2),
+                 S.AlterConfig("topic", fuzzgen.Config({"min.insync.replicas": "1"}))):
+        pred = model.apply(step)
+    assert {s.leader for s in pred.allowed} == {-1}
+    assert not pred.allowed[0].elr and not pred.allowed[0].last_known_elr
+    pred = model.apply(S.Heal())
+    assert {s.leader for s in pred.allowed} == {1, 2}
+
+
 def test_shrinker_keeps_a_final_consume() -> None:
     from harness.search.shrink import candidates
     cands = candidates(LONG)

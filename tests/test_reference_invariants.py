@@ -10,7 +10,7 @@ from harness.scenario.loader import parse_scenario
 from reference import ClusterSpec, Model, TopicSpec
 from reference.model import steps as S
 from reference.model.invariants import check
-from reference.search.explorer import default_moves, explore, to_scenario
+from reference.search.explorer import default_moves, enabled, explore, to_scenario
 from reference.search.fuzzgen import GenConfig, generate
 
 BROKERS = (1, 2, 3)
@@ -161,3 +161,18 @@ def test_explorer_symmetry_reduces_states() -> None:
 def test_explorer_alphabet() -> None:
     moves = default_moves((1, 2))
     assert (S.Kill(1), S.LoseUnflushed(1, 0)) in moves and (S.Heal(),) in moves
+
+
+def test_the_explorer_alphabet_is_the_registrys() -> None:
+    """A kind is in the explorer's alphabet where its generator says how to explore it:
+    drop a kind from the registry and its moves go; the others stay, in the same order."""
+    from reference.search.generators import ALL
+    explored = {k for k, g in ALL.items() if g.explore is not None}
+    assert explored == {"produce", "isolate", "heal", "kill", "stop", "restart",
+                        "lose_unflushed"}
+    moves = default_moves((1, 2))
+    without_stop = default_moves((1, 2), {k: g for k, g in ALL.items() if k != "stop"})
+    assert without_stop == [m for m in moves if m[0].kind != "stop"] != moves
+    w = Model("kip966", CLUSTER, TopicSpec(replicas=BROKERS, min_insync_replicas=2)).branches[0]
+    assert enabled(w, (S.Kill(1),)) and not enabled(w, (S.Restart(1),))
+    assert not enabled(w, (S.Heal(),)) and enabled(w, (S.Isolate(1),))

@@ -15,7 +15,7 @@ produce client -> leader, GetReplicaLogInfo controller -> broker.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
@@ -114,9 +114,8 @@ def _broker_actions(w: World, ctx: Ctx) -> list[World] | None:
              if ok and b.fenced and not b.pending_registration]
     if not ready:
         return None
-    p = w.partition
-    electable = [b for b in ready if b.id in p.isr or b.id in p.elr]
-    if p.leader is None and len(electable) > 1:
+    electable = _electable_first(w, ctx, ready)
+    if len(electable) > 1:
         # Which heartbeat reaches the controller first is timing; the controller elects
         # a leaderless partition's leader at that broker's unfencing
         # (ReplicationControlManager.handleBrokerUnfenced -> generateLeaderAndIsrUpdates
@@ -128,6 +127,25 @@ def _broker_actions(w: World, ctx: Ctx) -> list[World] | None:
             out.extend(_elect(first, ctx) or [first])
         return out
     return [w.with_broker(evolve(ready[0], fenced=False))]
+
+
+def _electable_first(w: World, ctx: Ctx, ready: Sequence[Broker]) -> list[Broker]:
+    """The fenced brokers about to be unfenced that a leaderless partition may elect at
+    the first unfencing: its ISR and ELR members, and a replica the controller elects
+    when unfenced alone (an unclean election: generateLeaderAndIsrUpdates sets
+    Election.UNCLEAN when the topic enables it, so with ISR and ELR empty the first
+    replica back leads; found by `kafka-chaos hunt` on 4.1.2, fuzz-s42-33: replicas
+    [2, 1], both unfenced by one heal, 1 elected where the assignment order names 2)."""
+    p = w.partition
+    if p.leader is None:
+        return [b for b in ready if b.id in p.isr or b.id in p.elr
+                or (b.id in p.replicas and _elected_alone(w, ctx, b))]
+    return []
+
+
+def _elected_alone(w: World, ctx: Ctx, b: Broker) -> bool:
+    first = w.with_broker(evolve(b, fenced=False))
+    return any(x.partition.leader == b.id for x in _elect(first, ctx) or [])
 
 
 def _register(w: World, ctx: Ctx, b: Broker) -> list[World]:

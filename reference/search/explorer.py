@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gc
 import itertools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,10 +23,8 @@ from reference.model.protocol import apply_step, initial_world
 from reference.model.state import ClusterSpec, TopicSpec, World
 from reference.releases.catalog import get_profile
 from reference.releases.profiles import Profile
-
-#: A move of the explorer: one or more harness steps applied together
-#: (e.g. kill + lose_unflushed).
-Move = tuple[S.Step, ...]
+from reference.search.generators import ALL as GENERATORS
+from reference.search.generators import Generator, Move
 
 StateKey = tuple[Any, ...]
 
@@ -56,37 +54,26 @@ class ExploreResult:
     truncated: bool = False
 
 
-def default_moves(brokers: Sequence[int], *, produce_acks: Sequence[str] = ("all",),
-                  isolate: bool = True, stop: bool = True) -> list[Move]:
-    """The step alphabet: produce, isolate/heal, kill (with or without losing the
-    whole unflushed log), clean stop, restart."""
-    moves: list[Move] = [(S.Produce(1, a),) for a in produce_acks]
-    for b in brokers:
-        if isolate:
-            moves.append((S.Isolate(b),))
-        moves.append((S.Kill(b),))
-        moves.append((S.Kill(b), S.LoseUnflushed(b, 0)))
-        if stop:
-            moves.append((S.Stop(b),))
-        moves.append((S.Restart(b),))
-    if isolate:
-        moves.append((S.Heal(),))
+def default_moves(brokers: Sequence[int],
+                  generators: Mapping[str, Generator] = GENERATORS) -> list[Move]:
+    """The step alphabet, from the step registry: every kind whose generator has an
+    exploration (produce, isolate, heal, kill, clean stop, restart, and the unclean
+    shutdown that loses the whole unflushed log), its one move for the cluster or one per
+    broker, in the registry's order."""
+    moves: list[Move] = []
+    for generator in generators.values():
+        x = generator.explore
+        if x is not None:
+            moves += [m for b in (brokers if x.per_broker else [None]) for m in x.moves(b)]
     return moves
 
 
-def enabled(w: World, move: Move) -> bool:
-    """Skip moves that cannot change anything (kill a dead broker, ...)."""
-    first = move[0]
-    match first:
-        case S.Kill(broker=b) | S.Stop(broker=b):
-            return w.broker(b).alive
-        case S.Restart(broker=b):
-            return not w.broker(b).alive
-        case S.Isolate(node=n):
-            return (n, w.controllers[0]) not in w.cuts
-        case S.Heal():
-            return bool(w.cuts)
-    return True
+def enabled(w: World, move: Move,
+            generators: Mapping[str, Generator] = GENERATORS) -> bool:
+    """Skip moves that cannot change anything (kill a dead broker, heal no cut): the
+    exploration of the move's first step's kind says."""
+    x = generators[move[0].kind].explore
+    return x is None or x.can_change(w, move[0])
 
 
 def _canon(w: World) -> tuple[dict[int, tuple[Any, ...]], tuple[Any, ...], dict[int, int]]:

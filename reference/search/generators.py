@@ -173,10 +173,29 @@ class Gen:
 Steps = Callable[[Gen, random.Random], list[S.Step]]
 Guard = Callable[[S.Step, Gen], "str | None"]
 After = Callable[[S.Step, Track], None]
+#: A move of the exhaustive explorer: one or more steps applied together (kill +
+#: lose_unflushed is one unclean shutdown).
+Move = tuple[S.Step, ...]
 
 
 def _nothing_after(step: S.Step, track: Track) -> None:
     return None
+
+
+def _can_change(w: World, step: S.Step) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Exploration:
+    """One step kind in the exhaustive explorer's alphabet (reference/search/explorer.py):
+    its moves on one broker (``broker``: None for a kind on the whole cluster) and when a
+    move starting with the kind's step can change anything (the explorer skips the rest:
+    kill a dead broker, heal nothing)."""
+
+    moves: Callable[[int | None], list[Move]]
+    per_broker: bool = True
+    can_change: Callable[[World, S.Step], bool] = _can_change
 
 
 @dataclass(frozen=True)
@@ -197,6 +216,8 @@ class Generator:
     #: Whether the format takes the kind in a scenario with traffic (the loader refuses
     #: ``consume`` there: the traffic's consumers and its final read do the reading).
     under_traffic: bool = True
+    #: Its moves in the exhaustive explorer, None where the explorer leaves it out.
+    explore: Exploration | None = None
 
     def refused(self, g: Gen) -> str | None:
         """Why no step of the kind may come now whatever its parameters, or None."""
@@ -238,7 +259,8 @@ def _produce_steps(g: Gen, rng: random.Random) -> list[S.Step]:
     return [S.Produce(rng.randint(1, g.limits.max_count), acks)]
 
 
-PRODUCE = Generator("produce", S.Produce, 6, _produce_steps, _client_step_guard)
+PRODUCE = Generator("produce", S.Produce, 6, _produce_steps, _client_step_guard,
+                    explore=Exploration(lambda b: [(S.Produce(1, "all"),)], per_broker=False))
 CONSUME = Generator("consume", S.Consume, 1, lambda g, rng: [S.Consume()], _client_step_guard,
                     under_traffic=False)
 
@@ -280,12 +302,21 @@ def _heal_after(step: S.Step, track: Track) -> None:
     track.shaped = False
 
 
+def _not_isolated_yet(w: World, step: S.Step) -> bool:
+    assert isinstance(step, S.Isolate)
+    return (step.node, w.controllers[0]) not in w.cuts
+
+
 ISOLATE = Generator("isolate", S.Isolate, 2, lambda g, rng: [S.Isolate(b) for b in g.brokers],
-                    _isolate_guard)
+                    _isolate_guard,
+                    explore=Exploration(lambda b: [(S.Isolate(_id(b)),)],
+                                        can_change=_not_isolated_yet))
 CUT = Generator("cut", S.Cut, 2,
                 lambda g, rng: [S.Cut(a, b) for a in g.brokers for b in g.brokers if a < b],
                 _cut_guard)
-HEAL = Generator("heal", S.Heal, 2, lambda g, rng: [S.Heal()], _heal_guard, _heal_after)
+HEAL = Generator("heal", S.Heal, 2, lambda g, rng: [S.Heal()], _heal_guard, _heal_after,
+                 explore=Exploration(lambda b: [(S.Heal(),)], per_broker=False,
+                                     can_change=lambda w, step: bool(w.cuts)))
 
 
 def _pause_guard(step: S.Step, g: Gen) -> str | None:
@@ -449,18 +480,40 @@ def _with_controllers(brokers: Callable[[Gen], list[S.Step]],
     return steps
 
 
+def _id(broker: int | None) -> int:
+    assert broker is not None
+    return broker
+
+
+def _running(w: World, step: S.Step) -> bool:
+    assert isinstance(step, S.OnBroker)
+    return w.broker(step.broker).alive
+
+
+def _stopped(w: World, step: S.Step) -> bool:
+    return not _running(w, step)
+
+
 KILL = Generator("kill", (S.Kill, S.KillController), 3,
                  _with_controllers(lambda g: [S.Kill(b) for b in g.brokers], S.KillController),
-                 _kill_guard, _kill_after)
+                 _kill_guard, _kill_after,
+                 explore=Exploration(lambda b: [(S.Kill(_id(b)),)], can_change=_running))
 STOP = Generator("stop", (S.Stop, S.StopController), 1,
                  _with_controllers(lambda g: [S.Stop(b) for b in g.brokers], S.StopController),
-                 _stop_guard, _back_after)
+                 _stop_guard, _back_after,
+                 explore=Exploration(lambda b: [(S.Stop(_id(b)),)], can_change=_running))
 RESTART = Generator("restart", (S.Restart, S.RestartController), 3,
                     _with_controllers(lambda g: [S.Restart(b) for b in g.brokers],
                                       S.RestartController),
-                    _restart_guard, _back_after)
+                    _restart_guard, _back_after,
+                    explore=Exploration(lambda b: [(S.Restart(_id(b)),)], can_change=_stopped))
+#: In the explorer an unclean shutdown is one move: the kill and the loss of the whole
+#: unflushed log (offset 0) together, so a lost log costs no extra depth.
 LOSE_UNFLUSHED = Generator("lose_unflushed", S.LoseUnflushed, 4, _lose_steps, _lose_guard,
-                           _lose_after)
+                           _lose_after,
+                           explore=Exploration(
+                               lambda b: [(S.Kill(_id(b)), S.LoseUnflushed(_id(b), 0))],
+                               can_change=_running))
 
 
 def _unregister_guard(step: S.Step, g: Gen) -> str | None:
