@@ -60,12 +60,8 @@ def default_moves(brokers: Sequence[int],
     exploration (produce, isolate, heal, kill, clean stop, restart, and the unclean
     shutdown that loses the whole unflushed log), its one move for the cluster or one per
     broker, in the registry's order."""
-    moves: list[Move] = []
-    for generator in generators.values():
-        x = generator.explore
-        if x is not None:
-            moves += [m for b in (brokers if x.per_broker else [None]) for m in x.moves(b)]
-    return moves
+    return [m for g in generators.values() if g.explore is not None
+            for m in g.explore.moves(brokers)]
 
 
 def enabled(w: World, move: Move,

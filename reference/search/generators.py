@@ -189,13 +189,18 @@ def _can_change(w: World, step: S.Step) -> bool:
 @dataclass(frozen=True)
 class Exploration:
     """One step kind in the exhaustive explorer's alphabet (reference/search/explorer.py):
-    its moves on one broker (``broker``: None for a kind on the whole cluster) and when a
-    move starting with the kind's step can change anything (the explorer skips the rest:
-    kill a dead broker, heal nothing)."""
+    its moves on the whole cluster or on each broker, and when a move starting with the
+    kind's step can change anything (the explorer skips the rest: kill a dead broker, heal
+    nothing)."""
 
-    moves: Callable[[int | None], list[Move]]
-    per_broker: bool = True
+    on_cluster: tuple[Move, ...] = ()
+    on_broker: Callable[[int], list[Move]] | None = None
     can_change: Callable[[World, S.Step], bool] = _can_change
+
+    def moves(self, brokers: Sequence[int]) -> list[Move]:
+        per_broker = self.on_broker
+        return [*self.on_cluster, *(m for b in brokers for m in per_broker(b))] \
+            if per_broker is not None else list(self.on_cluster)
 
 
 @dataclass(frozen=True)
@@ -260,7 +265,7 @@ def _produce_steps(g: Gen, rng: random.Random) -> list[S.Step]:
 
 
 PRODUCE = Generator("produce", S.Produce, 6, _produce_steps, _client_step_guard,
-                    explore=Exploration(lambda b: [(S.Produce(1, "all"),)], per_broker=False))
+                    explore=Exploration(on_cluster=((S.Produce(1, "all"),),)))
 CONSUME = Generator("consume", S.Consume, 1, lambda g, rng: [S.Consume()], _client_step_guard,
                     under_traffic=False)
 
@@ -309,13 +314,13 @@ def _not_isolated_yet(w: World, step: S.Step) -> bool:
 
 ISOLATE = Generator("isolate", S.Isolate, 2, lambda g, rng: [S.Isolate(b) for b in g.brokers],
                     _isolate_guard,
-                    explore=Exploration(lambda b: [(S.Isolate(_id(b)),)],
+                    explore=Exploration(on_broker=lambda b: [(S.Isolate(b),)],
                                         can_change=_not_isolated_yet))
 CUT = Generator("cut", S.Cut, 2,
                 lambda g, rng: [S.Cut(a, b) for a in g.brokers for b in g.brokers if a < b],
                 _cut_guard)
 HEAL = Generator("heal", S.Heal, 2, lambda g, rng: [S.Heal()], _heal_guard, _heal_after,
-                 explore=Exploration(lambda b: [(S.Heal(),)], per_broker=False,
+                 explore=Exploration(on_cluster=((S.Heal(),),),
                                      can_change=lambda w, step: bool(w.cuts)))
 
 
@@ -480,11 +485,6 @@ def _with_controllers(brokers: Callable[[Gen], list[S.Step]],
     return steps
 
 
-def _id(broker: int | None) -> int:
-    assert broker is not None
-    return broker
-
-
 def _running(w: World, step: S.Step) -> bool:
     assert isinstance(step, S.OnBroker)
     return w.broker(step.broker).alive
@@ -497,22 +497,23 @@ def _stopped(w: World, step: S.Step) -> bool:
 KILL = Generator("kill", (S.Kill, S.KillController), 3,
                  _with_controllers(lambda g: [S.Kill(b) for b in g.brokers], S.KillController),
                  _kill_guard, _kill_after,
-                 explore=Exploration(lambda b: [(S.Kill(_id(b)),)], can_change=_running))
+                 explore=Exploration(on_broker=lambda b: [(S.Kill(b),)], can_change=_running))
 STOP = Generator("stop", (S.Stop, S.StopController), 1,
                  _with_controllers(lambda g: [S.Stop(b) for b in g.brokers], S.StopController),
                  _stop_guard, _back_after,
-                 explore=Exploration(lambda b: [(S.Stop(_id(b)),)], can_change=_running))
+                 explore=Exploration(on_broker=lambda b: [(S.Stop(b),)], can_change=_running))
 RESTART = Generator("restart", (S.Restart, S.RestartController), 3,
                     _with_controllers(lambda g: [S.Restart(b) for b in g.brokers],
                                       S.RestartController),
                     _restart_guard, _back_after,
-                    explore=Exploration(lambda b: [(S.Restart(_id(b)),)], can_change=_stopped))
+                    explore=Exploration(on_broker=lambda b: [(S.Restart(b),)],
+                                        can_change=_stopped))
 #: In the explorer an unclean shutdown is one move: the kill and the loss of the whole
 #: unflushed log (offset 0) together, so a lost log costs no extra depth.
 LOSE_UNFLUSHED = Generator("lose_unflushed", S.LoseUnflushed, 4, _lose_steps, _lose_guard,
                            _lose_after,
                            explore=Exploration(
-                               lambda b: [(S.Kill(_id(b)), S.LoseUnflushed(_id(b), 0))],
+                               on_broker=lambda b: [(S.Kill(b), S.LoseUnflushed(b, 0))],
                                can_change=_running))
 
 
