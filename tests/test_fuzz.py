@@ -406,6 +406,23 @@ def test_model_an_unclean_election_may_pick_whichever_replica_is_back_first() ->
     assert {s.leader for s in pred.allowed} == {1, 2}
 
 
+def test_model_an_acks_all_record_passed_by_the_hwm_below_min_isr_is_not_acked() -> None:
+    """Found by the 3.6.2 campaign (fuzz-s42-1): follower 3 cut, two acks=all records.
+    Before 3.7 the HWM advances with the ISR alone, so the first record is committed as
+    the ISR shrinks to [2]; the leader answers it NOT_ENOUGH_REPLICAS_AFTER_APPEND (ISR
+    below min ISR), its retries and the second record are refused before the append: HWM
+    1, nothing acked. The model acked the first and appended the second (HWM 2)."""
+    scenario = parse_scenario(
+        "version: 1\nname: below-min-isr-at-completion\ncluster: {brokers: 3}\n"
+        "topic: {name: t, replicas: [2, 3], min_insync_replicas: 2}\nsteps:\n- consume: {}\n")
+    model = Runner.model_for(scenario, profile_for_build((3, 6, 2), False), False)
+    model.apply(S.Cut(2, 3))
+    pred = model.apply(S.Produce(2, "all"))
+    assert {(s.isr, s.hwm) for s in pred.allowed} == {(frozenset({2}), 1)}
+    assert pred.expected_acks == "rejected"  # neither acked
+    assert len(pred.must_see) == 1  # the first is committed all the same: a read shows it
+
+
 def test_shrinker_keeps_a_final_consume() -> None:
     from harness.search.shrink import candidates
     cands = candidates(LONG)
