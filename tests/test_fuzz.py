@@ -423,6 +423,28 @@ def test_model_an_acks_all_record_passed_by_the_hwm_below_min_isr_is_not_acked()
     assert len(pred.must_see) == 1  # the first is committed all the same: a read shows it
 
 
+def test_model_a_leader_may_take_a_record_with_the_min_isr_it_had_before_a_change() -> None:
+    """Found by the 3.8.1 campaign (fuzz-s42-34): ISR [2], min ISR raised 1 -> 2, then an
+    acks=all record: acked with HWM 1, because leader 2 (behind a latency toxic) applied the
+    new min ISR 0.14 s after it took the record. In the step right after the change the
+    model lets the leader use the old value; a step later, not."""
+    scenario = parse_scenario(
+        "version: 1\nname: min-isr-applied-late\ncluster: {brokers: 3}\n"
+        "topic: {name: t, replicas: [2, 1], min_insync_replicas: 1}\nsteps:\n- consume: {}\n")
+    raise_min_isr = S.AlterConfig("topic", fuzzgen.Config({"min.insync.replicas": "2"}))
+
+    def after_change(*between: S.Step) -> Any:
+        model = Runner.model_for(scenario, profile_for_build((3, 8, 1), False), False)
+        for step in (S.Stop(1), raise_min_isr, *between):
+            model.apply(step)
+        return model.apply(S.Produce(1, "all"))
+
+    pred = after_change()
+    assert {s.hwm for s in pred.allowed} == {0, 1} and pred.expected_acks == "either"
+    pred = after_change(S.Heal())  # a step later the leader has applied it
+    assert {s.hwm for s in pred.allowed} == {0} and pred.expected_acks == "rejected"
+
+
 def test_shrinker_keeps_a_final_consume() -> None:
     from harness.search.shrink import candidates
     cands = candidates(LONG)

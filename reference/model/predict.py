@@ -16,6 +16,7 @@ from reference.model.protocol import (
     initial_world,
     pending_disruptions,
     with_leader_isr_view,
+    with_leader_min_isr_view,
 )
 from reference.model.state import (
     NO_LEADER,
@@ -223,7 +224,8 @@ class Model:
         outcomes: list[tuple[World, Outcome]] = []
         for w in self.branches:
             for o in apply_step(w, self.ctx, step):
-                outcomes.append((w, replace(o, world=with_leader_isr_view(w, o.world))))
+                x = with_leader_min_isr_view(w, with_leader_isr_view(w, o.world))
+                outcomes.append((w, replace(o, world=x)))
         new: list[World] = []
         for _, o in outcomes:
             if o.world not in new:

@@ -458,12 +458,14 @@ def produce_step(w: World, ctx: Ctx, count: int, acks: str, ids: tuple[str, ...]
     reachable = (leader is not None and acceptable(leader) and link(w, CLIENT, leader.id))
     if not reachable or leader is None:
         return [Outcome(x, tuple((r, "rejected") for r in ids)) for x in settle(w, ctx)]
+    stale = _on_stale_min_isr(w, ctx, ids) if acks == "all" else []
     if acks == "all" and len(p.isr) < w.min_isr and ctx.profile.acks_all_needs_min_isr:
         # NOT_ENOUGH_REPLICAS: rejected before the append.
         rejected = [Outcome(x, tuple((r, "rejected") for r in ids)) for x in settle(w, ctx)]
-        return rejected + _appended_on_stale_isr(w, ctx, ids)
+        return rejected + _appended_on_stale_isr(w, ctx, ids) + stale
     settled = (_append_in_turn(w, ctx, ids) if acks == "all"
                else _append(w, ctx, ids, acks))
+    settled += [o for o in stale if o not in settled]
     outs: list[Outcome] = []
     for o in settled:
         outs.append(o)
@@ -532,6 +534,26 @@ def _append_in_turn(w: World, ctx: Ctx, ids: tuple[str, ...]) -> list[Outcome]:
                     nxt.append((o.world, replies + o.acks))
         frontier = nxt
     return [Outcome(x, replies) for x, replies in frontier]
+
+
+def _on_stale_min_isr(w: World, ctx: Ctx, ids: tuple[str, ...]) -> list[Outcome]:
+    """acks=all records in the step right after a min ISR change, as a leader that has not
+    applied it yet takes them (World.leader_min_isr_view): checked, committed and answered
+    with the min ISR it still holds; the partition keeps the new one."""
+    view = w.leader_min_isr_view
+    if view is None or view == w.min_isr:
+        return []
+    stale = evolve(w, config=evolve(w.config, topic_min_isr=view), leader_min_isr_view=None)
+    return [Outcome(evolve(o.world, config=w.config), o.acks)
+            for o in _append_in_turn(stale, ctx, ids)]
+
+
+def with_leader_min_isr_view(before: World, after: World) -> World:
+    """``after`` with the min ISR its leader may still act on during the next step: the
+    one before this step when this step changed it, else None."""
+    view = before.min_isr if after.min_isr != before.min_isr else None
+    return after if after.leader_min_isr_view == view else evolve(after,
+                                                                   leader_min_isr_view=view)
 
 
 def with_leader_isr_view(before: World, after: World) -> World:

@@ -234,6 +234,13 @@ class World:
     #: the partition, whose ISR an append checks (BrokerMetadataPublisher.onMetadataUpdate:
     #: metadataCache.setImage, then replicaManager.applyDelta).
     leader_isr_view: frozenset[int] | None = None
+    #: The min ISR the leader may still act on during the step right after a step that
+    #: changed it (Model.apply sets and clears it): the controller answers AlterConfigs once
+    #: it commits the record, and a broker applies it when its metadata reaches it
+    #: (DynamicConfigPublisher), later on a slow link. Seen on 3.8.1 (hunt seed 42,
+    #: fuzz-s42-34): min ISR 1 -> 2 with ISR [2], an acks=all record acked 0.14 s before the
+    #: leader, behind a 307 ms latency toxic, applied the change.
+    leader_min_isr_view: int | None = None
     #: The controller the latest step naming ``active`` resolved to (``last_active``).
     last_active: int | None = None
 
