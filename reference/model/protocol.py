@@ -114,38 +114,40 @@ def _broker_actions(w: World, ctx: Ctx) -> list[World] | None:
              if ok and b.fenced and not b.pending_registration]
     if not ready:
         return None
-    electable = _electable_first(w, ctx, ready)
-    if len(electable) > 1:
+    firsts = _first_unfencings(w, ctx, ready)
+    if len(firsts) > 1:
         # Which heartbeat reaches the controller first is timing; the controller elects
         # a leaderless partition's leader at that broker's unfencing
         # (ReplicationControlManager.handleBrokerUnfenced -> generateLeaderAndIsrUpdates
         # over partitionsWithNoLeader): any electable broker may be first. Found by
         # `kafka-chaos fuzz` on 4.3.1 (ELR [1, 2] both unfenced by one heal: 2 elected).
-        out: list[World] = []
-        for b in electable:
-            first = w.with_broker(evolve(b, fenced=False))
-            out.extend(_elect(first, ctx) or [first])
-        return out
+        return [x for outs in firsts.values() for x in outs]
     return [w.with_broker(evolve(ready[0], fenced=False))]
 
 
-def _electable_first(w: World, ctx: Ctx, ready: Sequence[Broker]) -> list[Broker]:
-    """The fenced brokers about to be unfenced that a leaderless partition may elect at
-    the first unfencing: its ISR and ELR members, and a replica the controller elects
-    when unfenced alone (an unclean election: generateLeaderAndIsrUpdates sets
-    Election.UNCLEAN when the topic enables it, so with ISR and ELR empty the first
-    replica back leads; found by `kafka-chaos hunt` on 4.1.2, fuzz-s42-33: replicas
-    [2, 1], both unfenced by one heal, 1 elected where the assignment order names 2)."""
+def _first_unfencings(w: World, ctx: Ctx, ready: Sequence[Broker]) -> dict[int, list[World]]:
+    """For each fenced broker about to be unfenced that a leaderless partition may elect at
+    the first unfencing, the states after that unfencing and its election: its ISR and ELR
+    members, and a replica the controller elects when unfenced alone (an unclean election:
+    generateLeaderAndIsrUpdates sets Election.UNCLEAN when the topic enables it, so with
+    ISR and ELR empty the first replica back leads; found by `kafka-chaos hunt` on 4.1.2,
+    fuzz-s42-33: replicas [2, 1], both unfenced by one heal, 1 elected where the
+    assignment order names 2)."""
     p = w.partition
-    if p.leader is None:
-        return [b for b in ready if b.id in p.isr or b.id in p.elr
-                or (b.id in p.replicas and _elected_alone(w, ctx, b))]
-    return []
-
-
-def _elected_alone(w: World, ctx: Ctx, b: Broker) -> bool:
-    first = w.with_broker(evolve(b, fenced=False))
-    return any(x.partition.leader == b.id for x in _elect(first, ctx) or [])
+    out: dict[int, list[World]] = {}
+    if p.leader is not None:
+        return out
+    for b in ready:
+        member = b.id in p.isr or b.id in p.elr
+        if not member and b.id not in p.replicas:
+            continue
+        first = w.with_broker(evolve(b, fenced=False))
+        elected = _elect(first, ctx) or []
+        if member:
+            out[b.id] = elected or [first]
+        elif any(x.partition.leader == b.id for x in elected):
+            out[b.id] = elected
+    return out
 
 
 def _register(w: World, ctx: Ctx, b: Broker) -> list[World]:
