@@ -70,3 +70,19 @@ def test_more_runs_are_submitted_than_the_cores_counted_at_start() -> None:
     runs.slots = SUBMITTED_RUNS + 8
     assert runs.in_flight(1000) == SUBMITTED_RUNS + 8
     assert runs.in_flight(0) == 1
+
+
+def test_executors_registered_after_the_start_are_said_once() -> None:
+    # CI: the count at start saw 1 of 2 cores; the second registered during the first run.
+    from harness.run.fanout import SparkRuns
+    said: list[str] = []
+    runs = SparkRuns.__new__(SparkRuns)
+    runs.slots, runs.master, runs.say = 1, "spark://127.0.0.1:7077", said.append
+    runs._cores_lock = __import__("threading").Lock()
+    cores = iter([1, 2, 2])
+    runs._cores_now = lambda: next(cores)  # type: ignore[method-assign]
+    for _ in range(3):
+        runs.note_late_cores()
+    assert runs.slots == 2
+    assert said == ["spark: 2 executor core(s) at spark://127.0.0.1:7077 now (registered "
+                    "late): up to 2 clusters at once"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -108,21 +109,39 @@ class SparkRuns:
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         self.spark = session(master, app="kafka-chaos-runs",
                              conf={"spark.task.maxFailures": "1"})
+        self.master, self.say, self._cores_lock = master, say, threading.Lock()
         self.slots = self._wait_for_cores(master)
         say(f"spark: {self.slots} executor core(s) at {master}: up to {self.slots} "
             "clusters at once")
+
+    def _cores_now(self) -> int:
+        jsc = self.spark.sparkContext._jsc.sc()
+        profile = jsc.resourceProfileManager().defaultResourceProfile()
+        return int(jsc.maxNumConcurrentTasks(profile))
+
+    def note_late_cores(self) -> None:
+        """Say so when executors registered after the count at start (a loaded machine: seen
+        in CI, 1 core counted of 2), so the terminal shows the clusters that run at once."""
+        from py4j.protocol import Py4JError
+        with self._cores_lock:
+            try:
+                now = self._cores_now()
+            except (Py4JError, AttributeError):  # the session is stopping (an interrupt)
+                return
+            if now > self.slots:
+                self.slots = now
+                self.say(f"spark: {now} executor core(s) at {self.master} now (registered "
+                         f"late): up to {now} clusters at once")
 
     def _wait_for_cores(self, master: str) -> int:
         """The executor cores once the first executor has registered and the count has
         held for EXECUTORS_SETTLE_S (the master starts every worker's executor at once, and
         they register within a second or two; a core counted late would sit idle)."""
-        jsc = self.spark.sparkContext._jsc.sc()
-        profile = jsc.resourceProfileManager().defaultResourceProfile()
         start = time.monotonic()
         slots, changed = 0, start
         while True:
             now = time.monotonic()
-            current = int(jsc.maxNumConcurrentTasks(profile))
+            current = self._cores_now()
             if current != slots:
                 slots, changed = current, now
             if slots >= 1 and now - changed >= EXECUTORS_SETTLE_S:
@@ -144,11 +163,14 @@ class SparkRuns:
         """One run as a one-task job; a failure on the executor comes back as an ERROR run."""
         from py4j.protocol import Py4JJavaError
         sc = self.spark.sparkContext
+        self.note_late_cores()
         try:
             result: RunResult = sc.parallelize([spec], 1).map(run_spec).collect()[0]
             return result
         except Py4JJavaError as e:
             return _error_result(spec, _last_line(str(e.java_exception)))
+        finally:
+            self.note_late_cores()
 
     def cancel(self) -> None:
         """Cancel every run in flight: Spark kills the tasks' Python workers, and with them
