@@ -396,24 +396,30 @@ public final class ControllerDriver {
         for (String note : elr.notes) {
             sessionNotes.add(note);
         }
-        if (!sessionNotes.isEmpty()) {
-            ArrayNode notes = ready.putArray("notes");
-            sessionNotes.forEach(notes::add);
-        }
         // Brokers named in the settings are registered and unfenced, in order.
         for (JsonNode b : settings.path("brokers")) {
             int id = b.asInt();
             register(id, true, null);
             heartbeat(id, false, false, true);
         }
-        ready.set("records", recordsOut);
-        ready.set("partitions", partitions(false));
-        ready.set("brokers", brokers());
+        return withState(ready, sessionNotes, false);
+    }
+
+    /** The answer with what every answer carries: its notes, the records the controller
+     *  wrote, the partitions (all, or only those changed), the brokers, new coverage. */
+    ObjectNode withState(ObjectNode answer, List<String> notes, boolean changedOnly) {
+        if (!notes.isEmpty()) {
+            ArrayNode n = answer.putArray("notes");
+            notes.forEach(n::add);
+        }
+        answer.set("records", recordsOut);
+        answer.set("partitions", partitions(changedOnly));
+        answer.set("brokers", brokers());
         ObjectNode fresh = newProbes();
         if (fresh != null) {
-            ready.set("newProbes", fresh);
+            answer.set("newProbes", fresh);
         }
-        return ready;
+        return answer;
     }
 
     MetadataVersion chooseMetadataVersion(JsonNode wanted) {
@@ -730,18 +736,7 @@ public final class ControllerDriver {
                 cause.printStackTrace();
             }
         }
-        if (!notes.isEmpty()) {
-            ArrayNode n = answer.putArray("notes");
-            notes.forEach(n::add);
-        }
-        answer.set("records", recordsOut);
-        answer.set("partitions", partitions(reportChanged));
-        answer.set("brokers", brokers());
-        ObjectNode fresh = newProbes();
-        if (fresh != null) {
-            answer.set("newProbes", fresh);
-        }
-        return answer;
+        return withState(answer, notes, reportChanged);
     }
 
     ObjectNode dispatch(String op, JsonNode e, List<String> notes) {
