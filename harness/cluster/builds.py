@@ -22,10 +22,10 @@ from harness.infra.errors import BuildError
 DEFAULT_KAFKA_VERSION = "4.3.1"
 #: `kafka-chaos matrix` without --versions: the newest patch of each KRaft production line
 #: on Maven Central (checked 2026-11-23: kafka_2.13 and kafka-clients for all; kafka-tools is
-#: missing for 4.2.2, which the harness does not need: StorageTool and DumpLogSegments are in
-#: kafka_2.13).
+#: missing for 4.2.2 and 4.4.0, which the harness does not need: StorageTool and
+#: DumpLogSegments are in kafka_2.13). 4.4.0 joined 2026-11-27 (bench/MATRIX.md "4.4.0").
 DEFAULT_MATRIX_VERSIONS = ("3.6.2", "3.7.2", "3.8.1", "3.9.2", "4.0.2", "4.1.2", "4.2.2",
-                           "4.3.1")
+                           "4.3.1", "4.4.0")
 _VERSION_RE = re.compile(r"^\d+\.\d+\.\d+(?:-[A-Za-z0-9.]+)?$")
 _BINDINGS = ("slf4j-reload4j", "slf4j-log4j12", "log4j-slf4j", "slf4j-simple", "logback-classic")
 _PROBES_FILE = "kafka-chaos-probes.json"
