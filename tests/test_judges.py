@@ -124,6 +124,21 @@ def test_safety_unsafe_for_an_acked_loss_within_the_fault_budget() -> None:
     assert v.details[0]["records"][0]["record_id"] == "a"
 
 
+def test_an_acked_record_the_recovery_read_found_is_hidden_not_lost() -> None:
+    # The final read missed "a"; healed, the cluster showed it (harness/run/recovery.py).
+    ev = _events(lost_node_count=1)
+    ev.append({"seq": len(ev), "kind": "recovery", "topic": "t", "partition": 0,
+               "readable": ["a"], "unread": []})
+    v = judge_safety(ev, run_checks(ev), min_isr=2)
+    assert v.verdict == UNSAFE and [d["rule"] for d in v.details] == ["acked-record-hidden"]
+    assert v.details[0]["records"][0]["record_id"] == "a"
+    assert "hidden, not lost" in v.reason
+    # A record the recovery read did not find either is lost, as before.
+    ev[-1] = {**ev[-1], "readable": [], "unread": ["a"]}
+    assert [d["rule"] for d in judge_safety(ev, run_checks(ev), 2).details] == \
+        ["acked-record-durable"]
+
+
 def test_safety_does_not_claim_beyond_the_fault_budget_or_for_acks_1() -> None:
     ev = _events(lost_node_count=2)
     assert judge_safety(ev, run_checks(ev), min_isr=2).verdict == SAFE

@@ -123,8 +123,9 @@ class Workload:
                 return
 
     def consume_all(self, topic: str, partition: int = 0, timeout_s: float = 15.0,
-                    bootstrap: str | None = None) -> list[tuple[int, str]]:
-        """Every visible record (offset, record id) from the start to the end of the partition."""
+                    bootstrap: str | None = None, record: bool = True) -> list[tuple[int, str]]:
+        """Every visible record (offset, record id) from the start to the end of the
+        partition; ``record=False``: nothing written to the history (run.recovery)."""
         consumer = Consumer({
             "bootstrap.servers": bootstrap or self.cluster.client_bootstrap(), "log_level": 3,
             "group.id": f"kafka-chaos-{self.cluster.history.run_id}",
@@ -150,13 +151,15 @@ class Workload:
                     continue
                 rid = key.decode() if isinstance(key, bytes) else ""
                 out.append((int(offset or 0), rid))
-                self.cluster.history.record("consume", record_id=rid, topic=topic,
-                                            partition=partition, offset=msg.offset())
+                if record:
+                    self.cluster.history.record("consume", record_id=rid, topic=topic,
+                                                partition=partition, offset=msg.offset())
         finally:
             consumer.close()
             # Closes the read: an empty read is a read (every record lost), unlike no read.
-            self.cluster.history.record("read", topic=topic, partition=partition,
-                                        records=len(out), complete=complete)
+            if record:
+                self.cluster.history.record("read", topic=topic, partition=partition,
+                                            records=len(out), complete=complete)
         return out
 
     def close(self) -> None:

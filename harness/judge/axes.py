@@ -266,11 +266,19 @@ def judge_safety(events: list[dict[str, Any]], checks: list[Any], min_isr: int,
     lost_replicas = lost_data_brokers(events)
     budget = max(min_isr - 1, 0)
     lost_all = [d for d in by_name["acked_lost"].details if str(d.get("acks")) == "all"]
-    if lost_all and len(lost_replicas) <= budget:
-        findings.append({"rule": "acked-record-durable", "records": lost_all,
-                         "why": f"{len(lost_all)} acks=all record(s) lost although only "
+    readable = readable_after_recovery(events)
+    hidden = [d for d in lost_all if d.get("record_id") in readable]
+    lost = [d for d in lost_all if d.get("record_id") not in readable]
+    if lost and len(lost_replicas) <= budget:
+        findings.append({"rule": "acked-record-durable", "records": lost,
+                         "why": f"{len(lost)} acks=all record(s) lost although only "
                                 f"{len(lost_replicas)} replica(s) lost unflushed data (fault "
                                 f"budget min ISR - 1 = {budget})"})
+    if hidden and len(lost_replicas) <= budget:
+        findings.append({"rule": "acked-record-hidden", "records": hidden,
+                         "why": f"{len(hidden)} acks=all record(s) not visible to the final "
+                                "read but readable once the run healed the cluster: the HWM "
+                                "stood below acked records (hidden, not lost)"})
     for name, rule in (("above_hwm", "nothing-visible-above-hwm"),
                        ("hwm_regression", "consumer-hwm-monotonic")):
         if not by_name[name].ok:
@@ -291,6 +299,13 @@ def judge_safety(events: list[dict[str, Any]], checks: list[Any], min_isr: int,
                                         f"fault budget ({len(lost_replicas)} replicas lost data)")
         return AxisVerdict("safety", SAFE, note)
     return AxisVerdict("safety", UNSAFE, "; ".join(f["why"] for f in findings), findings)
+
+
+def readable_after_recovery(events: Iterable[Mapping[str, Any]]) -> frozenset[str]:
+    """Record ids the final read missed and the recovery read found (harness/run/recovery.py):
+    on a replica all along, hidden by the HWM or by a partition with no leader."""
+    return frozenset(str(r) for e in events if e.get("kind") == "recovery"
+                     for r in e.get("readable") or ())
 
 
 def sampled_findings(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -53,6 +53,8 @@ KIP_GOAL = ("seeds/003 'Eligible Leader Replicas': \"Our ultimate goal is to ele
 SAFETY_CITATIONS: dict[str, str] = {
     "acked-record-durable": KIP_GOAL + " 'ELR invariants': \"The member of ELR should have "
                             "the data at least to HWM.\"",
+    "acked-record-hidden": KIP_GOAL + " (the HWM moved back below acked records, which a "
+                           "healed cluster then showed)",
     "consumer-hwm-monotonic": KIP_GOAL,
     "HwmMonotonic": KIP_GOAL,
     "nothing-visible-above-hwm": "seeds/003 'Proposed Changes': the high watermark \"represents "

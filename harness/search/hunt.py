@@ -52,8 +52,13 @@ own verdict (run.json); the first rule that applies decides:
    (reference/releases/known_bugs.py: reported, measured on the releases it affects). The
    ``why`` names the bug and any other names the signature holds: a second cause showing
    beside a known bug would look the same, so the shrunk schedule is the thing to read.
-3. ``kafka-candidate``: release DIVERGES and safety UNSAFE: the broker left the build's
-   documented behaviour and broke what no profile relaxes.
+3. ``model-gap``, hidden records: release DIVERGES and safety UNSAFE only by
+   ``acked-record-hidden`` (acks=all records the final read missed and the recovery read
+   found once the cluster was healed, harness/run/recovery.py) on a build whose profile
+   carries ``new-leader-hwm-lag``: the broker's HWM lag outlasted the model's window
+   (docs/KNOWN-DEVIATIONS.md#new-leader-hwm-lag), nothing was lost.
+   ``kafka-candidate``: release DIVERGES and safety UNSAFE otherwise: the broker left the
+   build's documented behaviour and broke what no profile relaxes.
 4. ``cited-deviation``: release as expected, safety UNSAFE, kip DEVIATES, and every
    deviation the kip axis adopted is one of the build's catalog deviations
    (reference/releases/catalog.py): the build's profile predicted the unsafe outcome and a
@@ -95,6 +100,7 @@ from harness.search import fuzz
 from harness.search.shrink import Signature, Steps
 from reference.model import steps as S
 from reference.model.state import NO_LEADER
+from reference.releases.deviations import DOC
 from reference.releases.known_bugs import KnownBug, affecting
 from reference.search import fuzzgen
 from reference.search.transitions import TRANSITIONS
@@ -119,6 +125,8 @@ CLASSES = ("known-bug", "cited-deviation", "model-gap", "harness-error", "kafka-
 RULE_NAMES: tuple[str, ...] = tuple(trace_rules.RULES)
 TRANSITION_NAMES: tuple[str, ...] = tuple(TRANSITIONS)
 _NOT_JUDGED = ("ERROR", "INCOMPLETE", "UNSUPPORTED")
+#: The cited deviation under which acked records may be hidden by a lagging HWM.
+HWM_LAG = "new-leader-hwm-lag"
 
 
 # --- input -----------------------------------------------------------------------------------
@@ -553,6 +561,12 @@ def classify(signature: Signature | None, error: str | None, kip: str | None,
     known = _known_bug(signature or (), build_bugs)
     if release == "DIVERGES" and known is not None:
         return Classification("known-bug", f"{known} {said}")
+    if release == "DIVERGES" and _only_hidden(signature or ()) and \
+            HWM_LAG in set(build_deviations):
+        return Classification("model-gap", "acks=all records hidden, not lost: the final read "
+                              "missed them and the recovery read found them once the cluster "
+                              "was healed; the HWM stood below them longer than the model's "
+                              f"lag window ({DOC}#{HWM_LAG}) {said}")
     if release == "DIVERGES" and safety == "UNSAFE":
         return Classification("kafka-candidate", f"the broker left the build's profile and "
                               f"broke a safety rule no profile relaxes {said}")
@@ -576,6 +590,14 @@ def classify(signature: Signature | None, error: str | None, kip: str | None,
                               "behaviour the KIP allows and the model lacks would look the "
                               f"same: read the KIP before filing {said}")
     return Classification("undecided", f"no classification rule decides these verdicts {said}")
+
+
+def _only_hidden(signature: Signature) -> bool:
+    """Whether the safety axis failed only because acked records were hidden: missed by the
+    final read, found by the recovery read (harness/run/recovery.py)."""
+    safety = next((names for axis, verdict, names in signature
+                   if axis == "safety" and verdict == "UNSAFE"), ())
+    return set(safety) == {"acked-record-hidden"}
 
 
 def known_bugs_of(version: str) -> tuple[KnownBug, ...]:
