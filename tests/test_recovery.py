@@ -77,3 +77,10 @@ def test_the_cluster_is_healed_read_again_and_one_event_says_what_was_found(
     assert event["readable"] == ["a"] and event["unread"] == ["z"]
     assert event["resumed"] == [2] and event["started"] == [2] and event["settled"] is True
     assert event["start_failed"] == ["3: RuntimeError: log dir locked"]
+
+
+def test_the_run_table_says_not_read_and_leaves_lost_or_hidden_to_the_safety_line() -> None:
+    from harness.cli.run import _describe_findings
+    check = {"name": "acked_lost", "details": [{"acks": "all"}, {"acks": "all"}, {"acks": "1"}]}
+    assert _describe_findings(check) == ("1 acks=1 record(s) not in the final read, "
+                                         "2 acks=all record(s) not in the final read")

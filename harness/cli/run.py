@@ -203,7 +203,10 @@ def _describe_findings(check: dict[str, Any]) -> str:
     by_acks: dict[str, int] = {}
     for d in check["details"]:
         by_acks[str(d.get("acks"))] = by_acks.get(str(d.get("acks")), 0) + 1
-    return ", ".join(f"{n} acks={acks} record(s) lost" for acks, n in sorted(by_acks.items()))
+    # "Not read", not "lost": the safety line says which were lost and which only hidden
+    # (the recovery read, harness/run/recovery.py).
+    return ", ".join(f"{n} acks={acks} record(s) not in the final read"
+                     for acks, n in sorted(by_acks.items()))
 
 
 def _matrix(args: argparse.Namespace) -> int:
