@@ -269,12 +269,13 @@ def judge_safety(events: list[dict[str, Any]], checks: list[Any], min_isr: int,
     readable = readable_after_recovery(events)
     hidden = [d for d in lost_all if d.get("record_id") in readable]
     lost = [d for d in lost_all if d.get("record_id") not in readable]
-    if lost and len(lost_replicas) <= budget:
+    within_budget = len(lost_replicas) <= budget
+    if lost and within_budget:
         findings.append({"rule": "acked-record-durable", "records": lost,
                          "why": f"{len(lost)} acks=all record(s) lost although only "
                                 f"{len(lost_replicas)} replica(s) lost unflushed data (fault "
                                 f"budget min ISR - 1 = {budget})"})
-    if hidden and len(lost_replicas) <= budget:
+    if hidden and within_budget:
         findings.append({"rule": "acked-record-hidden", "records": hidden,
                          "why": f"{len(hidden)} acks=all record(s) not visible to the final "
                                 "read but readable once the run healed the cluster: the HWM "

@@ -74,7 +74,9 @@ def recover_and_reread(session: Session, unread: Mapping[tuple[str, int], Sequen
 
 
 def _heal(session: Session) -> dict[str, Any]:
-    """Every link back, paused nodes resumed, down nodes started (controllers first)."""
+    """Every link back, paused nodes resumed, down nodes started (controllers first).
+    Through the cluster and the network, not ``Faults``: a fault event would enter the
+    trace's context (unclean restarts are read from them, trace_check)."""
     cluster, network = session.cluster, session.faults.network
     network.heal()
     resumed = sorted(network.paused)
