@@ -48,17 +48,13 @@ import org.apache.kafka.common.message.CreateTopicsResponseData;
 import org.apache.kafka.common.message.ElectLeadersRequestData;
 import org.apache.kafka.common.message.ElectLeadersResponseData;
 import org.apache.kafka.common.message.RequestHeaderData;
-import org.apache.kafka.common.metadata.BrokerRegistrationChangeRecord;
 import org.apache.kafka.common.metadata.ConfigRecord;
 import org.apache.kafka.common.metadata.FeatureLevelRecord;
-import org.apache.kafka.common.metadata.FenceBrokerRecord;
 import org.apache.kafka.common.metadata.PartitionChangeRecord;
 import org.apache.kafka.common.metadata.PartitionRecord;
 import org.apache.kafka.common.metadata.RegisterBrokerRecord;
 import org.apache.kafka.common.metadata.RemoveTopicRecord;
 import org.apache.kafka.common.metadata.TopicRecord;
-import org.apache.kafka.common.metadata.UnfenceBrokerRecord;
-import org.apache.kafka.common.metadata.UnregisterBrokerRecord;
 import org.apache.kafka.common.protocol.ApiKeys;
 import org.apache.kafka.common.protocol.ApiMessage;
 import org.apache.kafka.common.protocol.Errors;
@@ -1304,17 +1300,13 @@ public final class ControllerDriver {
             case "RegisterBrokerRecord":
                 clusterControl.replay((RegisterBrokerRecord) message, offset);
                 break;
+            // The broker records replay as they are: ClusterControlManager has one
+            // replay overload per record type (looked up once, then cached).
             case "UnregisterBrokerRecord":
-                clusterControl.replay((UnregisterBrokerRecord) message);
-                break;
             case "FenceBrokerRecord":
-                clusterControl.replay((FenceBrokerRecord) message);
-                break;
             case "UnfenceBrokerRecord":
-                clusterControl.replay((UnfenceBrokerRecord) message);
-                break;
             case "BrokerRegistrationChangeRecord":
-                clusterControl.replay((BrokerRegistrationChangeRecord) message);
+                invoke(clusterControl, "replay", message);
                 break;
             case "TopicRecord": {
                 TopicRecord r = (TopicRecord) message;
