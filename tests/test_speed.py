@@ -431,7 +431,7 @@ def test_a_cluster_comes_up_only_inside_a_start_slot(tmp_path: Path,
         def _check_prerequisites(self) -> None: ...
         def _bring_up(self) -> None:
             brought_up.set()
-        teardown = _provision = _where = _launch = _relaunch = kill = stop_node = \
+        _stop_nodes = _provision = _where = _launch = _relaunch = kill = stop_node = \
             pause = resume = is_running = lambda *a, **k: None  # type: ignore[assignment]
     Quick.__abstractmethods__ = frozenset()
     history = History(tmp_path / "run")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import abc
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Protocol
 
@@ -57,6 +58,10 @@ class Cluster(abc.ABC):
         #: refuses an answer that carries another.
         self.cluster_id = storage.new_cluster_id()
         self._api: ToxiproxyApi | None = None
+        #: What the backend acquired for the cluster besides its nodes (a block lease, a
+        #: proxy server, a Docker client): each pushes its release when acquired, and the
+        #: teardown releases them in reverse order.
+        self._resources = ExitStack()
         #: JVM flags a backend adds for its nodes (local: the AppCDS archive, cluster.cds).
         self.extra_jvm_opts: list[str] = []
 
@@ -182,9 +187,19 @@ class Cluster(abc.ABC):
                                               f"{self.ip(0, dst)}:{port}")
         return out
 
-    @abc.abstractmethod
     def teardown(self) -> None:
         """Stop every process/container/proxy this cluster started. Idempotent."""
+        try:
+            self._stop_nodes()
+        finally:
+            self._api = None
+            self._resources.close()
+            procs.unregister_cleanup(self)
+
+    @abc.abstractmethod
+    def _stop_nodes(self) -> None:
+        """Stop the nodes (and the backend's proxies where they are nodes too, as the
+        Toxiproxy container is), whatever state the bring-up left them in."""
 
     def __enter__(self) -> Cluster:
         self.start()

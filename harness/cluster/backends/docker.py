@@ -31,7 +31,7 @@ from harness.cluster import images as dockerimages
 from harness.cluster.backends.base import Cluster, Readiness
 from harness.cluster.builds import Build
 from harness.cluster.topology import ClusterShape, node_name
-from harness.infra import dockerengine, procs
+from harness.infra import dockerengine
 from harness.infra.errors import ClusterError
 from harness.infra.history import History
 from harness.infra.toxiproxy import ToxiproxyApi
@@ -86,25 +86,25 @@ class DockerCluster(Cluster):
     def _where(self) -> str:
         return f"in containers on 10.{self.block}.0.0/16 ({self._kafka_image})"
 
-    def teardown(self) -> None:
+    def _stop_nodes(self) -> None:
         # By name, not by the handles: an interrupt can land between the daemon creating
         # a network or container and this object holding it.
         dockerengine.remove_named(self.container_name(""))
         self._containers.clear()
         self._toxi = None
-        self._api = None
         self._network = None
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-        procs.unregister_cleanup(self)
 
     def _docker(self) -> Any:
         if self._client is None:
             import docker
 
             self._client = docker.from_env(timeout=120)  # type: ignore[attr-defined,unused-ignore]
+            self._resources.callback(self._forget_client)
         return self._client
+
+    def _forget_client(self) -> None:
+        self._client.close()
+        self._client = None
 
     def _create_network(self) -> None:
         import docker

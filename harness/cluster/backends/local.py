@@ -33,9 +33,7 @@ class LocalCluster(Cluster):
         super().__init__(build, shape, run_dir, history, readiness)
         self._procs: dict[int, subprocess.Popen[bytes]] = {}
         self._paused: set[int] = set()
-        self._server: ToxiproxyServer | None = None
         self._java = ""
-        self._lease: blocks.BlockLease | None = None
 
     # -- lifecycle ------------------------------------------------------------------
     def _check_prerequisites(self) -> None:
@@ -49,19 +47,12 @@ class LocalCluster(Cluster):
     def _where(self) -> str:
         return f"on 127.{self.block}.*.*"
 
-    def teardown(self) -> None:
+    def _stop_nodes(self) -> None:
         for proc in list(self._procs.values()):
             if proc.poll() is None:
                 procs.signal_process(proc, signal.SIGCONT)
             procs.kill(proc)
         self._procs.clear()
-        if self._server is not None:
-            self._server.stop()
-            self._server = None
-        if self._lease is not None:
-            self._lease.release()
-            self._lease = None
-        procs.unregister_cleanup(self)
 
     def _choose_block(self) -> None:
         """A free block, leased for the cluster's life (infra.blocks): clusters started at
@@ -74,7 +65,7 @@ class LocalCluster(Cluster):
             raise PortClash("no free loopback block 127.A.*.* found for the cluster in 40 "
                             "tries; stop stray Kafka/Toxiproxy processes holding ports "
                             "8474/9092-9095")
-        self._lease = lease
+        self._resources.callback(lease.release)
         self.block = lease.block
 
     def _listen_points(self) -> list[tuple[int, int]]:
@@ -87,9 +78,10 @@ class LocalCluster(Cluster):
         return out
 
     def _start_proxies(self) -> None:
-        self._server = ToxiproxyServer(self.ip(0, 254), kafkaconfig.TOXIPROXY_API_PORT,
-                                       self.run_dir / "logs" / "toxiproxy.log")
-        self._server.start()
+        server = ToxiproxyServer(self.ip(0, 254), kafkaconfig.TOXIPROXY_API_PORT,
+                                 self.run_dir / "logs" / "toxiproxy.log")
+        self._resources.callback(server.stop)
+        server.start()
         self._api = ToxiproxyApi(self.ip(0, 254), kafkaconfig.TOXIPROXY_API_PORT)
         self._api.create_proxies(self.proxies())
 
