@@ -344,21 +344,25 @@ class CampaignResult:
     """What a fuzz campaign did (counts and times) and found (errors, failures): the
     summary it prints and writes as JSON."""
 
+    #: Runs on a cluster: the generated schedules, their re-runs and the shrink runs.
     runs: int = 0
+    #: Generated schedules run.
+    generated: int = 0
+    #: Generated schedules the model said would tell nothing (``guided``): never run.
+    skipped_by_model: int = 0
     as_expected: int = 0
+    #: Why the campaign stopped: its run count done, its budget spent, or no schedule
+    #: the guide selects.
+    stopped: str = ""
     errors: list[dict[str, str]] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
     seconds: float = 0.0
     run_seconds: float = 0.0
     shrink_seconds: float = 0.0
-    stopped: str = ""
-    skipped: int = 0
-    #: Generated schedules run (``runs`` also counts re-runs and shrink runs).
-    generated: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {"runs": self.runs, "generated": self.generated,
-                "skipped_by_model": self.skipped,
+                "skipped_by_model": self.skipped_by_model,
                 "as_expected": self.as_expected, "errors": self.errors,
                 "failures": [f.to_json() for f in self.failures],
                 "seconds": round(self.seconds, 1), "run_seconds": round(self.run_seconds, 1),
@@ -407,9 +411,9 @@ class Campaign:
             steps = self.source(index) if self.source is not None else \
                 schedule(self.new_model, self.cfg.seed, index, self.cfg.gen)
             if not self._wanted(steps):
-                self.result.skipped += 1
+                self.result.skipped_by_model += 1
                 index += 1
-                if self.result.skipped % MAX_GUIDED_SKIPS == 0 and ran == 0:
+                if self.result.skipped_by_model % MAX_GUIDED_SKIPS == 0 and ran == 0:
                     self.result.stopped = (
                         f"{self._guide_name()}: none of the first {index} schedules is one the "
                         "model selects (--guided: loses acks=all records; --target: exercises "
