@@ -387,6 +387,44 @@ def test_model_any_electable_broker_may_unfence_first() -> None:
     assert {s.leader for s in pred.allowed} == {1, 2}
 
 
+def test_model_brokers_cut_off_together_may_be_fenced_in_either_order() -> None:
+    """Found by the 4.3.1 campaign with partitions (fuzz-s44-1): replicas [2, 1, 3] led by
+    1; a partition sends 1 and 2 away from the controller. The controller fences one stale
+    broker at a time, the oldest heartbeat first (maybeFenceOneStaleBroker): 2 first kept 1
+    leading, then 3 took over (epoch + 1, seen on the cluster); 1 first elects 2, then 3
+    (epoch + 2). The model fenced in id order and allowed only the second."""
+    scenario = parse_scenario(
+        "version: 1\nname: fenced-together\ncluster: {brokers: 3, elr: false}\n"
+        "topic: {name: t, replicas: [2, 1, 3], min_insync_replicas: 1}\nsteps:\n"
+        "- consume: {}\n")
+    model = Runner.model_for(scenario, profile_for_build((4, 3, 1), False), False)
+    model.apply(S.Isolate(2))
+    pred = model.apply(S.Heal())
+    assert {(s.leader, s.leader_epoch) for s in pred.allowed} == {(1, 1)}
+    pred = model.apply(S.Partition(((100, 3), (1, 2))))
+    assert {(s.leader, s.leader_epoch) for s in pred.allowed} == {(3, 2), (3, 3)}
+
+
+def test_model_acks_1_records_may_go_to_a_deposed_leader_that_does_not_know_it() -> None:
+    """Found by the 4.3.1 campaign with partitions (fuzz-s44-11, its re-run): a partition
+    sends leader 2 and follower 1 away from the controller, which elects 3. A fresh
+    producer learned its metadata on 2's side: 2 acked both acks=1 records and 3's HWM
+    stayed 0. The model sent them to 3 only (HWM 2). acks=all goes to the real leader."""
+    scenario = parse_scenario(
+        "version: 1\nname: deposed-leader\ncluster: {brokers: 3, elr: false}\n"
+        "topic: {name: t, replicas: [2, 1, 3], min_insync_replicas: 1}\nsteps:\n"
+        "- consume: {}\n")
+    model = Runner.model_for(scenario, profile_for_build((4, 3, 1), False), False)
+    pred = model.apply(S.Partition(((100, 3), (1, 2))))
+    assert {s.leader for s in pred.allowed} == {3}
+    pred = model.apply(S.Produce(2, "1"))
+    assert {s.hwm for s in pred.allowed} == {0, 2}
+    pred = model.apply(S.Heal())
+    assert {s.hwm for s in pred.allowed} == {0, 2}  # the deposed leader's records are gone
+    pred = model.apply(S.Produce(1, "all"))
+    assert {s.hwm for s in pred.allowed} == {1, 3}
+
+
 def test_model_an_unclean_election_may_pick_whichever_replica_is_back_first() -> None:
     """Found by the 4.1.2 campaign (fuzz-s42-33): replicas [2, 1], ISR and ELR emptied (the
     min ISR change clears the ELR), unclean election on; one heal unfences both and the
