@@ -7,6 +7,7 @@ cluster."""
 from __future__ import annotations
 
 import functools
+import random
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -255,6 +256,21 @@ def test_the_tail_restarts_controllers_and_removes_timing_toxics() -> None:
             elif isinstance(s, S.Heal):
                 shaped = False
         assert not down and not shaped, steps
+
+
+def test_partition_keeps_the_quorum_whole_and_sends_two_brokers_or_more_away() -> None:
+    nm, track = stepped(model(fuzzgen.BASE_CLUSTER))  # 3 brokers, controller 100
+    made = fuzzgen.candidates("partition", nm, track, fuzz.gen_config(), random.Random(0))
+    assert sorted(made, key=repr) == sorted(
+        [S.Partition(((100, 3), (1, 2))), S.Partition(((100, 2), (1, 3))),
+         S.Partition(((100, 1), (2, 3)))], key=repr)
+    # The controller alone, a broker alone, the controller split off its brokers' side:
+    for groups in (((100,), (1, 2, 3)), ((100, 1, 2), (3,)), ((1, 100), (2, 3))):
+        assert "keeps the controllers" in why(S.Partition(groups), nm, track), groups
+    nm, track = stepped(nm, S.Partition(((100, 1), (2, 3))), track=track)
+    assert "cut already" in why(S.Partition(((100, 1), (2, 3))), nm, track)
+    assert why(S.Heal(), nm, track) == ""
+    nm, track = stepped(nm, S.Heal(), S.Partition(((100, 1), (2, 3))), track=track)
 
 
 def test_unregister_only_a_broker_that_is_down_and_once() -> None:

@@ -192,10 +192,13 @@ class Partition:
     def params(self) -> dict[str, Any]:
         return {"groups": [list(x) for x in self.groups]}
 
+    def pairs(self) -> frozenset[tuple[int, int]]:
+        """Every directed link from one group to another."""
+        return frozenset((a, b) for i, g in enumerate(self.groups)
+                         for j, h in enumerate(self.groups) if i != j for a in g for b in h)
+
     def transition(self, w: World, ctx: Ctx) -> World:
-        pairs = [(a, b) for i, g in enumerate(self.groups) for j, h in enumerate(self.groups)
-                 if i != j for a in g for b in h]
-        return cut_links(w, pairs)
+        return cut_links(w, self.pairs())
 
 
 @dataclass(frozen=True, slots=True)

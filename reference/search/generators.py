@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import combinations
 from typing import TYPE_CHECKING, Protocol
 
 from reference.model import steps as S
@@ -297,6 +298,30 @@ def _cut_guard(step: S.Step, g: Gen) -> str | None:
     return None
 
 
+def _partition_steps(g: Gen, rng: random.Random) -> list[S.Step]:
+    """Two sides: the controllers with some brokers, and the other brokers (two or more:
+    one alone is an ``isolate``). The quorum is never split, as no generated network fault
+    splits it; the brokers cut off still reach each other, so a leader among them keeps
+    its followers there while the controller elects on its side."""
+    brokers = g.brokers
+    out: list[S.Step] = []
+    for size in range(2, len(brokers)):
+        for away in combinations(brokers, size):
+            near = tuple(g.controllers) + tuple(b for b in brokers if b not in away)
+            out.append(S.Partition((near, away)))
+    return out
+
+
+def _partition_guard(step: S.Step, g: Gen) -> str | None:
+    assert isinstance(step, S.Partition)
+    if step not in _partition_steps(g, random.Random(0)):
+        return ("a generated partition keeps the controllers with at least one broker and "
+                "puts two or more brokers on the other side")
+    if g.every(lambda w: step.pairs() <= w.cuts):
+        return "every link between the two sides is cut already"
+    return None
+
+
 def _heal_guard(step: S.Step, g: Gen) -> str | None:
     if g.every(lambda w: not w.cuts) and not g.track.shaped:
         return "nothing to heal"
@@ -319,6 +344,7 @@ ISOLATE = Generator("isolate", S.Isolate, 2, lambda g, rng: [S.Isolate(b) for b 
 CUT = Generator("cut", S.Cut, 2,
                 lambda g, rng: [S.Cut(a, b) for a in g.brokers for b in g.brokers if a < b],
                 _cut_guard)
+PARTITION = Generator("partition", S.Partition, 1, _partition_steps, _partition_guard)
 HEAL = Generator("heal", S.Heal, 2, lambda g, rng: [S.Heal()], _heal_guard, _heal_after,
                  explore=Exploration(on_cluster=((S.Heal(),),),
                                      can_change=lambda w, step: bool(w.cuts)))
@@ -793,5 +819,5 @@ SLEEP = Generator("sleep", T.Sleep, 1, lambda g, rng: [T.Sleep(rng.choice(SLEEPS
 #: Every generator defined here, by kind: what harness/scenario/steps/ names (a test
 #: checks that the registry names exactly these) and the pure default for this package.
 ALL: Mapping[str, Generator] = {g.kind: g for g in (
-    PRODUCE, CONSUME, ISOLATE, CUT, HEAL, PAUSE, RESUME, KILL, STOP, RESTART, LOSE_UNFLUSHED,
-    UNREGISTER, ALTER_CONFIG, ELECT, REASSIGN, LATENCY, BANDWIDTH, SLEEP)}
+    PRODUCE, CONSUME, ISOLATE, CUT, PARTITION, HEAL, PAUSE, RESUME, KILL, STOP, RESTART,
+    LOSE_UNFLUSHED, UNREGISTER, ALTER_CONFIG, ELECT, REASSIGN, LATENCY, BANDWIDTH, SLEEP)}

@@ -104,7 +104,7 @@ KINDS = (
              lambda c, it, n, w, cl: S.Isolate(parse_node(c, it, n, w, cl)), _isolate,
              generator=G.ISOLATE),
     StepKind("partition", "partition: {groups: [[...], [...]]}: cut every link between groups",
-             _parse_partition, _partition),
+             _parse_partition, _partition, generator=G.PARTITION),
     StepKind("cut", "cut: {src: A, dst: B, direction: both|oneway}: cut one link (A, B: "
              "ids, active or last_active)",
              _parse_cut, _cut, generator=G.CUT),
