@@ -425,6 +425,29 @@ def test_model_acks_1_records_may_go_to_a_deposed_leader_that_does_not_know_it()
     assert {s.hwm for s in pred.allowed} == {1, 3}
 
 
+def test_model_a_min_isr_change_alone_does_not_move_the_hwm() -> None:
+    """Found by the 4.3.1 campaign (fuzz-s44-16, shrunk to 4 steps): follower 2 cut, an
+    acks=all record appended and held below min ISR 2 (ISR [3]); min ISR lowered to 1.
+    The leader recomputes its HWM only on an append, a follower's fetch moving its log
+    end, or a partition change, and applies the partition changes of a metadata batch
+    before its configs: the HWM stayed until the next trigger. The model advanced it at
+    the config change."""
+    scenario = parse_scenario(
+        "version: 1\nname: min-isr-no-trigger\ncluster: {brokers: 3, elr: true}\n"
+        "topic: {name: t, replicas: [3, 2], min_insync_replicas: 2}\nsteps:\n"
+        "- consume: {}\n")
+    model = Runner.model_for(scenario, profile_for_build((4, 3, 1), True), True)
+    model.apply(S.Cut(2, 3))
+    pred = model.apply(S.Produce(1, "all"))
+    assert {(tuple(s.isr), s.hwm) for s in pred.allowed} == {((3,), 0)}
+    pred = model.apply(S.AlterConfig("topic", fuzzgen.Config({"min.insync.replicas": "1"})))
+    assert {s.hwm for s in pred.allowed} == {0}
+    pred = model.apply(S.Consume())
+    assert {s.hwm for s in pred.allowed} == {0}  # still no trigger
+    pred = model.apply(S.Produce(1, "1"))  # the leader's append recomputes it
+    assert {s.hwm for s in pred.allowed} == {2}
+
+
 def test_model_an_unclean_election_may_pick_whichever_replica_is_back_first() -> None:
     """Found by the 4.1.2 campaign (fuzz-s42-33): replicas [2, 1], ISR and ELR emptied (the
     min ISR change clears the ELR), unclean election on; one heal unfences both and the

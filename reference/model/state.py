@@ -241,6 +241,10 @@ class World:
     #: fuzz-s42-34): min ISR 1 -> 2 with ISR [2], an acks=all record acked 0.14 s before the
     #: leader, behind a 307 ms latency toxic, applied the change.
     leader_min_isr_view: int | None = None
+    #: After a min.insync.replicas change, what the leader's HWM was last computed from
+    #: (``protocol.hwm_inputs``): the leader recomputes its HWM only when one of them
+    #: changes, never for a config change alone (None: nothing pending).
+    hwm_computed_from: tuple[object, ...] | None = None
     #: The controller the latest step naming ``active`` resolved to (``last_active``).
     last_active: int | None = None
 

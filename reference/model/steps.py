@@ -25,6 +25,7 @@ from reference.model.protocol import (
     all_nodes,
     cut_links,
     elect_step,
+    hwm_inputs,
     produce_step,
     rebalanced,
     set_config,
@@ -436,7 +437,7 @@ class AlterConfig:
                 np = evolve(np, partition_epoch=p.partition_epoch + 1)
             w = evolve(w, partition=np)
         if touches_min_isr and w.min_isr != before:
-            w = evolve(w, reconfigured=True)
+            w = evolve(w, reconfigured=True, hwm_computed_from=hwm_inputs(w))
         return w
 
 
