@@ -194,6 +194,26 @@ def test_recorded_steps_judge_quorum_elected_as_the_runner_did() -> None:
     assert single[0].observed == {"leader": 1}  # one controller: nothing to add
 
 
+def test_audit_takes_the_epoch_the_runner_had_at_the_step_start() -> None:
+    """Seen on 4.3.1 (fuzz-s44-7): DescribeQuorum went unanswered from a controller kill to
+    the heal (no broker reached the active controller), so the runner judged the heal
+    without quorum_elected, and audit, taking the last epoch recorded long before, called
+    the epoch the heal first showed an election in the heal. The step start now records
+    the runner's epoch, None included."""
+    from harness.judge.audit import recorded_steps
+
+    def step(i: int, at_start: int | None) -> dict[str, object]:
+        return {"kind": "step", "phase": "start", "index": i, "step": {"heal": {}},
+                "quorum_epoch_at_start": at_start}
+
+    events = [{"kind": "quorum", "state": {"leader": 102, "leader_epoch": 1}},
+              step(0, None), {"kind": "observation", "state": {"leader": 1, "quorum_epoch": 3}},
+              step(1, 3), {"kind": "observation", "state": {"leader": 1, "quorum_epoch": 4}}]
+    first, second = recorded_steps(events)
+    assert first.observed == {"leader": 1, "quorum_epoch": 3}  # unknown: not judged
+    assert second.observed is not None and second.observed["quorum_elected"] is True
+
+
 QUORUM_431 = HISTORIES / "quorum-5-lose-two-active-20261127T013442-00dc19"
 
 

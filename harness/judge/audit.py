@@ -219,7 +219,9 @@ def recorded_steps(events: list[dict[str, Any]]) -> list[RecordedStep]:
             current = RecordedStep(int(e["index"]), str(name), dict(params or {}), None, None,
                                    StepOutcome())
             out.append(current)
-            epoch_at_start = epoch
+            # Recorded since schema 1.5 runs of 2026-11-27 (None: DescribeQuorum unanswered
+            # when the step began); older runs: the last epoch recorded before the step.
+            epoch_at_start = e.get("quorum_epoch_at_start", epoch)
         elif current is None:
             continue
         elif kind == "observation":

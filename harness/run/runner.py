@@ -438,7 +438,12 @@ class Runner:
         if resolved:
             params = {**params, "resolved": resolved}
         steps = ls.steps_at(index, step, ids)
-        history.record("step", index=index, phase="start", step={kind: params}, line=line)
+        # The epoch the step's quorum_elected is judged against, recorded: when DescribeQuorum
+        # could not be answered it is None, and audit must not take an older recorded one.
+        at_start = ({"quorum_epoch_at_start": self._epoch_before}
+                    if len(self.shape().controller_ids) > 1 else {})
+        history.record("step", index=index, phase="start", step={kind: params}, line=line,
+                       **at_start)
         preds = ls.apply(steps)
         # Under traffic the model then sees the traffic go on (judge/traffic.py tick_step):
         # ``settled`` is what the observation is compared with; ``preds`` the step's own
