@@ -211,3 +211,38 @@ def test_reproduction_on_cached_431_names_the_removed_replica() -> None:
                      result.stdout, re.M), result.stdout
     cancel = javaprogram.run(program, ["cancel"], timeout_s=120)
     assert cancel.exit_code == 0 and "OK: ELR [3]" in cancel.stdout, cancel.stdout
+
+
+def test_test_jars_are_the_builds_published_test_jars(monkeypatch: pytest.MonkeyPatch,
+                                                      fake_build: Build) -> None:
+    asked: list[str] = []
+    monkeypatch.setattr(javaprogram, "maven_jar", lambda c: asked.append(c) or Path(c))
+    javaprogram.kafka_test_jars(["kafka-metadata", "kafka-clients"], fake_build)
+    assert asked == [f"org.apache.kafka:kafka-metadata:{fake_build.version}:jar:test",
+                     f"org.apache.kafka:kafka-clients:{fake_build.version}:jar:test"]
+
+
+def test_a_test_jar_that_is_no_artifact_name_is_a_usage_error_before_any_fetch(
+        monkeypatch: pytest.MonkeyPatch, fake_build: Build) -> None:
+    monkeypatch.setattr(javaprogram, "maven_jar", lambda c: pytest.fail(f"fetched {c}"))
+    with pytest.raises(UsageError, match="--test-jars: 'kafka-metadata:test'"):
+        javaprogram.kafka_test_jars(["kafka-clients", "kafka-metadata:test"], fake_build)
+
+
+STALE_INDEX_REPRO = (Path(__file__).resolve().parent.parent / "docs" / "findings"
+                     / "elr-index-stale-after-min-isr-change" / "ReproduceStaleElrIndex.java")
+
+
+@needs_javac
+def test_stale_elr_index_reproduction_on_cached_431_faults_and_its_control_does_not() -> None:
+    if not (cache_root() / "kafka" / "4.3.1" / "libs" / ".complete").exists():
+        pytest.skip("Kafka 4.3.1 is not in the cache (kafka-chaos build --kafka-version 4.3.1 "
+                    "fetches it); fast tests do not download Kafka")
+    program = javaprogram.compile_program(STALE_INDEX_REPRO, builds.from_maven("4.3.1"))
+    case = javaprogram.run(program, ["topic-min-isr"], timeout_s=120)
+    assert case.exit_code == 1, case.stdout + case.stderr
+    assert re.search(r"FAULT java\.lang\.RuntimeException: Topic ID \S+ existed in isrMembers, "
+                     r"but not in the topics map\.", case.stdout), case.stdout
+    control = javaprogram.run(program, ["topic-min-isr-control"], timeout_s=120)
+    assert control.exit_code == 0, control.stdout + control.stderr
+    assert "topic-min-isr-control        clean" in control.stdout, control.stdout

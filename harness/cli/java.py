@@ -11,7 +11,8 @@ from typing import Any
 from harness.cli.options import add_build_options
 from harness.cluster import builds, javaprogram
 
-_USAGE = "kafka-chaos java SOURCE [--kafka-version V | --kafka-dist DIR] [--junit] [-- ARGS ...]"
+_USAGE = ("kafka-chaos java SOURCE [--kafka-version V | --kafka-dist DIR] [--junit] "
+          "[--test-jars A,B] [-- ARGS ...]")
 
 
 def _add_options(parser: argparse.ArgumentParser) -> None:
@@ -20,6 +21,12 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
                         help="SOURCE is a JUnit 5 test class: compile it with JUnit on the class "
                              "path and run it with the JUnit console launcher "
                              f"({javaprogram.JUNIT_CONSOLE}, from Maven Central on first use)")
+    parser.add_argument("--test-jars", default="", metavar="A,B",
+                        help="comma-separated org.apache.kafka artifacts whose published test "
+                             "jar of the build's version goes on the class path too (e.g. "
+                             "kafka-metadata,kafka-clients,kafka-server-common for Kafka's "
+                             "ReplicationControlManagerTest context); from Maven Central on "
+                             "first use")
 
 
 def add_subcommands(sub: Any) -> None:
@@ -64,7 +71,9 @@ def java_command(args: argparse.Namespace) -> int:
     args = parse_command(args)
     source = javaprogram.check_source(args.source)  # a bad path fails before any build
     build = builds.resolve(args.kafka_version, args.kafka_dist)
+    test_jars = [name for name in args.test_jars.split(",") if name]
     extra = [javaprogram.junit_console_jar()] if args.junit else []
+    extra += javaprogram.kafka_test_jars(test_jars, build)
     program = javaprogram.compile_program(source, build, extra)
     if args.junit:
         result = javaprogram.run(

@@ -233,6 +233,21 @@ def junit_console_jar() -> Path:
     return maven_jar(JUNIT_CONSOLE)
 
 
+#: An artifact name of org.apache.kafka (kafka-metadata, kafka-clients, ...).
+_ARTIFACT = re.compile(r"[a-z][a-z0-9_.-]*")
+
+
+def kafka_test_jars(names: Sequence[str], build: Build) -> list[Path]:
+    """The published test jars (``org.apache.kafka:NAME:VERSION:jar:test``) of the build's
+    version: Kafka's own test helpers (e.g. ReplicationControlManagerTest's context) for a
+    test written in the style of Kafka's, against released jars only."""
+    for name in names:
+        if not _ARTIFACT.fullmatch(name):
+            raise UsageError(f"--test-jars: {name!r} is not an artifact name of "
+                             "org.apache.kafka (e.g. kafka-metadata,kafka-clients)")
+    return [maven_jar(f"org.apache.kafka:{name}:{build.version}:jar:test") for name in names]
+
+
 def maven_jar(coordinate: str) -> Path:
     """One jar from Maven Central (``group:artifact:version[:jar:classifier]``), cached in
     <cache>/<artifact>/<version>/ (needs `mvn` on first use)."""
