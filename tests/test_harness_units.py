@@ -317,7 +317,7 @@ def test_replay_of_controller_records_follows_partition_changes_and_clear_elr() 
 
 
 def test_observer_trusts_the_newest_epoch_then_the_majority_view() -> None:
-    from harness.client.observe import _freshest
+    from harness.client.observe.partitions import _freshest
 
     def view(leader: int, epoch: int, isr: list[int]) -> dict:
         return {"leader": leader, "leader_epoch": epoch, "isr": isr, "elr": [],
@@ -405,9 +405,10 @@ def test_observer_bootstraps_only_from_running_brokers(monkeypatch: pytest.Monke
     from types import SimpleNamespace
 
     from harness.client import observe
+    from harness.client.observe import connection
 
     seen: dict[str, object] = {}
-    monkeypatch.setattr(observe, "KafkaAdminClient", lambda **kw: seen.update(kw) or object())
+    monkeypatch.setattr(connection, "KafkaAdminClient", lambda **kw: seen.update(kw) or object())
     running = {1: True, 2: False, 3: True}
     cluster = SimpleNamespace(shape=SimpleNamespace(broker_ids=[1, 2, 3]),
                               is_running=running.__getitem__,
@@ -425,9 +426,10 @@ def test_observer_bootstraps_from_current_brokers_first(monkeypatch: pytest.Monk
     from types import SimpleNamespace
 
     from harness.client import observe
+    from harness.client.observe import connection
 
     seen: dict[str, object] = {}
-    monkeypatch.setattr(observe, "KafkaAdminClient", lambda **kw: seen.update(kw) or object())
+    monkeypatch.setattr(connection, "KafkaAdminClient", lambda **kw: seen.update(kw) or object())
     cluster = SimpleNamespace(shape=SimpleNamespace(broker_ids=[1, 2, 3]),
                               is_running=lambda b: True,
                               observer_address=lambda b: (f"10.0.0.{b}", 9095))

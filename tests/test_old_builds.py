@@ -6,7 +6,9 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from harness.client.observe import Observer, _freshest, elr_from_records
+from harness.client.observe import Observer
+from harness.client.observe.controller_log import elr_from_records
+from harness.client.observe.partitions import _freshest
 from harness.cluster.builds import Features
 
 _TID = "AAAAAAAAAAAAAAAAAAAAAA"
