@@ -1,0 +1,119 @@
+"""The campaign's event loop: sessions until the budget ends, each sending one event of
+every lane in one pipelined batch (one round trip for ``lanes`` events), then the findings
+shrunk and written. ``Campaign`` joins the jobs: classify.py (each answer against the
+model), feedback.py (the coverage corpus), shrink.py and write.py."""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from harness.differential import coverage
+from harness.differential.campaign.classify import Classifier
+from harness.differential.campaign.feedback import Feedback
+from harness.differential.campaign.lanes import clock_broker, lane_brokers, lane_topics, rename
+from harness.differential.campaign.session import Session, settings_for
+from harness.differential.campaign.shrink import Shrinker
+from harness.differential.campaign.write import Writer
+from harness.differential.corpus import Planned, mutate
+from harness.differential.workload import RandomEvents
+
+
+def _lane_state(s: Session, k: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    topics = set(lane_topics(k))
+    parts = {key: v for key, v in s.partitions.items() if key.rpartition("-")[0] in topics}
+    ids = {str(b) for b in lane_brokers(k)}
+    return parts, {b: v for b, v in s.brokers.items() if b in ids}
+
+
+class Campaign(Classifier, Feedback, Shrinker, Writer):
+    """A differential campaign: ``run`` searches, shrinks and writes."""
+
+    def run(self) -> None:
+        cfg = self.cfg
+        rng = random.Random(cfg.seed)
+        t0 = time.monotonic()
+        cpu0 = time.process_time()
+        deadline = t0 + cfg.budget_s
+        if cfg.coverage:
+            self._agent = coverage.agent_options(self.out_dir / "coverage" / "jacoco.exec")
+            self._last_report = t0
+        while time.monotonic() < deadline:
+            self._session(random.Random(rng.getrandbits(63)), t0, deadline)
+            if cfg.coverage:
+                self._progress(t0, deadline)
+        self.stats.seconds = time.monotonic() - t0
+        self.stats.harness_cpu_s = time.process_time() - cpu0
+        if cfg.coverage:
+            self.coverage = self._report()
+            self._mark(t0, self.coverage)
+        if cfg.shrink:
+            for n, found in enumerate(self.found.values(), 1):
+                self.say(f"diff: shrinking {n}/{len(self.found)} {found.finding.signature} "
+                         f"({len(found.events)} events)")
+                self._replay_elr = found.elr if self.cfg.elr_both else None
+                self._shrink(found)
+                self.say(f"diff: {found.shrink_note}")
+        self._write()
+
+    def _session(self, rng: random.Random, t0: float, deadline: float) -> None:
+        cfg = self.cfg
+        elr = self.stats.sessions % 2 == 0 if cfg.elr_both else None
+        s = Session(self.build, settings_for(cfg.lanes, cfg, probes=cfg.coverage, elr=elr),
+                    self._agent)
+        self.stats.sessions += 1
+        self.stats.start_seconds += s.start_seconds
+        self.elr = s.elr
+        self.profiles = (s.comparator.release.name, s.comparator.kip.name)
+        self.profiles_by_elr[s.elr] = self.profiles
+        session = self.stats.sessions
+        feedback = cfg.coverage and bool(s.ready.coverage_probes)
+        if feedback:
+            self.probes.total.update(s.ready.coverage_probes)
+            self.probes.add(s.ready.new_probes)
+        try:
+            gens: list[RandomEvents | Planned] = []
+            for k in range(cfg.lanes):
+                lane_rng = random.Random(rng.getrandbits(63))
+                gen = RandomEvents(lane_rng, lane_brokers(k), lane_topics(k))
+                if feedback and self.corpus.entries and lane_rng.random() < cfg.mutate_share:
+                    plan, how = mutate(lane_rng, self.corpus.entries, cfg.lane_events)
+                    gens.append(Planned([rename(e, 0, k) for e in plan], gen, clock_broker(k),
+                                        how))
+                    self.mutants["lanes"] += 1
+                else:
+                    gens.append(gen)
+            logs: list[list[dict[str, Any]]] = [[] for _ in range(cfg.lanes)]
+            first: list[dict[str, Any]] = []
+            owners: list[int] = []
+            for k, g in enumerate(gens):
+                lane_first = [{"op": "fence", "broker": clock_broker(k)}, *g.setup()]
+                first += lane_first
+                owners += [k] * len(lane_first)
+            answers = s.send(first)
+            self._compare(s, first, answers, logs, t0)
+            if feedback:
+                self.probes.add({c: i for a in answers for c, i in a.new_probes.items()})
+            setup_len = [len(log) for log in logs]
+            novel = [0] * cfg.lanes
+            novel_end = list(setup_len)
+            for _ in range(cfg.lane_events):
+                if time.monotonic() >= deadline:
+                    break
+                batch = []
+                for k, g in enumerate(gens):
+                    parts, brokers = _lane_state(s, k)
+                    batch.append(g.next(parts, brokers))
+                answers = s.send(batch)
+                self._compare(s, batch, answers, logs, t0)
+                if feedback:
+                    for k, answer in enumerate(answers):
+                        if answer.new_probes and (n := self.probes.add(answer.new_probes)):
+                            novel[k] += n
+                            novel_end[k] = len(logs[k])
+            if feedback:
+                self._admit(session, gens, logs, setup_len, novel, novel_end)
+        finally:
+            self.stats.driver_cpu_s += s.cpu_seconds()
+            s.close()

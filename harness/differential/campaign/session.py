@@ -1,0 +1,73 @@
+"""One driver session of a campaign: the settings of its lanes (``settings_for``) and
+``Session``, the driver with its comparator and the merged state the answers report."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.cluster.builds import Build
+from harness.differential import coverage
+from harness.differential.campaign.lanes import clock_broker, lane_brokers
+from harness.differential.campaign.state import Config
+from harness.differential.compare import Comparator
+from harness.differential.driver import JVM_OPTS, ControllerDriver
+from harness.differential.model import initial
+from harness.differential.protocol import Answer, Settings
+
+
+def settings_for(lanes: int, cfg: Config, probes: bool = False,
+                 elr: bool | None = None) -> Settings:
+    """The session's settings; ``probes``: the answers tell the coverage classes' new
+    probes (a search session under the agent); ``elr``: instead of the configured one."""
+    brokers = tuple(b for k in range(lanes) for b in [*lane_brokers(k), clock_broker(k)])
+    return Settings(brokers=brokers, min_isr=cfg.min_isr,
+                    elr=cfg.elr if elr is None else elr, report="changed",
+                    coverage_classes=coverage.PROBED if probes else ())
+
+
+def version_of(build: Build) -> tuple[int, int, int]:
+    parts = [int(x) for x in re.findall(r"\d+", build.version)[:3]]
+    while len(parts) < 3:
+        parts.append(0)
+    return parts[0], parts[1], parts[2]
+
+
+class Session:
+    """One driver session with its comparator and the merged state the answers report."""
+
+    def __init__(self, build: Build, settings: Settings,
+                 extra_jvm_opts: Sequence[str] = ()) -> None:
+        self.driver = ControllerDriver.for_build(build, settings,
+                                                 jvm_opts=(*JVM_OPTS, *extra_jvm_opts))
+        t0 = time.monotonic()
+        ready = self.driver.start()
+        self.start_seconds = time.monotonic() - t0
+        self.elr = ready.elr
+        self.comparator = Comparator(version_of(build), ready.elr, initial(
+            ready.partitions, ready.brokers, min_isr=settings.min_isr,
+            unclean=settings.unclean_election, elr=ready.elr))
+        self.partitions: dict[str, dict[str, Any]] = dict(ready.partitions)
+        self.brokers: dict[str, dict[str, Any]] = dict(ready.brokers)
+        self.ready = ready
+
+    def send(self, events: Sequence[Mapping[str, Any]]) -> list[Answer]:
+        answers = self.driver.send_many(events)
+        for a in answers:
+            self.partitions.update(a.partitions)
+            if a.brokers:
+                self.brokers = dict(a.brokers)
+        return answers
+
+    def cpu_seconds(self) -> float:
+        """CPU time the driver's JVM has used so far (0 once it has exited)."""
+        from harness.differential.bench import cpu_seconds
+        try:
+            return cpu_seconds(self.driver.pid)
+        except (OSError, IndexError, ValueError):
+            return 0.0
+
+    def close(self) -> None:
+        self.driver.close()

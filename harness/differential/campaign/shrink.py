@@ -1,0 +1,101 @@
+"""Shrinking a finding: the finding's lane log up to the event, renamed to lane 0's names,
+replayed in fresh sessions with events deleted (halves, quarters, ... single events) while
+the same signature still appears; several candidates share one JVM, each in a namespace of
+its own (candidates run one after the other, so the clock and ticks of one cannot change
+another's state midway). Bounded by attempts and time."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from harness.differential.campaign.lanes import finding_lane, lane_of_topic, rename
+from harness.differential.campaign.session import Session, settings_for
+from harness.differential.campaign.state import CampaignState, Found
+
+
+class Shrinker(CampaignState):
+    """The campaign's replays of candidate sequences and the shrink of a finding."""
+
+    def replay(self, candidates: Sequence[Sequence[dict[str, Any]]]) -> list[set[str]]:
+        """The signatures each candidate (in lane 0's names) shows, each replayed in a
+        namespace of its own, one after the other, in one fresh session."""
+        out: list[set[str]] = [set() for _ in candidates]
+        s = Session(self.build, settings_for(len(candidates), self.cfg, elr=self._replay_elr))
+        try:
+            for i, cand in enumerate(candidates):
+                events = [rename(e, 0, i) for e in cand]
+                if not events:
+                    continue
+                for event, answer in zip(events, s.send(events), strict=True):
+                    for f in s.comparator.step(event, answer).findings:
+                        if finding_lane(f, event) == i:
+                            out[i].add(f.signature)
+        finally:
+            s.close()
+        return out
+
+    def _shrink(self, found: Found) -> None:
+        cfg = self.cfg
+        sig = found.finding.signature
+        seq = found.events
+        deadline = time.monotonic() + cfg.shrink_budget_s
+        attempts = 0
+        if not seq or sig not in self.replay([seq])[0]:
+            found.shrink_note = "not reproduced by the lane's events alone: kept unshrunk"
+            return
+        attempts += 1
+        # First, in one replay: without the events of the lane's other topics (a
+        # comparison is one event from one state: only the partition's own events and the
+        # brokers' can matter).
+        topic = found.finding.where.rpartition("-")[0] if "-" in found.finding.where else None
+        if topic is not None:
+            own = lane_of_topic(topic)
+            topic0 = rename({"topic": topic}, own, 0)["topic"] if own is not None else topic
+            alone = [e for e in seq if "topic" not in e or e["topic"] == topic0]
+            if len(alone) < len(seq):
+                attempts += 1
+                if sig in self.replay([alone])[0]:
+                    seq = alone
+        # Then, in one session: without every event of one kind (one candidate per kind,
+        # and one per broker's clock moves), repeated while one of them keeps the signature.
+        while attempts < cfg.shrink_attempts and time.monotonic() < deadline:
+            groups: list[list[dict[str, Any]]] = []
+            for key in sorted({(str(e["op"]), e.get("broker")) for e in seq}, key=str):
+                rest = [e for e in seq if (str(e["op"]), e.get("broker")) != key]
+                if rest and len(rest) < len(seq) and rest not in groups:
+                    groups.append(rest)
+            groups = groups[:cfg.shrink_batch]
+            if not groups:
+                break
+            attempts += len(groups)
+            shown = self.replay(groups)
+            kept = [g for g, sigs in zip(groups, shown, strict=True) if sig in sigs]
+            if not kept:
+                break
+            seq = min(kept, key=len)
+        chunk = max(1, len(seq) // 2)
+        while chunk >= 1 and attempts < cfg.shrink_attempts and time.monotonic() < deadline:
+            cands = [seq[:i] + seq[i + chunk:] for i in range(0, len(seq), chunk)]
+            hit = None
+            for start in range(0, len(cands), cfg.shrink_batch):
+                if attempts >= cfg.shrink_attempts or time.monotonic() >= deadline:
+                    break
+                batch = cands[start:start + cfg.shrink_batch]
+                attempts += len(batch)
+                shown = self.replay(batch)
+                hit = next((c for c, sigs in zip(batch, shown, strict=True) if sig in sigs), None)
+                if hit is not None:
+                    break
+            if hit is not None:
+                seq = hit
+                chunk = min(chunk, max(1, len(seq) // 2))
+            elif chunk == 1:
+                break
+            else:
+                chunk = max(1, chunk // 2)
+        found.shrunk = seq
+        found.shrink_note = (f"{len(found.events)} -> {len(seq)} events in {attempts} replays "
+                             f"({time.monotonic() - deadline + cfg.shrink_budget_s:.0f} s)"
+                             + ("" if chunk <= 1 else " (bounded: not minimal)"))
