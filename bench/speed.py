@@ -45,8 +45,8 @@ from harness.cluster import config as kafkaconfig  # noqa: E402
 from harness.cluster.topology import ClusterShape  # noqa: E402
 from harness.infra import machine, startslots  # noqa: E402
 from harness.infra.history import History  # noqa: E402
-from harness.run import parallel, runner  # noqa: E402
-from harness.run.runner import Runner  # noqa: E402
+from harness.run import parallel  # noqa: E402
+from harness.run.runner import Runner, settle  # noqa: E402
 from harness.scenario.loader import load_scenario  # noqa: E402
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
@@ -65,7 +65,7 @@ def path(new: bool) -> Iterator[None]:
         os.environ[cds.ENV] = "0"
         os.environ[startslots.ENV] = "0"  # bring-ups overlap freely
         with patch.object(readiness, "POLL_S", OLD_POLLS["readiness"]), \
-                patch.object(runner, "CONVERGE_POLL_S", OLD_POLLS["converge"]), \
+                patch.object(settle, "CONVERGE_POLL_S", OLD_POLLS["converge"]), \
                 patch.object(kafkaconfig, "LEAN_INTERNALS", {}):  # Kafka's own sizes
             yield
 

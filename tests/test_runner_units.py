@@ -150,8 +150,8 @@ def test_a_step_waits_a_bounded_time_for_an_hwm_the_leader_hides(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """fuzz-s1127-34: a produce to a new leader whose HWM ListOffsets cannot show yet; the
     step settles once the HWM shows (the followers fetched), or after HWM_VISIBLE_WAIT_S."""
-    from harness.run import runner as runner_mod
     from harness.run.runner import Runner
+    from harness.run.runner import settle as runner_mod
     from harness.scenario.loader import load_scenario
 
     scenario = load_scenario(Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
@@ -219,7 +219,7 @@ def test_a_view_older_than_a_leader_epoch_seen_before_is_no_observation() -> Non
 def test_a_step_that_does_not_settle_names_the_quorum_fields_of_its_last_look() -> None:
     """A CI failure (quorum-broker-cut-from-active: broker 3 never fenced in 30 s) left
     only the ISR in the log; the line now says who led the quorum and whether it changed."""
-    from harness.run.runner import _unsettled
+    from harness.run.runner.record import _unsettled
 
     line = _unsettled([{"leader": 1, "leader_epoch": 0, "isr": [1, 2, 3], "elr": [],
                         "fenced": [], "hwm": 5, "controller": 102, "quorum_epoch": 2,

@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 from harness.cli import model as model_cli
 from harness.cluster.builds import Build, Features
 from harness.infra.history import new_run_id
+from harness.judge.compare import shape_of
 from harness.run import runner
 from harness.scenario.loader import MAX_FILE_BYTES, ScenarioError, load_scenario
 
@@ -134,7 +135,7 @@ def _model_accepts(path: Path) -> None:
 
 def _runner_accepts(scenario: Any) -> None:
     """What `kafka-chaos run` does before it starts a cluster, on three kinds of build."""
-    runner.shape_of(scenario)
+    shape_of(scenario)
     assert len(new_run_id(scenario.name)) < 255
     for build in BUILDS:
         runner.requirement_gap(scenario, build)

@@ -16,11 +16,11 @@ import pytest
 
 from harness.client import traffic as client
 from harness.client.traffic import ConsumerSpec, ProducerSpec, Traffic, TrafficSpec
-from harness.judge.compare import observed_state
+from harness.judge.compare import model_for, observed_state
 from harness.judge.datachecks import run_checks
 from harness.judge.lockstep import Lockstep
 from harness.judge.traffic import hwm_bound_findings, hwm_bounded, model_view, tick_step
-from harness.run.runner import Runner, model_for
+from harness.run.runner import Runner
 from harness.scenario.loader import Scenario, ScenarioError, load_scenario, parse_scenario
 from harness.traffic.history import TrafficWriter
 from reference import PROFILES
