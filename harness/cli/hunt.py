@@ -1,5 +1,5 @@
-"""`kafka-chaos hunt`: a coverage-guided campaign over several builds (issue 35; the logic and
-the classification rule: harness/search/hunt.py, docs/HUNT.md)."""
+"""`kafka-chaos hunt`: a coverage-guided campaign over several builds (issue 35; the logic:
+harness/search/hunt/, the classification rule in its classification.py; docs/HUNT.md)."""
 
 from __future__ import annotations
 

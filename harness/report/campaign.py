@@ -8,7 +8,7 @@ its shrunk scenario (path and steps), and the transitions and rules never reache
 
 Where the numbers come from:
 
-- DIR/hunt-state.json (harness/search/hunt.py): the counters, the coverage map (each
+- DIR/hunt-state.json (harness/search/hunt/state.py): the counters, the coverage map (each
   transition or rule -> the run that reached it first), the signatures with their class, and,
   from campaigns of 2026-11-26 21:50 on, the run log (every run with the build's campaign
   seconds when it ended). Coverage over time is the coverage map placed at those times.

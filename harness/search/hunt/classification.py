@@ -1,0 +1,186 @@
+"""Classification of each de-duplicated failure of a build (docs/HUNT.md "Classification").
+
+**Classification** (``classify``) of each de-duplicated failure of a build, from its
+signature (the axes not as expected) and, for an axis not in it, the first failing run's
+own verdict (run.json); the first rule that applies decides:
+
+1. ``harness-error``: the run ended in ERROR (the runner's ERROR verdict or an exception
+   of the run itself; de-duplicated by the error's first line, numbers blanked), or an axis
+   of the signature is ERROR, INCOMPLETE or UNSUPPORTED.
+2. ``known-bug``: release DIVERGES by a trace rule that names a known bug of the build
+   (reference/releases/known_bugs.py: reported, measured on the releases it affects). The
+   ``why`` names the bug and any other names the signature holds: a second cause showing
+   beside a known bug would look the same, so the shrunk schedule is the thing to read.
+3. ``model-gap``, hidden records: release DIVERGES and safety UNSAFE only by
+   ``acked-record-hidden`` (acks=all records the final read missed and the recovery read
+   found once the cluster was healed, harness/run/recovery.py) on a build whose profile
+   carries ``new-leader-hwm-lag``: the broker's HWM lag outlasted the model's window
+   (docs/KNOWN-DEVIATIONS.md#new-leader-hwm-lag), nothing was lost.
+   ``kafka-candidate``: release DIVERGES and safety UNSAFE otherwise: the broker left the
+   build's documented behaviour and broke what no profile relaxes.
+4. ``cited-deviation``: release as expected, safety UNSAFE, kip DEVIATES, and every
+   deviation the kip axis adopted is one of the build's catalog deviations
+   (reference/releases/catalog.py): the build's profile predicted the unsafe outcome and a
+   cited deviation explains it (e.g. no ELR: data lost with min ISR - 1 unclean shutdowns).
+5. ``model-gap``: (a) release as expected, safety UNSAFE, kip CONFORMS: the KIP's own model
+   predicts what the safety checks forbid, so the model or a check is wrong; or (b) release
+   DIVERGES, safety as expected, kip CONFORMS or DEVIATES: the KIP (with cited deviations)
+   explains what the broker did and the build's profile does not: the profile is wrong (the
+   fix needs a citation).
+6. ``kafka-candidate``: release DIVERGES, safety as expected, kip KIP-DIVERGES: neither the
+   build's profile nor the KIP with any cited deviation explains it (it matches no
+   deviation). The class says so; it may still be a behaviour the KIP allows and the model
+   lacks, which only reading the KIP can tell (the ``why`` says that too).
+7. ``undecided``: anything else (e.g. release as expected but kip KIP-DIVERGES: the judges
+   disagree; the first run's kip verdict unreadable), named as undecided with the verdicts,
+   never guessed.
+
+Whether the failure reproduced (``status``: reproducible, flaky, ...) is shown beside the
+class, never folded into it. Also the readers of a run's kip axis (``kip_of_run``) and the
+key of a harness error (``error_key``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.search.shrink import Signature
+from reference.releases.deviations import BY_ID, DOC
+from reference.releases.known_bugs import KnownBug, affecting
+
+CLASSES = ("known-bug", "cited-deviation", "model-gap", "harness-error", "kafka-candidate",
+           "undecided")
+_NOT_JUDGED = ("ERROR", "INCOMPLETE", "UNSUPPORTED")
+#: The cited deviation under which acked records may be hidden by a lagging HWM (looked up
+#: in the catalog, so a renamed deviation fails at import, not silently here).
+HWM_LAG = BY_ID["new-leader-hwm-lag"].id
+
+
+@dataclass(frozen=True)
+class Classification:
+    cls: str
+    why: str
+
+
+def build_deviation_ids(version: str) -> frozenset[str]:
+    """The catalog deviations of a build's profiles (both ELR settings where it has two)."""
+    from harness.cluster.builds import version_tuple
+    from reference.releases.catalog import get_profile, profile_for_build
+    from reference.releases.deviations import deviations_of
+    out: set[str] = set()
+    for elr in (True, False):
+        profile = get_profile(profile_for_build(version_tuple(version), elr))
+        for on in (True, False):
+            try:
+                out |= {d.id for d in deviations_of(profile, on)}
+            except ValueError:
+                continue
+    return frozenset(out)
+
+
+def classify(signature: Signature | None, error: str | None, kip: str | None,
+             kip_deviations: Sequence[str], build_deviations: Iterable[str],
+             build_bugs: Sequence[KnownBug] = ()) -> Classification:
+    """The class of one failure (module docstring, rules 1-7). ``kip``: the first run's kip
+    verdict (None: unreadable); ``kip_deviations``: the deviations it adopted;
+    ``build_bugs``: the known bugs of the build (known_bugs_of)."""
+    if error is not None:
+        return Classification("harness-error", f"the run ended in ERROR: {error}")
+    sig = {axis: verdict for axis, verdict, _ in signature or ()}
+    bad = sorted(a for a, v in sig.items() if v in _NOT_JUDGED)
+    if bad:
+        return Classification("harness-error", "axis " + ", ".join(
+            f"{a} {sig[a]}" for a in bad) + ": the harness could not judge the run")
+    release, safety = sig.get("release"), sig.get("safety")
+    kip_v = sig.get("kip", kip)
+    said = f"(release {release or 'as expected'}, kip {kip_v or 'unreadable'}, safety " \
+           f"{safety or 'as expected'})"
+    known = _known_bug(signature or (), build_bugs)
+    if release == "DIVERGES" and known is not None:
+        return Classification("known-bug", f"{known} {said}")
+    if release == "DIVERGES" and _only_hidden(signature or ()) and \
+            HWM_LAG in frozenset(build_deviations):
+        return Classification("model-gap", "acks=all records hidden, not lost: the final read "
+                              "missed them and the recovery read found them once the cluster "
+                              "was healed; the HWM stood below them longer than the model's "
+                              f"lag window ({DOC}#{HWM_LAG}) {said}")
+    if release == "DIVERGES" and safety == "UNSAFE":
+        return Classification("kafka-candidate", f"the broker left the build's profile and "
+                              f"broke a safety rule no profile relaxes {said}")
+    if release is None and safety == "UNSAFE" and kip_v == "DEVIATES":
+        outside = sorted(set(kip_deviations) - set(build_deviations))
+        if kip_deviations and not outside:
+            return Classification("cited-deviation", "the build's profile predicted it; cited "
+                                  f"deviation(s) {', '.join(kip_deviations)} explain it {said}")
+        return Classification("undecided", "kip DEVIATES by " + (
+            f"{', '.join(outside)}, not a catalog deviation of the build" if outside
+            else "no named deviation") + f" {said}")
+    if release is None and safety == "UNSAFE" and kip_v == "CONFORMS":
+        return Classification("model-gap", "the KIP's model predicts an outcome the safety "
+                              f"checks forbid: the model or a check is wrong {said}")
+    if release == "DIVERGES" and safety is None and kip_v in ("CONFORMS", "DEVIATES"):
+        return Classification("model-gap", "the KIP (with cited deviations) explains the broker, "
+                              f"the build's profile does not: the profile is wrong {said}")
+    if release == "DIVERGES" and safety is None and kip_v == "KIP-DIVERGES":
+        return Classification("kafka-candidate", "neither the build's profile nor the KIP with "
+                              "any cited deviation explains it (no deviation matches); a "
+                              "behaviour the KIP allows and the model lacks would look the "
+                              f"same: read the KIP before filing {said}")
+    return Classification("undecided", f"no classification rule decides these verdicts {said}")
+
+
+def _only_hidden(signature: Signature) -> bool:
+    """Whether the safety axis failed only because acked records were hidden: missed by the
+    final read, found by the recovery read (harness/run/recovery.py)."""
+    safety = next((names for axis, verdict, names in signature
+                   if axis == "safety" and verdict == "UNSAFE"), ())
+    return set(safety) == {"acked-record-hidden"}
+
+
+def known_bugs_of(version: str) -> tuple[KnownBug, ...]:
+    from harness.cluster.builds import version_tuple
+    return affecting(version_tuple(version))
+
+
+def _known_bug(signature: Signature, bugs: Sequence[KnownBug]) -> str | None:
+    """Which known bug the release axis's trace rules name, and what else the signature
+    says; None when no known bug of the build is named."""
+    release = next((names for axis, _, names in signature if axis == "release"), ())
+    rules = frozenset(n.removeprefix("trace:") for n in release if n.startswith("trace:"))
+    named = [b for b in bugs if b.trace_rules & rules]
+    if not named:
+        return None
+    explained = {f"trace:{r}" for b in named for r in b.trace_rules}
+    others = sorted({n for _, _, names in signature for n in names} - explained)
+    return ("; ".join(f"known bug {b.id} ({b.reference}): {b.summary}" for b in named)
+            + (f"; also named: {', '.join(others)}" if others else ""))
+
+
+def kip_of_run(run_dir: Path | None) -> tuple[str | None, tuple[str, ...]]:
+    """The kip axis verdict of a run (run.json) and the deviations it adopted."""
+    if run_dir is None:
+        return None, ()
+    try:
+        return kip_of_meta(json.loads((run_dir / "run.json").read_text()))
+    except (OSError, ValueError):
+        return None, ()
+
+
+def kip_of_meta(meta: Mapping[str, Any]) -> tuple[str | None, tuple[str, ...]]:
+    """``kip_of_run`` from a run.json already read."""
+    try:
+        kip = meta["axes"]["kip"]
+        return str(kip["verdict"]), tuple(str(d["deviation"]) for d in kip.get("details") or ()
+                                          if isinstance(d, Mapping) and "deviation" in d)
+    except (KeyError, TypeError):
+        return None, ()
+
+
+def error_key(error: str) -> str:
+    line = (error or "ERROR").strip().splitlines()[0] if (error or "").strip() else "ERROR"
+    return "ERROR: " + re.sub(r"\d+", "N", line)[:160]
