@@ -1,0 +1,146 @@
+"""Broker events: ``register``, ``unfence``, ``fence``, ``controlledShutdown``,
+``unregister``.
+
+KIP-966 'Controller behaviors': "During the broker registration, if the broker had an
+unclean shutdown, the controller will remove the broker from ISR and ELR" (only with ELR
+on; ``Profile.unclean_shutdown_detection``). Fencing, controlled shutdown and unregistration
+take the broker out of every ISR and elect where it led ('ISR invariants'), re-running only
+the partitions with the broker in the ISR, as the shipped controller does: a fenced ELR
+member stays in the ELR. Unfencing elects in leaderless partitions and, with ELR on, in
+those with the broker in the ELR ('Controller behaviors' 3). A new incarnation's
+registration waits out the old session (``_has_session``: not in the KIP).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from reference.model.controller import Ctx, partition_change
+from reference.model.controller_events.changes import _accepted, _each, _refused
+from reference.model.controller_events.cluster import MAX_BRANCHES, Cluster, Prediction, Reg
+from reference.model.state import World, evolve
+from reference.releases.profiles import Profile
+
+
+def _with_broker(c: Cluster, b: int, reg: Reg | None) -> Cluster:
+    brokers = dict(c.brokers)
+    if reg is None:
+        brokers.pop(b, None)
+    else:
+        brokers[b] = reg
+    return evolve(c, brokers=brokers)
+
+
+def _keys_with(c: Cluster, b: int, elr_too: bool = False) -> list[str]:
+    return [k for k, p in c.partitions.items()
+            if b in p.isr or p.leader == b or (elr_too and b in p.elr)]
+
+
+def _remove_broker(c: Cluster, ctx: Ctx, b: int, elr_too: bool) -> list[Cluster]:
+    """generateLeaderAndIsrUpdates with ``b`` as the broker to remove: out of every ISR, a
+    new leader where it led (fencing, controlled shutdown, unregistration)."""
+    def change(w: World) -> list[World]:
+        p = w.partition
+        return partition_change(w, ctx, proposed_isr=p.isr - {b})
+    return _each(c, _keys_with(c, b, elr_too), change)
+
+
+def _fence_one(c: Cluster, ctx: Ctx, b: int) -> list[Cluster]:
+    reg = c.brokers.get(b)
+    if reg is None or reg.fenced:
+        return [c]
+    c = _with_broker(c, b, evolve(reg, fenced=True))
+    # Only the partitions with the broker in the ISR (handleBrokerFenced:
+    # brokersToIsrs.partitionsWithBrokerInIsr in 3.6.2-4.4.0, sources or bytecode): a
+    # fenced ELR member stays in the ELR and its partitions get no change.
+    return _remove_broker(c, ctx, b, elr_too=False)
+
+
+def _has_session(reg: Reg | None, profile: Profile) -> bool:
+    """Whether ``reg`` still holds a session, so a new incarnation's registration is refused.
+    4.0+ asks hasValidSession(brokerId, existing.epoch()) (ClusterControlManager.java:356 in
+    4.0.2, :370 in 4.3.1): a contact time per (id, epoch), blind to fencing, that lives until
+    it times out (BrokerHeartbeatTracker.java:141-145; KAFKA-17793). 3.x asks
+    hasValidSession(brokerId) (ClusterControlManager.java:329/345/361/377 in
+    3.6.2/3.7.2/3.8.1/3.9.2), false for a fenced broker (BrokerHeartbeatManager.java:349-354,
+    :350-355 in 3.9.2), as one whose controlled shutdown completed is (SHUTDOWN_NOW is fenced,
+    BrokerControlState.java:25)."""
+    if reg is None or reg.expired:
+        return False
+    return profile.session_outlives_fencing or not reg.fenced
+
+
+def _register(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction:
+    b = int(e["broker"])
+    old = c.brokers.get(b)
+    if _has_session(old, ctx.profile):
+        return _refused(c, "DUPLICATE_BROKER_REGISTRATION")
+    c2 = _with_broker(c, b, Reg(fenced=True, shutting_down=False, alive=True))
+    clean = bool(e.get("clean", True)) or not ctx.profile.unclean_shutdown_detection
+    if clean or old is None or not ctx.elr_on:
+        return _accepted([c2])
+
+    # "During the broker registration, if the broker had an unclean shutdown, the
+    # controller will remove the broker from ISR and ELR."
+    def change(w: World) -> list[World]:
+        p = w.partition
+        return partition_change(w, ctx, proposed_isr=p.isr - {b},
+                                unclean_shutdown=frozenset((b,)))
+    return _accepted(_each(c2, _keys_with(c2, b, elr_too=True), change))
+
+
+def _unfence(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction:
+    b = int(e["broker"])
+    reg = c.brokers.get(b)
+    if reg is None:
+        return _refused(c, "BROKER_ID_NOT_REGISTERED")
+    if not reg.fenced or reg.shutting_down:
+        return _accepted([_with_broker(c, b, evolve(reg, alive=True, expired=False))])
+    c2 = _with_broker(c, b, evolve(reg, fenced=False, alive=True, expired=False))
+    # handleBrokerUnfenced: leaderless partitions, and those with the broker in the ELR,
+    # get an election.
+    keys = [k for k, p in c2.partitions.items()
+            if p.leader is None or (ctx.elr_on and b in p.elr)]
+
+    def change(w: World) -> list[World]:
+        return partition_change(w, ctx)
+    return _accepted(_each(c2, keys, change))
+
+
+def _fence(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction:
+    """The broker's session expires; the stale-broker task fences it and every other
+    registered broker whose process is not running (their sessions expired too)."""
+    b = int(e["broker"])
+    order = [b] + sorted(x for x, r in c.brokers.items()
+                         if x != b and not r.alive and not r.fenced)
+    states = [c]
+    for x in order:
+        states = [y for s in states for y in _fence_one(s, ctx, x)][:MAX_BRANCHES]
+    out: list[Cluster] = []
+    for s in states:
+        regs = {x: (evolve(r, alive=False, expired=True) if x == b or not r.alive else r)
+                for x, r in s.brokers.items()}
+        out.append(evolve(s, brokers=regs))
+    return _accepted(out)
+
+
+def _controlled_shutdown(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction:
+    b = int(e["broker"])
+    reg = c.brokers.get(b)
+    if reg is None:
+        return _refused(c, "BROKER_ID_NOT_REGISTERED")
+    c2 = _with_broker(c, b, evolve(reg, shutting_down=True))
+    # As fencing: handleBrokerInControlledShutdown re-runs only the partitions with the
+    # broker in the ISR (3.6.2-4.4.0).
+    outs = _remove_broker(c2, ctx, b, elr_too=False)
+    return _accepted([_with_broker(x, b, Reg(fenced=True, shutting_down=True, alive=False))
+                      for x in outs])
+
+
+def _unregister(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction:
+    b = int(e["broker"])
+    if b not in c.brokers:
+        return _refused(c, "BROKER_ID_NOT_REGISTERED")
+    c2 = _with_broker(c, b, None)
+    return _accepted(_remove_broker(c2, ctx, b, elr_too=False))
