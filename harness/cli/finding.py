@@ -1,5 +1,5 @@
 """`kafka-chaos finding RUN_DIR... [--out FILE]`: a Kafka ticket's first draft from runs
-with a failing axis (harness/report/finding.py)."""
+with a failing axis (harness/report/finding/)."""
 
 from __future__ import annotations
 

@@ -60,7 +60,7 @@ def reaches_majority(w: World, c: int) -> bool:
 def active_controller(w: World) -> int | None:
     """The KRaft quorum leader, the active controller: with one controller that one; else
     the elected leader while it reaches a majority (None: none elected, or it lost its
-    majority and resigned). Elections happen in protocol._quorum."""
+    majority and resigned). Elections happen in protocol/quorum.py (_quorum)."""
     cs = w.controllers
     if len(cs) == 1:
         return cs[0]

@@ -27,7 +27,7 @@ class KnownBug:
     first_affected: Version
     #: The first release without it; None while no release fixes it.
     fixed_in: Version | None
-    #: Trace rules (reference/trace/rules.py) whose violation on an affected release names it.
+    #: Trace rules (reference/trace/rules/) whose violation on an affected release names it.
     trace_rules: frozenset[str]
     #: Differential findings (harness/differential/compare.py signatures ``axis:name:op``,
     #: the profile left out) that name it on an affected release: those it was seen as.
