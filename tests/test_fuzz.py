@@ -16,6 +16,7 @@ from harness.run.runner import Runner
 from harness.scenario import steps as step_kinds
 from harness.scenario.loader import load_scenario, parse_scenario
 from harness.search import fuzz
+from harness.search.fuzz import campaign as fuzz_campaign
 from harness.search.shrink import shrink
 from reference import profile_for_build
 from reference.model import steps as S
@@ -93,7 +94,7 @@ def test_rules_refuse_invalid_steps() -> None:
 
 def test_guided_campaign_runs_only_schedules_the_model_says_lose_data(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fuzz, "MAX_GUIDED_SKIPS", 100)
+    monkeypatch.setattr(fuzz_campaign, "MAX_GUIDED_SKIPS", 100)
     seen: list[tuple[Any, ...]] = []
 
     def run(name: str, seed: int, steps: tuple[Any, ...]) -> fuzz.Outcome:

@@ -6,7 +6,7 @@ reason: a fuzz signature then names the check, not "other" (seen with fuzz --tra
 from __future__ import annotations
 
 from harness.judge.compare import with_checks
-from harness.search.fuzz import _reason_name
+from harness.search.fuzz.outcome import _reason_name
 
 
 def test_a_failed_check_diverges_and_names_itself() -> None:
