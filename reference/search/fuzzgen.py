@@ -87,7 +87,7 @@ __all__ = ["ALL", "DEFAULT_WEIGHTS", "KINDS", "Cluster", "GenConfig", "Generator
            "validate", "why_invalid"]
 
 #: The step kinds this package's generators make, with their default weights (the
-#: campaign's kinds are the registry's: harness/search/fuzz.py passes them in GenConfig).
+#: campaign's kinds are the registry's: harness/search/fuzz/ passes them in GenConfig).
 DEFAULT_WEIGHTS: Mapping[str, int] = {k: g.weight for k, g in ALL.items()}
 KINDS: tuple[str, ...] = tuple(ALL)
 
@@ -108,7 +108,7 @@ class GenConfig:
     #: The kinds to generate, each with its guard: the step registry's generators.
     generators: Mapping[str, Generator] = field(default_factory=lambda: dict(ALL))
     #: Whether each schedule gets a cluster of its own (``draw_cluster``; the caller
-    #: builds the model of it: harness/search/fuzz.py) instead of the fixed base cluster.
+    #: builds the model of it: harness/search/fuzz/schedules.py) instead of the fixed base cluster.
     clusters: bool = False
     #: Whether each schedule runs under client traffic drawn from its seed
     #: (``draw_traffic``; the caller's model of it ticks: ``under_traffic``).

@@ -4,7 +4,7 @@ branch of the model's current prediction), and what the step leaves for later gu
 
 Each kind's generator is named by its step kind's definition (the ``generator`` of its
 ``StepKind`` in harness/scenario/steps/); the fuzz generator makes exactly the kinds the
-registry gives a generator (harness/search/fuzz.py), so a kind is generated where it is
+registry gives a generator (harness/search/fuzz/), so a kind is generated where it is
 defined. The rules are FORMAT.md's "Generated schedules". Pure: parameters are drawn from
 the caller's seeded ``random.Random``.
 
