@@ -1,7 +1,7 @@
 """`kafka-chaos hunt`: a coverage-guided campaign over several builds (issue 35, items 2-3;
 docs/HUNT.md).
 
-Per build, the fuzz campaign (harness/search/fuzz/campaign.py ``Campaign``) runs as `kafka-chaos fuzz`
+Per build, the fuzz campaign (harness/search/fuzz/ ``Campaign``) runs as `kafka-chaos fuzz`
 runs it: schedules from the generator, failures de-duplicated by signature, each new one
 re-run (``confirm``) and shrunk once. The hunt adds, through the Campaign's hooks (``source``,
 ``first_index``, ``after_generated``), one module per job:

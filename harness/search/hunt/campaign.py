@@ -2,7 +2,7 @@
 its coverage and failures absorbed into the state (docs/HUNT.md "Per build", "Corpus and
 mutation", "Directed schedules").
 
-Per build, the fuzz campaign (harness/search/fuzz/campaign.py ``Campaign``) runs as `kafka-chaos fuzz`
+Per build, the fuzz campaign (harness/search/fuzz/ ``Campaign``) runs as `kafka-chaos fuzz`
 runs it: schedules from the generator, failures de-duplicated by signature, each new one
 re-run (``confirm``) and shrunk once. The hunt adds, through the Campaign's hooks (``source``,
 ``first_index``, ``after_generated``), coverage (reach.py), the corpus and directed schedules
