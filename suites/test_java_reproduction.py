@@ -1,7 +1,9 @@
-"""The harness-free reproduction of docs/findings/elr-keeps-removed-replica/, run against the
-build under test (--kafka-version, default 4.3.1): the build's own PartitionChangeBuilder
-leaves a replica that is no longer in the replica set in the ELR once a reassignment is
-done. No cluster: one JVM with the build's jars."""
+"""The harness-free reproductions of docs/findings/, run against the build under test
+(--kafka-version, default 4.3.1), each in one JVM with the build's jars and no cluster: the
+build's own PartitionChangeBuilder leaves a replica that is no longer in the replica set in the
+ELR once a reassignment is done (elr-keeps-removed-replica/), and its own controller managers
+leave the broker-to-ELR index stale after a min ISR change
+(elr-index-stale-after-min-isr-change/)."""
 
 from __future__ import annotations
 
@@ -42,3 +44,34 @@ def test_elr_keeps_a_replica_the_reassignment_took_out(kafka_build: Build, case:
     bug = re.search(r"^BUG: ELR \[([\d, ]*)\] holds non-replica\(s\) \[([\d, ]*)\]", out, re.M)
     assert bug, out
     assert str(gone) in bug.group(1).split(", ") and bug.group(2) == str(gone), out
+
+
+STALE_INDEX = (Path(__file__).resolve().parent.parent / "docs" / "findings"
+               / "elr-index-stale-after-min-isr-change" / "ReproduceStaleElrIndex.java")
+
+
+def _affected(build: Build) -> bool:
+    """Every build with ClearElrRecord (4.0+) and ELR on, as the program runs it."""
+    return build.version_tuple >= (4, 0, 0)
+
+
+@pytest.mark.parametrize("case", ["topic-min-isr", "cluster-min-isr", "duplicate-record",
+                                  "unregister"])
+def test_stale_elr_index_case_and_its_control(kafka_build: Build, case: str) -> None:
+    """docs/findings/elr-index-stale-after-min-isr-change/: the build's own controller
+    managers. On 4.0+ the case reproduces (exit 1) and its control does not; on 3.x neither
+    does (no ClearElrRecord: a min ISR change leaves the ELR and its index alone)."""
+    program = javaprogram.compile_program(STALE_INDEX, kafka_build)
+    result = javaprogram.run(program, [case], timeout_s=120)
+    control = javaprogram.run(program, [f"{case}-control"], timeout_s=120)
+    out = result.stdout + result.stderr
+    assert control.exit_code == 0, control.stdout + control.stderr
+    if not _affected(kafka_build):
+        assert result.exit_code == 0, out
+        return
+    assert result.exit_code == 1, out
+    if case == "duplicate-record":
+        assert re.search(r"^  BUG: 2 PartitionChangeRecord\(s\) for t-0", result.stdout, re.M), out
+    else:
+        assert re.search(r"FAULT java\.lang\.RuntimeException: Topic ID \S+ existed in "
+                         r"isrMembers, but not in the topics map\.", result.stdout), out
