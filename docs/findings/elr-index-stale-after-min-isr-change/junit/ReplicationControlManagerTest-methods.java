@@ -1,8 +1,10 @@
     // ---- The stale broker-to-ELR index (kafka-chaos finding elr-index-stale-after-min-isr-change).
     // Test methods to paste into org.apache.kafka.controller.ReplicationControlManagerTest (4.3
-    // API; every import they need is already in that file). They fail on 4.0.2-4.4.0 and pass
-    // with fix/clear-elr-updates-index.patch. junit/run_kafka_test.sh pastes them into a
-    // release's own ReplicationControlManagerTest.java and runs them.
+    // API; every import they need is already in that file). All five fail on 4.3.1 and pass
+    // with fix/clear-elr-updates-index.patch (4.3.1 is the release whose test sources and test
+    // jars could be fetched here; 4.0-4.2 lack the 3-argument incrementalAlterConfigs).
+    // junit/run_kafka_test.sh pastes them into a release's own ReplicationControlManagerTest.java
+    // and runs them.
 
     /** foo-0 on [1, 2, 3] with min ISR 3; broker 3 fenced (ISR [1, 2], ELR [3]); then
      * min.insync.replicas set to 2 as the controller does it: ConfigRecord + ClearElrRecord. */
