@@ -199,12 +199,17 @@ def test_cli_runs_the_program_and_exits_with_its_status(
 
 
 # -- the real reproduction ----------------------------------------------------------------
-@needs_javac
-def test_reproduction_on_cached_431_names_the_removed_replica() -> None:
+def _cached_431() -> Build:
+    """Kafka 4.3.1 from the cache; the test is skipped when it is not there."""
     if not (cache_root() / "kafka" / "4.3.1" / "libs" / ".complete").exists():
         pytest.skip("Kafka 4.3.1 is not in the cache (kafka-chaos build --kafka-version 4.3.1 "
                     "fetches it); fast tests do not download Kafka")
-    program = javaprogram.compile_program(REPRO, builds.from_maven("4.3.1"))
+    return builds.from_maven("4.3.1")
+
+
+@needs_javac
+def test_reproduction_on_cached_431_names_the_removed_replica() -> None:
+    program = javaprogram.compile_program(REPRO, _cached_431())
     result = javaprogram.run(program, ["complete"], timeout_s=120)
     assert result.exit_code == 1, result.stdout + result.stderr
     assert re.search(r"^BUG: ELR \[2, 3\] holds non-replica\(s\) \[2\] \(replicas \[1, 3, 4\]\)",
@@ -235,10 +240,7 @@ STALE_INDEX_REPRO = (Path(__file__).resolve().parent.parent / "docs" / "findings
 
 @needs_javac
 def test_stale_elr_index_reproduction_on_cached_431_faults_and_its_control_does_not() -> None:
-    if not (cache_root() / "kafka" / "4.3.1" / "libs" / ".complete").exists():
-        pytest.skip("Kafka 4.3.1 is not in the cache (kafka-chaos build --kafka-version 4.3.1 "
-                    "fetches it); fast tests do not download Kafka")
-    program = javaprogram.compile_program(STALE_INDEX_REPRO, builds.from_maven("4.3.1"))
+    program = javaprogram.compile_program(STALE_INDEX_REPRO, _cached_431())
     case = javaprogram.run(program, ["topic-min-isr"], timeout_s=120)
     assert case.exit_code == 1, case.stdout + case.stderr
     assert re.search(r"FAULT java\.lang\.RuntimeException: Topic ID \S+ existed in isrMembers, "

@@ -37,7 +37,6 @@ import argparse
 import json
 import re
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -53,8 +52,8 @@ from harness.client.session import open_session
 from harness.client.testing import TOPIC, create_topic, state, wait_state
 from harness.cluster import builds
 from harness.cluster.topology import ClusterShape
-from harness.infra import tools
 from harness.infra.errors import HarnessError
+from harness.scenario.steps.unregister import unregister_broker
 
 OTHER = "other"
 FAULT = re.compile(r"Renouncing leadership")
@@ -140,15 +139,6 @@ def faults_in_logs(run_dir: Path) -> dict[str, int]:
     for log in sorted((run_dir / "logs").glob("controller-*.log")):
         counts[log.stem] = sum(1 for line in log.open(errors="replace") if FAULT.search(line))
     return counts
-
-
-def unregister(build: builds.Build, bootstrap: str, broker: int) -> str:
-    """`kafka-cluster.sh unregister --bootstrap-server B --id N` with the build's own jars."""
-    java = tools.require_java(build.java_major)
-    cmd = [str(java), "-cp", build.classpath(), "org.apache.kafka.tools.ClusterTool",
-           "unregister", "--bootstrap-server", bootstrap, "--id", str(broker)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
-    return f"exit {done.returncode}: {(done.stdout + done.stderr).strip()[-600:]}"
 
 
 def watch(session: Any, seconds: float, samples: list[dict[str, Any]], phase: str) -> bool:
@@ -274,8 +264,10 @@ def main(argv: list[str] | None = None) -> int:
                     session.faults.restart(c)
                     note(f"controller {c} restarted")
             elif args.end == "unregister":
-                note("unregister broker 3", out=unregister(
-                    build, session.cluster.client_bootstrap().split(",")[0], 3))
+                refused = unregister_broker(session, 3)
+                note("unregister broker 3", out="done" if refused is None
+                     else "\n".join(line for line in refused.splitlines()
+                                     if "Exception" in line)[-600:])
             elif args.end == "stop-broker":
                 if session.cluster.is_running(3):
                     session.faults.stop(3)

@@ -35,20 +35,29 @@ def _after_its_shutdown(down: set[int], step: Any) -> str | None:
             "(a running broker registers again at its next heartbeat)")
 
 
-def _unregister(s: Session, at: Target, step: S.Unregister, out: StepOutcome) -> None:
+def unregister_broker(s: Session, broker: int) -> str | None:
+    """`kafka-cluster.sh unregister --id BROKER` with the build's own ClusterTool: None when
+    the controller took it, else the tool's whole output."""
     # Through a broker that reaches the active controller: one cut from it would forward
     # the request late, maybe after the broker has registered again (admin.to_controller).
     current = s.observer.current_brokers()
     if not current:
-        raise HarnessError(f"unregister broker {step.broker}: no running broker reaches the "
+        raise HarnessError(f"unregister broker {broker}: no running broker reaches the "
                            "active controller to forward UnregisterBroker")
     host, port = s.cluster.observer_address(current[0])
     build = s.cluster.build
     cmd = [str(tools.require_java(build.java_major)), "-cp", build.classpath(), TOOL,
-           "unregister", "--bootstrap-server", f"{host}:{port}", "--id", str(step.broker)]
+           "unregister", "--bootstrap-server", f"{host}:{port}", "--id", str(broker)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S)
     if done.returncode != 0:
-        out.note = f"UnregisterBroker refused: {(done.stdout + done.stderr).strip()[-300:]}"
+        return (done.stdout + done.stderr).strip()
+    return None
+
+
+def _unregister(s: Session, at: Target, step: S.Unregister, out: StepOutcome) -> None:
+    refused = unregister_broker(s, step.broker)
+    if refused is not None:
+        out.note = f"UnregisterBroker refused: {refused[-300:]}"
 
 
 KINDS = (
