@@ -319,9 +319,13 @@ def sampled_findings(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
     out: list[dict[str, Any]] = []
     top: int | None = None
     for e in events:
+        if e.get("kind") == "topic_created":
+            top = None  # a topic created again under its name: its HWM starts at 0
         if e.get("kind") != "sample":
             continue
         state = PartitionState.from_json(e.get("state") or {})
+        if not state.replicas:
+            top = None  # a deleted topic
         for name, detail in observed_violations(state, top):
             out.append({"invariant": name, "detail": detail, "index": e.get("index"),
                         "seq": e.get("seq"), "t_wall": e.get("t_wall")})

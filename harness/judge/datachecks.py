@@ -35,7 +35,7 @@ class CheckResult:
 
 
 def run_checks(events: Iterable[dict[str, Any]]) -> list[CheckResult]:
-    ordered = sorted(events, key=lambda e: e["seq"])
+    ordered = incarnations(sorted(events, key=lambda e: e["seq"]))
     reads = _reads(ordered)
     return [
         _acked_lost(ordered, reads),
@@ -44,6 +44,39 @@ def run_checks(events: Iterable[dict[str, Any]]) -> list[CheckResult]:
         _duplicates(ordered),
         _gaps(reads),
     ]
+
+
+#: How the events of a deleted topic's k-th incarnation name it (``t`` -> ``t@1``).
+INCARNATION = "{topic}@{k}"
+
+
+def incarnations(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events with each earlier incarnation of a topic named apart: what was acked,
+    read and observed of a topic before it was created again (a ``topic_created`` event,
+    written by the create_topic step) is judged as a partition of its own, ``t@1``, so its
+    records are not lost from the new topic, whose HWM starts again at 0. (The boundary is
+    the creation, not the deletion: brokers show the deleted topic for a while after the
+    controller deleted it.) Events of a topic deleted since its last creation (a
+    ``topic_deleted`` event) are marked ``deleted``: what was acked after their last read
+    was deleted by request, unread. Events without a deletion are returned as they are."""
+    deleted = [e for e in events if e["kind"] == "topic_deleted"]
+    if not deleted:
+        return events
+    created = [e for e in events if e["kind"] == "topic_created"]
+    out = []
+    for e in events:
+        topic = e.get("topic")
+        if topic is None or e["kind"] in ("topic_deleted", "topic_created"):
+            out.append(e)
+            continue
+        births = [c["seq"] for c in created if c["topic"] == topic]
+        k = sum(1 for b in births if b < e["seq"])
+        if k < len(births):
+            e = {**e, "topic": INCARNATION.format(topic=topic, k=k + 1), "deleted": True}
+        elif any(d["topic"] == topic and d["seq"] > max(births, default=-1) for d in deleted):
+            e = {**e, "deleted": True}
+        out.append(e)
+    return out
 
 
 def _tp(event: dict[str, Any]) -> tuple[str, int]:
@@ -60,6 +93,8 @@ class Read:
     #: Where the read skipped offsets, as its `read` event says it (a read under traffic:
     #: ``records`` are the scenario's own among the traffic's); None: from ``records``.
     gaps: list[tuple[int, int]] | None = None
+    #: The seq of the event that closed the read (its `read` event or last consume).
+    end: int = -1
 
 
 def _reads(events: list[dict[str, Any]]) -> dict[tuple[str, int], list[Read]]:
@@ -77,7 +112,8 @@ def _reads(events: list[dict[str, Any]]) -> dict[tuple[str, int], list[Read]]:
             gaps = e.get("gaps")
             out[tp].append(Read(mine, bool(e.get("complete", True)),
                                 None if gaps is None else
-                                [(int(g["after"]), int(g["next"])) for g in gaps]))
+                                [(int(g["after"]), int(g["next"])) for g in gaps],
+                                end=int(e["seq"])))
             pending = []
         elif e["kind"] == "consume" and closed:
             pending.append(e)
@@ -85,8 +121,9 @@ def _reads(events: list[dict[str, Any]]) -> dict[tuple[str, int], list[Read]]:
             tp = _tp(e)
             if previous is not None and previous["kind"] == "consume" and _tp(previous) == tp:
                 out[tp][-1].records.append(e)
+                out[tp][-1].end = int(e["seq"])
             else:
-                out[tp].append(Read([e]))
+                out[tp].append(Read([e], end=int(e["seq"])))
         previous = e
     return out
 
@@ -97,12 +134,16 @@ def _acked_lost(events: list[dict[str, Any]],
     # per partition, the record ids of its last complete read (none: not judged)
     final_reads = {tp: {c["record_id"] for c in complete[-1].records}
                    for tp, rs in reads.items() if (complete := [r for r in rs if r.complete])}
+    read_ends = {tp: complete[-1].end
+                 for tp, rs in reads.items() if (complete := [r for r in rs if r.complete])}
     for e in events:
         if e["kind"] != "ack" or e.get("offset") is None or e.get("error"):
             continue
         final = final_reads.get(_tp(e))
         if final is None:
             continue
+        if e.get("deleted") and e["seq"] > read_ends[_tp(e)]:
+            continue  # acked after the deleted incarnation's last read: never read, not lost
         if e["record_id"] not in final:
             lost.append({"record_id": e["record_id"], "acks": e.get("acks"),
                          "offset": e["offset"], "topic": e.get("topic"),

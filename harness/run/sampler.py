@@ -197,6 +197,9 @@ class Sampler:
                                 detail=detail, state=state, topic=topic, partition=partition)
         if observed.hwm is not None:
             self._max_hwm[key] = max(observed.hwm, self._max_hwm.get(key, 0))
+        elif not observed.replicas:
+            # The topic is gone (deleted): one created again under its name starts at 0.
+            self._max_hwm.pop(key, None)
 
 
 class _Window:

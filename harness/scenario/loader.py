@@ -37,9 +37,11 @@ from harness.scenario.nodes import (
     broker_list,
     check_not_owned,
 )
+from harness.scenario.steps.topics import declared_creation
 from harness.scenario.traffic import parse_traffic
 from reference import PROFILES, ClusterSpec, TopicSpec
 from reference.model import steps as S
+from reference.model import topics as T
 
 __all__ = ["MAX_FILE_BYTES", "Expectation", "Scenario", "ScenarioError", "ScenarioStep",
            "load_scenario", "parse_scenario"]
@@ -217,11 +219,24 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
     if "traffic" in top:
         traffic = parse_traffic(ctx, top["traffic"][1], topics, steps)
         _check_under_traffic(ctx, steps, traffic)
+        _no_traffic_on_deleted(ctx, steps)
     return Scenario(version=version, name=name, description=description, seed=seed,
                     profile=profile, requires=requires, cluster=cluster, topic=topics[0],
                     topics=topics if len(topics) > 1 else (),
                     steps=tuple(steps), path=path, expectations=expectations,
                     traffic=traffic)
+
+
+def _no_traffic_on_deleted(ctx: Reader, steps: list[ScenarioStep]) -> None:
+    """Traffic's checks (harness/traffic) read each topic as one log from its creation:
+    records of a deleted incarnation would read as lost. Until they know incarnations, a
+    scenario with traffic deletes no topic."""
+    for i, loaded in enumerate(steps):
+        if isinstance(loaded.step, T.DeleteTopic):
+            raise ScenarioError(f"{ctx.path}:{loaded.line}: steps[{i}].delete_topic: a "
+                                "scenario with traffic cannot delete a topic yet (traffic's "
+                                "checks do not know a topic's incarnations): leave traffic "
+                                "out or the deletion")
 
 
 def _check_under_traffic(ctx: Reader, steps: list[ScenarioStep], traffic: TrafficSpec
@@ -442,15 +457,18 @@ def _steps(ctx: Reader, node: Node, cluster: ClusterShape, topics: tuple[Topic, 
            ) -> list[ScenarioStep]:
     out: list[ScenarioStep] = []
     down: set[int] = set()
+    deleted: dict[str, int] = {}  # topic -> the step that deleted it
     records = 0
     named: dict[str, int] = {}
     for i, item in enumerate(ctx.sequence(node, "steps", MAX_STEPS)):
         where = f"steps[{i}]"
         step_name = _step_name(ctx, item, where, named)
         kind, step, topic, partition = _step(ctx, item, where, cluster, topics)
-        wrong = kind.follows(down, step) or _config_target(step, topic, topics)
+        wrong = (kind.follows(down, step) or _config_target(step, topic, topics)
+                 or _topic_life(kind, step, topic, topics, deleted, i))
         if wrong:
             raise ctx.fail(item, where, wrong)
+        step = _as_declared(step, topic, topics)
         hit = [t for t in topics if topic in (None, t.name)]
         records += kind.records(step) * (1 if partition is not None else
                                          sum(t.partitions for t in hit))
@@ -477,6 +495,48 @@ def _config_target(step: S.Step, topic: str | None, topics: tuple[Topic, ...]
         return ("alter_config with scope topic changes one topic: with several topics, "
                 "name it (topic: NAME)")
     return None
+
+
+#: What may act on a deleted topic: awaiting its absence, creating it again.
+ON_DELETED = ("await", "create_topic")
+
+
+def _topic_life(kind: step_kinds.StepKind, step: S.Step, topic: str | None,
+                topics: tuple[Topic, ...], deleted: dict[str, int], index: int) -> str | None:
+    """A topic is deleted only while it exists and created only after its deletion; no
+    step but an await acts on it in between (``deleted`` follows the steps so far)."""
+    life = isinstance(step, (T.DeleteTopic, T.CreateTopic))
+    if life and topic is None and len(topics) > 1:
+        return f"{kind.name} acts on one topic: with several topics, name it (topic: NAME)"
+    named = [topic] if topic is not None else [t.name for t in topics]
+    if isinstance(step, T.DeleteTopic):
+        if named[0] in deleted:
+            return (f"topic {named[0]} is deleted already (steps[{deleted[named[0]]}]): "
+                    "create it again first (create_topic)")
+        deleted[named[0]] = index
+        return None
+    if isinstance(step, T.CreateTopic):
+        if named[0] not in deleted:
+            return (f"topic {named[0]} exists (created before step 0): delete it first "
+                    "(delete_topic)")
+        del deleted[named[0]]
+        return None
+    acts = kind.on_partitions or (isinstance(step, S.AlterConfig) and step.scope == "topic")
+    gone = [t for t in named if t in deleted]
+    if acts and kind.name not in ON_DELETED and gone:
+        return (f"topic {gone[0]} is deleted (steps[{deleted[gone[0]]}]): {kind.name} cannot "
+                "act on it; create it again first (create_topic)"
+                + ("" if topic is not None else ", or name a topic that exists (topic: NAME)"))
+    return None
+
+
+def _as_declared(step: S.Step, topic: str | None, topics: tuple[Topic, ...]) -> S.Step:
+    """create_topic with its topic's declared assignment and configs."""
+    if not isinstance(step, T.CreateTopic):
+        return step
+    (t,) = [t for t in topics if t.name == (topic or topics[0].name)]
+    return declared_creation(step, tuple(t.replicas_of(p) for p in range(t.partitions)),
+                             t.min_insync_replicas, {k: str(v) for k, v in t.config.items()})
 
 
 #: The key beside a step's kind that names the step (``- {kill: {broker: 2}, name: x}``).

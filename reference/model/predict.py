@@ -351,6 +351,10 @@ class Model:
     def violations(self) -> list[str]:
         return list(self._violations)
 
+    def topic_deleted(self) -> bool:
+        """Whether the partition's topic is deleted in every branch (nothing to read)."""
+        return all(w.deleted for w in self.branches)
+
     def describe(self) -> str:
         """Human-readable state of every branch."""
         lines = []

@@ -247,6 +247,12 @@ class World:
     hwm_computed_from: tuple[object, ...] | None = None
     #: The controller the latest step naming ``active`` resolved to (``last_active``).
     last_active: int | None = None
+    #: The partition's topic was deleted (DeleteTopics) and not created again: the
+    #: partition has no replicas, no leader and no records (reference.model.topics).
+    deleted: bool = False
+    #: The replicas the topic was created with for this partition, what a re-creation under
+    #: the same name assigns again (reference.model.topics.CreateTopic).
+    created_replicas: tuple[int, ...] = ()
 
     def broker(self, broker_id: int) -> Broker:
         bs = self.brokers

@@ -66,6 +66,9 @@ class Observer(PartitionViews, BrokerStates, HighWatermarks, QuorumState, Contro
         views, last = self._views(current, topic, partition)
         if views:
             node, state = self._not_stale(topic, partition, _freshest(views))
+            if state.get("absent"):
+                absent = self._absent(topic, state, node)
+                return self._observed(topic, partition, absent, node), node
             if self.api == "Metadata":
                 elr = self._elr_from_log(topic, partition)
                 state["elr"], state["last_known_elr"] = elr if elr else (None, None)
@@ -99,6 +102,22 @@ class Observer(PartitionViews, BrokerStates, HighWatermarks, QuorumState, Contro
             state, controller = from_log
             return self._observed(topic, partition, state, controller), controller
         raise ObserveError(f"no current broker described {topic}-{partition} ({last})")
+
+    def _absent(self, topic: str, state: dict[str, Any], node: int) -> dict[str, Any]:
+        """A topic no current broker holds: its brokers' fencing, the quorum, nothing else
+        to read (no leader, no HWM, no reassignment)."""
+        state = {k: v for k, v in state.items() if k != "absent"}
+        # A topic created again under the name starts at leader epoch 0 (a new topic id):
+        # the epochs seen of the deleted one no longer bound what is current.
+        for key in [k for k in self._epochs if k[0] == topic]:
+            del self._epochs[key]
+        try:
+            state["fenced"] = sorted(b for b, f in self.broker_states(node).items() if f)
+        except Exception as exc:  # noqa: BLE001 - as for a partition that exists
+            raise ObserveError(f"fencing not readable ({exc})") from exc
+        state.update({"hwm": None, "hwm_epoch": None, "adding": None, "removing": None})
+        state.update(self.quorum_fields())
+        return state
 
     def _observed(self, topic: str, partition: int, state: dict[str, Any],
                   source: int) -> dict[str, Any]:

@@ -33,6 +33,19 @@ def _freshest(views: list[tuple[int, dict[str, Any]]]) -> tuple[int, dict[str, A
     return max(newest, key=lambda nv: counts[key(nv[1])])
 
 
+#: UNKNOWN_TOPIC_OR_PARTITION: the broker's metadata holds no such topic.
+UNKNOWN_TOPIC = 3
+
+
+def absent_view() -> dict[str, Any]:
+    """A broker's view of a topic its metadata does not hold (deleted, or not created
+    yet): no replicas, no leader. The model predicts the same of a deleted topic's
+    partition (reference.model.topics.DeleteTopic); before step 0, and for a topic that
+    should exist, it matches no prediction and the caller polls on."""
+    return {"leader": -1, "leader_epoch": None, "replicas": [], "isr": [], "elr": [],
+            "last_known_elr": [], "absent": True}
+
+
 class PartitionViews(Connection):
     # Set by Observer.__init__ (declared here for the type checker).
     api: str
@@ -120,6 +133,8 @@ class PartitionViews(Connection):
         for t in resp.topics:
             if t.name != topic:
                 continue
+            if t.error_code == UNKNOWN_TOPIC:
+                return absent_view()
             if t.error_code:
                 raise ObserveError(f"{topic}: Metadata error {t.error_code} on broker {node}")
             for p in t.partitions:
@@ -141,6 +156,8 @@ class PartitionViews(Connection):
     @staticmethod
     def _dtp_view(node: int, resp: Any, topic: str, partition: int) -> dict[str, Any]:
         for t in resp.topics:
+            if t.name == topic and getattr(t, "error_code", 0) == UNKNOWN_TOPIC:
+                return absent_view()
             for p in t.partitions:
                 if t.name == topic and p.partition_index == partition:
                     if p.error_code:

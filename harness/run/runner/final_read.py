@@ -27,6 +27,9 @@ class FinalReadMixin(RunnerState):
         if traffic:
             self._final_read_with_traffic(history, session)
         for lm in self.lockstep.lanes if not traffic else ():
+            if lm.model.topic_deleted():
+                progress.say(f"final read of {lm.lane.label} skipped: its topic is deleted")
+                continue
             try:
                 session.workload.consume_all(lm.lane.topic, lm.lane.partition)
             except Exception as exc:  # noqa: BLE001 - a partition with no leader: nothing to read

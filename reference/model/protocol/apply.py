@@ -141,4 +141,5 @@ def initial_world(brokers: tuple[int, ...], controllers: tuple[int, ...],
                for b in sorted(brokers))
     part = Partition(replicas=replicas, leader=replicas[0], leader_epoch=0, partition_epoch=0,
                      isr=frozenset(replicas))
-    return World(brokers=bs, controllers=controllers, partition=part, config=config)
+    return World(brokers=bs, controllers=controllers, partition=part, config=config,
+                 created_replicas=replicas)
