@@ -10,7 +10,7 @@ never another exception. Nothing here touches a cluster.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -212,6 +212,7 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
     cluster = _cluster(ctx, ctx.required(top, "cluster", root, ""))
     topics = _topics(ctx, top, root, cluster)
     steps = _steps(ctx, ctx.required(top, "steps", root, ""), cluster, topics)
+    cluster = _with_kinds_config(cluster, steps)
     expectations = _expectations(ctx, top["expect"][1]) if "expect" in top else ()
     traffic = None
     if "traffic" in top:
@@ -222,6 +223,17 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
                     topics=topics if len(topics) > 1 else (),
                     steps=tuple(steps), path=path, expectations=expectations,
                     traffic=traffic)
+
+
+def _with_kinds_config(cluster: ClusterShape, steps: list[ScenarioStep]) -> ClusterShape:
+    """The cluster with the properties its steps' kinds need (``StepKind.cluster_config``)
+    under the scenario's own ``broker_config``."""
+    needed: dict[str, str] = {}
+    for loaded in steps:
+        needed.update(step_kinds.KINDS[loaded.kind].cluster_config)
+    if not set(needed) - set(cluster.broker_config):
+        return cluster
+    return replace(cluster, broker_config={**needed, **cluster.broker_config})
 
 
 def _check_under_traffic(ctx: Reader, steps: list[ScenarioStep], traffic: TrafficSpec
