@@ -116,6 +116,9 @@ def _snapshot(s: Session, at: Target, step: Snapshot, out: StepOutcome) -> None:
     waited = quorum_side(s.cluster, s.faults)
     skipped = [c for c in s.cluster.shape.controller_ids
                if s.cluster.is_running(c) and c not in waited]
+    if not waited:
+        raise HarnessError("snapshot: no controller runs on the quorum's majority side; "
+                           f"running: {skipped}")
     unreachable = _unreachable(s, waited)
     if unreachable:
         out.unsupported = unreachable
