@@ -41,7 +41,7 @@ def test_a_loaded_step_serialises_to_what_was_written() -> None:
                "elect: {type: unclean}", "reassign: {replicas: [2, 1]}",
                "alter_config: {scope: topic, config: {min.insync.replicas: '1'}}",
                "await: {leader: 2, timeout_s: 5.0}", "consume: {}", "pause: {node: 2}",
-               "resume: {node: 2}"]
+               "resume: {node: 2}", "snapshot: {}", "snapshot: {timeout_s: 30.0}"]
     sc = parse_scenario(HEAD + "".join(f"  - {w}\n" for w in written))
     for loaded, text in zip(sc.steps, written, strict=True):
         assert step_to_dict(loaded.step) == yaml.safe_load(text)

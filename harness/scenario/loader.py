@@ -10,7 +10,7 @@ never another exception. Nothing here touches a cluster.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ from harness.scenario.nodes import (
     broker_list,
     check_not_owned,
 )
-from harness.scenario.steps.topics import declared_creation
+from harness.scenario.steps.topics import as_declared, topic_life
 from harness.scenario.traffic import parse_traffic
 from reference import PROFILES, ClusterSpec, TopicSpec
 from reference.model import steps as S
@@ -214,6 +214,7 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
     cluster = _cluster(ctx, ctx.required(top, "cluster", root, ""))
     topics = _topics(ctx, top, root, cluster)
     steps = _steps(ctx, ctx.required(top, "steps", root, ""), cluster, topics)
+    cluster = _with_kinds_config(cluster, steps)
     expectations = _expectations(ctx, top["expect"][1]) if "expect" in top else ()
     traffic = None
     if "traffic" in top:
@@ -237,6 +238,17 @@ def _no_traffic_on_deleted(ctx: Reader, steps: list[ScenarioStep]) -> None:
                                 "scenario with traffic cannot delete a topic yet (traffic's "
                                 "checks do not know a topic's incarnations): leave traffic "
                                 "out or the deletion")
+
+
+def _with_kinds_config(cluster: ClusterShape, steps: list[ScenarioStep]) -> ClusterShape:
+    """The cluster with the properties its steps' kinds need (``StepKind.cluster_config``)
+    under the scenario's own ``broker_config``."""
+    needed: dict[str, str] = {}
+    for loaded in steps:
+        needed.update(step_kinds.KINDS[loaded.kind].cluster_config)
+    if not set(needed) - set(cluster.broker_config):
+        return cluster
+    return replace(cluster, broker_config={**needed, **cluster.broker_config})
 
 
 def _check_under_traffic(ctx: Reader, steps: list[ScenarioStep], traffic: TrafficSpec
@@ -465,10 +477,10 @@ def _steps(ctx: Reader, node: Node, cluster: ClusterShape, topics: tuple[Topic, 
         step_name = _step_name(ctx, item, where, named)
         kind, step, topic, partition = _step(ctx, item, where, cluster, topics)
         wrong = (kind.follows(down, step) or _config_target(step, topic, topics)
-                 or _topic_life(kind, step, topic, topics, deleted, i))
+                 or topic_life(kind, step, topic, topics, deleted, i))
         if wrong:
             raise ctx.fail(item, where, wrong)
-        step = _as_declared(step, topic, topics)
+        step = as_declared(step, topic, topics)
         hit = [t for t in topics if topic in (None, t.name)]
         records += kind.records(step) * (1 if partition is not None else
                                          sum(t.partitions for t in hit))
@@ -495,48 +507,6 @@ def _config_target(step: S.Step, topic: str | None, topics: tuple[Topic, ...]
         return ("alter_config with scope topic changes one topic: with several topics, "
                 "name it (topic: NAME)")
     return None
-
-
-#: What may act on a deleted topic: awaiting its absence, creating it again.
-ON_DELETED = ("await", "create_topic")
-
-
-def _topic_life(kind: step_kinds.StepKind, step: S.Step, topic: str | None,
-                topics: tuple[Topic, ...], deleted: dict[str, int], index: int) -> str | None:
-    """A topic is deleted only while it exists and created only after its deletion; no
-    step but an await acts on it in between (``deleted`` follows the steps so far)."""
-    life = isinstance(step, (T.DeleteTopic, T.CreateTopic))
-    if life and topic is None and len(topics) > 1:
-        return f"{kind.name} acts on one topic: with several topics, name it (topic: NAME)"
-    named = [topic] if topic is not None else [t.name for t in topics]
-    if isinstance(step, T.DeleteTopic):
-        if named[0] in deleted:
-            return (f"topic {named[0]} is deleted already (steps[{deleted[named[0]]}]): "
-                    "create it again first (create_topic)")
-        deleted[named[0]] = index
-        return None
-    if isinstance(step, T.CreateTopic):
-        if named[0] not in deleted:
-            return (f"topic {named[0]} exists (created before step 0): delete it first "
-                    "(delete_topic)")
-        del deleted[named[0]]
-        return None
-    acts = kind.on_partitions or (isinstance(step, S.AlterConfig) and step.scope == "topic")
-    gone = [t for t in named if t in deleted]
-    if acts and kind.name not in ON_DELETED and gone:
-        return (f"topic {gone[0]} is deleted (steps[{deleted[gone[0]]}]): {kind.name} cannot "
-                "act on it; create it again first (create_topic)"
-                + ("" if topic is not None else ", or name a topic that exists (topic: NAME)"))
-    return None
-
-
-def _as_declared(step: S.Step, topic: str | None, topics: tuple[Topic, ...]) -> S.Step:
-    """create_topic with its topic's declared assignment and configs."""
-    if not isinstance(step, T.CreateTopic):
-        return step
-    (t,) = [t for t in topics if t.name == (topic or topics[0].name)]
-    return declared_creation(step, tuple(t.replicas_of(p) for p in range(t.partitions)),
-                             t.min_insync_replicas, {k: str(v) for k, v in t.config.items()})
 
 
 #: The key beside a step's kind that names the step (``- {kill: {broker: 2}, name: x}``).

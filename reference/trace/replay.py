@@ -67,6 +67,12 @@ class _Replay:
     issues: list[tuple[int, str, int | None]] = field(default_factory=list)
     #: Partition changes since the last other record of the batch: (before, after).
     run: list[tuple[PartitionRegistration, PartitionRegistration]] = field(default_factory=list)
+    #: Brokers first registered by a snapshot's record: a snapshot holds only the current
+    #: registration of each broker (ClusterImage.write: one RegisterBrokerRecord per
+    #: BrokerRegistration, apache/kafka 3.9 metadata/.../image/ClusterImage.java), so their
+    #: incarnations are counted from an unknown base and the context's
+    #: ``unclean_registrations`` (numbered from the broker's first start) cannot be matched.
+    from_snapshot: set[int] = field(default_factory=set)
 
     def issue(self, index: int, detail: str, broker: int | None = None) -> None:
         self.issues.append((index, detail, broker))
@@ -151,6 +157,8 @@ class _Replay:
         epoch = int(d.get("brokerEpoch", d.get("epoch", -1)))
         new: BrokerRegistration | None = None
         if kind == "REGISTER_BROKER_RECORD":
+            if rec.get("source") == "snapshot" and not old.registered:
+                self.from_snapshot.add(b)
             new = self._register(int(changes["offset"]), old, epoch, d)
         elif kind in ("BROKER_REGISTRATION_CHANGE_RECORD", "FENCE_BROKER_RECORD",
                       "UNFENCE_BROKER_RECORD", "UNREGISTER_BROKER_RECORD"):
@@ -190,8 +198,10 @@ class _Replay:
         """Was this registration after an unclean shutdown? The controller removes such a
         broker from every ISR and ELR in the same batch, before the RegisterBrokerRecord
         (ClusterControlManager.registerBroker -> handleBrokerShutdown(id, isClean)); a clean
-        one is only removed from ISRs (as if fenced) and keeps its ELR places."""
-        if (b, incarnation) in self.ctx.unclean_registrations:
+        one is only removed from ISRs (as if fenced) and keeps its ELR places. A broker
+        whose count started in a snapshot (``from_snapshot``) is judged by these changes
+        alone."""
+        if b not in self.from_snapshot and (b, incarnation) in self.ctx.unclean_registrations:
             return True
         if incarnation == 1 or not elr_on(self.state, self.profile, self.ctx):
             return None

@@ -100,6 +100,10 @@ class StepKind:
     #: Whether the runner waits for the step's settled prediction (a restart with
     #: ``wait: false`` does not: the model's prediction is checked by the steps after it).
     settles: Callable[[Step], bool] = _always
+    #: Properties the cluster runs with when a scenario has a step of this kind, as if
+    #: written in its ``cluster.broker_config`` (the scenario's own value of a key wins):
+    #: e.g. a short snapshot interval for ``snapshot``. The loader applies them.
+    cluster_config: Mapping[str, str] = field(default_factory=dict)
     #: How ``kafka-chaos fuzz`` makes this kind (its candidates, the guard that keeps a
     #: schedule meaningful, its default weight): reference.search.generators; None: never
     #: generated.

@@ -6,7 +6,9 @@ topic) and gives create_topic the topic's declared assignment and configs."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 import kafka.errors as kafka_errors
 from yaml.nodes import Node
@@ -17,6 +19,7 @@ from harness.cluster.topology import ClusterShape
 from harness.scenario.nodes import Items, Reader
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from reference.model import topics as T
+from reference.model.steps import AlterConfig, Step
 
 #: How long DeleteTopics and CreateTopics may take at the controller.
 TIMEOUT_MS = 30_000
@@ -59,6 +62,48 @@ def _create(s: Session, at: Target, step: T.CreateTopic, out: StepOutcome) -> No
         return
     # From here on the topic is a new incarnation (judge.datachecks.incarnations).
     s.cluster.history.record("topic_created", topic=at.topic)
+
+
+#: What may act on a deleted topic: awaiting its absence, creating it again.
+ON_DELETED = ("await", "create_topic")
+
+
+def topic_life(kind: StepKind, step: Step, topic: str | None, topics: Sequence[Any],
+               deleted: dict[str, int], index: int) -> str | None:
+    """A topic is deleted only while it exists and created only after its deletion; no
+    step but an await acts on it in between (``deleted`` follows the steps so far)."""
+    life = isinstance(step, (T.DeleteTopic, T.CreateTopic))
+    if life and topic is None and len(topics) > 1:
+        return f"{kind.name} acts on one topic: with several topics, name it (topic: NAME)"
+    named = [topic] if topic is not None else [t.name for t in topics]
+    if isinstance(step, T.DeleteTopic):
+        if named[0] in deleted:
+            return (f"topic {named[0]} is deleted already (steps[{deleted[named[0]]}]): "
+                    "create it again first (create_topic)")
+        deleted[named[0]] = index
+        return None
+    if isinstance(step, T.CreateTopic):
+        if named[0] not in deleted:
+            return (f"topic {named[0]} exists (created before step 0): delete it first "
+                    "(delete_topic)")
+        del deleted[named[0]]
+        return None
+    acts = kind.on_partitions or (isinstance(step, AlterConfig) and step.scope == "topic")
+    gone = [t for t in named if t in deleted]
+    if acts and kind.name not in ON_DELETED and gone:
+        return (f"topic {gone[0]} is deleted (steps[{deleted[gone[0]]}]): {kind.name} cannot "
+                "act on it; create it again first (create_topic)"
+                + ("" if topic is not None else ", or name a topic that exists (topic: NAME)"))
+    return None
+
+
+def as_declared(step: Step, topic: str | None, topics: Sequence[Any]) -> Step:
+    """create_topic with its topic's declared assignment and configs."""
+    if not isinstance(step, T.CreateTopic):
+        return step
+    (t,) = [t for t in topics if t.name == (topic or topics[0].name)]
+    return declared_creation(step, tuple(t.replicas_of(p) for p in range(t.partitions)),
+                             t.min_insync_replicas, {k: str(v) for k, v in t.config.items()})
 
 
 KINDS = (

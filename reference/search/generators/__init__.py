@@ -58,12 +58,14 @@ from reference.search.generators.timing import (
     REQUEST_TIMEOUT_MS,
     SLEEP,
     SLEEPS,
+    SNAPSHOT,
 )
 
 __all__ = ["ACKS", "ALL", "ALTER_CONFIG", "BANDWIDTH", "CONSUME", "CUT", "ELECT", "ELECTIONS",
            "FETCH_MAX_BYTES", "FETCH_WAIT_MAX_MS", "HEAL", "ISOLATE", "KILL", "LATENCY",
            "LOSE_UNFLUSHED", "MARGIN_MS", "MIN_ISR", "PARTITION", "PAUSE", "PRODUCE",
-           "REASSIGN", "REQUEST_TIMEOUT_MS", "RESTART", "RESUME", "SLEEP", "SLEEPS", "STOP",
+           "REASSIGN", "REQUEST_TIMEOUT_MS", "RESTART", "RESUME", "SLEEP", "SLEEPS", "SNAPSHOT",
+           "STOP",
            "UNCLEAN", "UNREGISTER", "After", "Config", "Exploration", "Gen", "Generator",
            "Guard", "Lanes", "Limits", "Move", "Steps", "Track", "UnderTraffic"]
 
@@ -73,4 +75,5 @@ __all__ = ["ACKS", "ALL", "ALTER_CONFIG", "BANDWIDTH", "CONSUME", "CUT", "ELECT"
 #: (a fixed seed's schedules depend on it): keep it as it is.
 ALL: Mapping[str, Generator] = {g.kind: g for g in (
     PRODUCE, CONSUME, ISOLATE, CUT, PARTITION, HEAL, PAUSE, RESUME, KILL, STOP, RESTART,
-    LOSE_UNFLUSHED, UNREGISTER, ALTER_CONFIG, ELECT, REASSIGN, LATENCY, BANDWIDTH, SLEEP)}
+    LOSE_UNFLUSHED, UNREGISTER, ALTER_CONFIG, ELECT, REASSIGN, LATENCY, BANDWIDTH, SLEEP,
+    SNAPSHOT)}

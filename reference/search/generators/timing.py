@@ -1,5 +1,6 @@
 """The generators of the timing steps: ``latency`` and ``bandwidth`` toxics (one at a
-time, by the loader's rules around request.timeout.ms) and a short ``sleep``."""
+time, by the loader's rules around request.timeout.ms), a short ``sleep`` and a
+``snapshot`` (time passes while every controller snapshots its metadata log)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import random
 
 from reference.model import steps as S
 from reference.model import timing as T
+from reference.model.snapshot import DEFAULT_TIMEOUT_S, Snapshot
 from reference.search.generators.generator import Gen, Generator, Track
 
 #: Kafka's defaults for the configs the loader's timing rules read (timing.KAFKA_DEFAULTS).
@@ -112,3 +114,15 @@ def _sleep_guard(step: S.Step, g: Gen) -> str | None:
 
 SLEEP = Generator("sleep", T.Sleep, 1, lambda g, rng: [T.Sleep(rng.choice(SLEEPS))],
                   _sleep_guard)
+
+
+def _snapshot_guard(step: S.Step, g: Gen) -> str | None:
+    """The step reads the committed offset with DescribeQuorum, which a broker forwards to
+    the active controller (as a request to the controller)."""
+    assert isinstance(step, Snapshot)
+    if step.timeout_s != DEFAULT_TIMEOUT_S:
+        return f"a generated snapshot waits the default {DEFAULT_TIMEOUT_S:g} s"
+    return g.controller_request("snapshot")
+
+
+SNAPSHOT = Generator("snapshot", Snapshot, 1, lambda g, rng: [Snapshot()], _snapshot_guard)
