@@ -196,3 +196,12 @@ def test_sampled_hwm_starts_again_for_a_topic_created_again() -> None:
     assert sampled_findings(events) == []
     assert [f["invariant"] for f in sampled_findings([events[0], events[2]])] == [
         "HwmMonotonic"]
+
+
+def test_a_steps_notes_reach_its_end_event_once() -> None:
+    from harness.run.runner.step import _notes
+    from harness.scenario.steps.kind import StepOutcome
+
+    refused = StepOutcome(note="CreateTopics refused: INVALID_REPLICA_ASSIGNMENT")
+    assert _notes([refused, refused, StepOutcome()]) == [refused.note]
+    assert _notes([StepOutcome()]) == []

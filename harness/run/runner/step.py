@@ -73,6 +73,11 @@ class StepMixin(SettleMixin, RecordMixin):
             return self._finish_step(history, result, StepResult(
                 index, kind, line, summary, "-", UNSUPPORTED, unsupported))
         outcomes = self._execute(session, index, kind, steps)
+        # What the execution said besides cluster state (a refusal, a tool's answer): on
+        # the step's end event, for the audit and the finding draft.
+        noted = {"notes": notes} if (notes := _notes(outcomes)) else {}
+        for note in notes:
+            progress.say(f"  note: {note}")
         unsupported = next((o.unsupported for o in outcomes if o.unsupported), None)
         if unsupported:
             return self._finish_step(history, result, StepResult(
@@ -81,7 +86,8 @@ class StepMixin(SettleMixin, RecordMixin):
             # Not waited for (restart wait: false): its prediction is checked by the steps
             # after it, on the model's branches it leaves; nothing is observed here.
             ls.kip_step(index, steps, None, outcomes, ticks)
-            history.record("step", index=index, phase="end", step={kind: params}, line=line)
+            history.record("step", index=index, phase="end", step={kind: params}, line=line,
+                           **noted)
             return self._finish_step(history, result, StepResult(
                 index, kind, line, summary, "-", CONFORMS,
                 "not waited for: the next steps check it"))
@@ -97,7 +103,8 @@ class StepMixin(SettleMixin, RecordMixin):
             ls.resolve(states, outcomes)
         if not blind:
             ls.kip_step(index, steps, states, outcomes, ticks)
-        history.record("step", index=index, phase="end", step={kind: params}, line=line)
+        history.record("step", index=index, phase="end", step={kind: params}, line=line,
+                       **noted)
         # A cluster the observer could not see at the deadline is a harness fault, not
         # evidence against the broker.
         verdict = CONFORMS if reason is None else ERROR if blind else DIVERGES
@@ -194,3 +201,12 @@ def _settled_predictions(preds: list[Any], ticked: list[Any]) -> list[Any]:
     return [p if t is p else dataclasses.replace(t, expected_acks=p.expected_acks,
                                                  unsupported=p.unsupported)
             for p, t in zip(preds, ticked, strict=True)]
+
+
+def _notes(outcomes: list[Any]) -> list[str]:
+    """The distinct notes of a step's executions, in lane order."""
+    out: list[str] = []
+    for o in outcomes:
+        if o.note and o.note not in out:
+            out.append(o.note)
+    return out
