@@ -9,6 +9,8 @@ import kafka.errors as kafka_errors
 from kafka.admin import ConfigResourceType, NewTopic
 from kafka.protocol.admin import (
     AlterPartitionReassignmentsRequest,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
     ElectionType,
     ElectLeadersRequest,
     IncrementalAlterConfigsRequest,
@@ -146,6 +148,42 @@ def to_controller(observer: Observer, request: object, what: str) -> Any:
         except Exception as exc:  # noqa: BLE001 - not delivered: try the next broker
             last = exc
     raise AdminError(f"{what} failed: {last}")
+
+
+#: How long the controller may take to commit a topic's creation or deletion.
+TOPIC_CHANGE_TIMEOUT_MS = 30_000
+
+
+def delete_topic(observer: Observer, name: str) -> str | None:
+    """DeleteTopics of ``name`` through a broker that reaches the active controller
+    (``to_controller``: kafka-python's admin would send it to a random, maybe dead,
+    broker); the error's name when the controller refused it, else None."""
+    D = DeleteTopicsRequest
+    request = D(topics=[D.DeleteTopicState(name=name)], topic_names=[name],
+                timeout_ms=TOPIC_CHANGE_TIMEOUT_MS)
+    response = to_controller(observer, request, f"deleting topic {name}")
+    codes = [r.error_code for r in response.responses if r.error_code]
+    return " ".join(kafka_errors.for_code(c).__name__ for c in codes) or None
+
+
+def create_topic_at_controller(observer: Observer, name: str,
+                               assignment: Sequence[Sequence[int]],
+                               config: Mapping[str, str]) -> str | None:
+    """CreateTopics of ``name`` with every partition's replicas, through a broker that
+    reaches the active controller (as ``delete_topic``); the error (name and message) when
+    the controller refused it, else None."""
+    C = CreateTopicsRequest.CreatableTopic
+    topic = C(name=name, num_partitions=-1, replication_factor=-1,
+              assignments=[C.CreatableReplicaAssignment(partition_index=p, broker_ids=list(r))
+                           for p, r in enumerate(assignment)],
+              configs=[C.CreatableTopicConfig(name=k, value=str(v)) for k, v in config.items()])
+    request = CreateTopicsRequest(topics=[topic], timeout_ms=TOPIC_CHANGE_TIMEOUT_MS,
+                                  validate_only=False)
+    response = to_controller(observer, request, f"creating topic {name}")
+    refused = [f"{kafka_errors.for_code(t.error_code).__name__}: "
+               f"{getattr(t, 'error_message', None) or ''}".rstrip(": ")
+               for t in response.topics if t.error_code]
+    return "; ".join(refused) or None
 
 
 def _partition_errors(response: Any) -> str:

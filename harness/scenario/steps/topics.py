@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-import kafka.errors as kafka_errors
 from yaml.nodes import Node
 
 from harness.client import admin
@@ -20,9 +19,6 @@ from harness.scenario.nodes import Items, Reader
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from reference.model import topics as T
 from reference.model.steps import AlterConfig, Step
-
-#: How long DeleteTopics and CreateTopics may take at the controller.
-TIMEOUT_MS = 30_000
 
 
 def _parse_delete(c: Reader, it: Items, n: Node, w: str, cl: ClusterShape) -> T.DeleteTopic:
@@ -44,21 +40,19 @@ def declared_creation(step: T.CreateTopic, replicas: tuple[tuple[int, ...], ...]
 
 
 def _delete(s: Session, at: Target, step: T.DeleteTopic, out: StepOutcome) -> None:
-    try:
-        s.observer.admin().delete_topics([at.topic], timeout_ms=TIMEOUT_MS)
-    except kafka_errors.KafkaError as exc:  # the model says what must follow; keep why
-        out.note = f"DeleteTopics refused: {type(exc).__name__}: {exc}"
+    refused = admin.delete_topic(s.observer, at.topic)
+    if refused is not None:  # the model says what must follow; keep why
+        out.note = f"DeleteTopics refused: {refused}"
         return
     # The data checks judge what was acked before it apart (judge.datachecks.incarnations).
     s.cluster.history.record("topic_deleted", topic=at.topic)
 
 
 def _create(s: Session, at: Target, step: T.CreateTopic, out: StepOutcome) -> None:
-    first, *more = step.assignment
-    try:
-        admin.create_topic(s.observer, at.topic, list(first), dict(step.config), more)
-    except admin.AdminError as exc:  # e.g. every replica fenced: the model predicts it too
-        out.note = f"CreateTopics refused: {exc}"
+    refused = admin.create_topic_at_controller(s.observer, at.topic, step.assignment,
+                                               step.config)
+    if refused is not None:  # e.g. every replica fenced: the model predicts it too
+        out.note = f"CreateTopics refused: {refused}"
         return
     # From here on the topic is a new incarnation (judge.datachecks.incarnations).
     s.cluster.history.record("topic_created", topic=at.topic)
