@@ -205,3 +205,20 @@ def test_a_steps_notes_reach_its_end_event_once() -> None:
     refused = StepOutcome(note="CreateTopics refused: INVALID_REPLICA_ASSIGNMENT")
     assert _notes([refused, refused, StepOutcome()]) == [refused.note]
     assert _notes([StepOutcome()]) == []
+
+
+def test_a_declared_divergence_must_be_the_one_named_when_it_says_matching() -> None:
+    from harness.judge.axes import axis_as_expected
+
+    expected = {"verdict": "DIVERGES", "reason": "known bug", "matching": "fenced: predicted"}
+    assert axis_as_expected("release", "DIVERGES", expected,
+                            "t-0: step 6 await: fenced: predicted one of [{}], observed {3}")
+    # Another divergence (the deletion not done) is not the declared one.
+    assert not axis_as_expected("release", "DIVERGES", expected,
+                                "t-0: step 4 delete_topic: leader: predicted one of [-1]")
+    assert axis_as_expected("release", "DIVERGES", {"verdict": "DIVERGES", "reason": "x"},
+                            "anything")
+    text = ONE + "  - consume: {}\nexpect:\n  - {axis: safety, verdict: SAFE, reason: x, " \
+        "matching: y}\n"
+    with pytest.raises(ScenarioError, match=r"expect\[0\]\.matching: matching names text"):
+        parse_scenario(text, "m.yaml")

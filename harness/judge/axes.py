@@ -47,14 +47,19 @@ STATE_FIELDS = ("leader", "leader_epoch", "replicas", "isr", "elr", "last_known_
 REASSIGNMENT_FIELDS = ("adding", "removing")
 
 
-def axis_as_expected(axis: str, verdict: str, expected: Mapping[str, Any] | None) -> bool:
+def axis_as_expected(axis: str, verdict: str, expected: Mapping[str, Any] | None,
+                     reason: str | None = None) -> bool:
     """An axis verdict is as expected when it is the scenario's declared verdict for the
-    build, or, with no declaration, clean; UNSUPPORTED always is. Offline readers (report,
-    headline) derive it from a history's stored ``verdict`` and ``expected`` with this."""
+    build (and, where the declaration says what it must be ``matching``, the axis's reason
+    holds that text), or, with no declaration, clean; UNSUPPORTED always is. Offline
+    readers (report, headline) derive it from a history's stored ``verdict``, ``reason``
+    and ``expected`` with this."""
     if verdict == UNSUPPORTED:
         return True  # the build cannot run the scenario: a declaration has nothing to meet
     if expected is not None:
-        return verdict == expected.get("verdict")
+        matching = expected.get("matching")
+        return verdict == expected.get("verdict") and (
+            not matching or reason is None or str(matching) in reason)
     return verdict in CLEAN.get(axis, ())
 
 
@@ -72,7 +77,7 @@ class AxisVerdict:
 
     @property
     def as_expected(self) -> bool:
-        return axis_as_expected(self.axis, self.verdict, self.expected)
+        return axis_as_expected(self.axis, self.verdict, self.expected, self.reason)
 
     def to_json(self) -> dict[str, Any]:
         return {"axis": self.axis, "verdict": self.verdict, "reason": self.reason,
@@ -123,7 +128,10 @@ def declared(scenario: Scenario, axis: str, version: tuple[int, int, int]) -> di
     """The scenario's expected verdict on ``axis`` for this version, if it declares one."""
     finder = getattr(scenario, "expected", None)
     exp = finder(axis, version) if callable(finder) else None
-    return None if exp is None else {"verdict": exp.verdict, "reason": exp.reason}
+    if exp is None:
+        return None
+    out = {"verdict": exp.verdict, "reason": exp.reason}
+    return out if exp.matching is None else {**out, "matching": exp.matching}
 
 
 # --- kip axis ----------------------------------------------------------------------------

@@ -101,7 +101,7 @@ def headline(axes: Mapping[str, Any] | None, lockstep: str | None = None,
             return _plain(stop, "; ".join(f"{a}: {r}" if r else a for a, r in hit))
     failing, declared = [], []
     for axis, verdict, reason, expected in views:
-        if not axis_as_expected(axis, verdict, expected):
+        if not axis_as_expected(axis, verdict, expected, reason):
             clean = verdict in CLEAN.get(axis, ())
             failing.append((_RANK.get(NOT_AS_DECLARED if clean else verdict, _UNKNOWN_RANK),
                             NOT_AS_DECLARED if clean else verdict, axis, verdict, reason,

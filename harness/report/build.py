@@ -123,7 +123,9 @@ def run_axes(meta: dict[str, Any], rejudged: dict[str, dict[str, Any]] | None,
         verdict, expected = str(axes[a].get("verdict")), axes[a].get("expected")
         expected = expected if isinstance(expected, dict) else None
         out[a] = {"verdict": verdict, "reason": str(axes[a].get("reason") or ""),
-                  "as_expected": axis_as_expected(a, verdict, expected), "expected": expected}
+                  "as_expected": axis_as_expected(a, verdict, expected,
+                                                  str(axes[a].get("reason") or "")),
+                  "expected": expected}
     return out
 
 

@@ -93,6 +93,9 @@ class Expectation:
     min_version: tuple[int, int, int] | None
     max_version: tuple[int, int, int] | None
     reason: str
+    #: Text the axis's own reason must contain (the divergence declared, not any other):
+    #: e.g. ``"fenced: predicted one of [{}], observed {3}"``; None: any reason.
+    matching: str | None = None
 
     def covers(self, version: tuple[int, int, int]) -> bool:
         return ((self.min_version is None or version >= self.min_version)
@@ -303,7 +306,7 @@ def _expectations(ctx: Reader, node: Node) -> tuple[Expectation, ...]:
 
 def _expectation(ctx: Reader, item: Node, where: str) -> Expectation:
     it = ctx.mapping(item, where)
-    ctx.unknown(it, ("axis", "verdict", "versions", "reason"), where)
+    ctx.unknown(it, ("axis", "verdict", "versions", "reason", "matching"), where)
     anode = ctx.required(it, "axis", item, where)
     axis = ctx.str_(anode, f"{where}.axis")
     if axis not in AXIS_VERDICTS:
@@ -320,7 +323,14 @@ def _expectation(ctx: Reader, item: Node, where: str) -> Expectation:
         raise ctx.fail(rnode, f"{where}.reason", "say why this axis gives this verdict")
     lo, hi = _version_range(ctx, it["versions"][1], f"{where}.versions") \
         if "versions" in it else (None, None)
-    return Expectation(axis, verdict, lo, hi, reason)
+    matching = None
+    if "matching" in it:
+        mnode = it["matching"][1]
+        matching = ctx.str_(mnode, f"{where}.matching")
+        if not matching.strip() or verdict in ("CONFORMS", "SAFE"):
+            raise ctx.fail(mnode, f"{where}.matching", "matching names text of a failing "
+                           "verdict's reason (not empty; not for CONFORMS or SAFE)")
+    return Expectation(axis, verdict, lo, hi, reason, matching)
 
 
 def _version_range(ctx: Reader, node: Node, where: str
