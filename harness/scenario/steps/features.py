@@ -80,11 +80,20 @@ def update_args(name: str, level: int, current: int | None) -> list[str]:
     return [verb, "--feature", f"{name}={level}"]
 
 
+def _answer(done: subprocess.CompletedProcess[str]) -> str:
+    """The tool's answer: its stdout (one line per feature: "... was upgraded to 1." or
+    "Could not upgrade ... <the controller's message>"), then what it said on stderr that
+    is not its clients' logging (a command-line error, "1 out of 1 operation(s) failed.")."""
+    said = [ln for ln in done.stderr.splitlines()
+            if ln.strip() and not ln.startswith(("[", "\t", " ")) and " INFO " not in ln]
+    return "\n".join([done.stdout.strip(), *said]).strip()
+
+
 def _feature(s: Session, at: Target, step: F.Feature, out: StepOutcome) -> None:
     described = _run(s, ["describe"])
     current = finalized_level(described.stdout, step.name)
     done = _run(s, update_args(step.name, step.level, current))
-    text = (done.stdout + done.stderr).strip()
+    text = _answer(done)
     refused = done.returncode != 0
     out.refused = (text or f"exit {done.returncode}") if refused else None
     out.declared_refused = step.refused
