@@ -49,15 +49,24 @@ def _parse(c: Reader, it: Items, n: Node, w: str, cl: ClusterShape) -> F.Feature
     return F.Feature(name, level, refused)
 
 
-def _run(s: Session, args: list[str]) -> subprocess.CompletedProcess[str]:
+def _bootstrap(s: Session) -> list[str]:
+    """Through a running broker that reaches the active controller, which forwards
+    UpdateFeatures (as unregister.py). ``--bootstrap-controller`` (KIP-919, 3.7+) would
+    also work with every broker down, but from the harness's address the tool timed out
+    on 4.3.1 (elr-disabled-live run 2026-11-28, 60 s on ``describe``): not used until
+    that is understood."""
     current = s.observer.current_brokers()
     if not current:
         raise HarnessError("feature: no running broker reaches the active controller to "
                            "forward UpdateFeatures")
     host, port = s.cluster.observer_address(current[0])
+    return ["--bootstrap-server", f"{host}:{port}"]
+
+
+def _run(s: Session, args: list[str]) -> subprocess.CompletedProcess[str]:
     build = s.cluster.build
     cmd = [str(tools.require_java(build.java_major)), "-cp", build.classpath(), TOOL,
-           "--bootstrap-server", f"{host}:{port}", *args]
+           *_bootstrap(s), *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S)
 
 
