@@ -226,3 +226,25 @@ def test_the_trace_follows_the_elr_level_in_a_run_that_changes_it() -> None:
     assert elr_on(on, PROFILES["kafka-4.3"], live)
     assert not elr_on(replace(off, features={ELR: 0}),
                       PROFILES["kafka-4.0-elr"], replace(live, elr_enabled=True))
+
+
+def test_the_trace_lets_elr_fields_outlive_a_live_disable() -> None:
+    """A run that turned ELR off live: the partition keeps ELR [2, 3] and an empty ISR until
+    its next change (KIP-966 'Compatibility'; 4.3.1 updateFeatures writes no
+    ClearElrRecord): NoElrWhenDisabled and IsrNotEmptyWhenElrDisabled must not fire, as
+    they did on the real run elr-disabled-live (4.3.1) before this rule."""
+    from reference.trace.records import PartitionRegistration, TraceContext, initial_state
+    from reference.trace.rules.invariants import _partition_invariants
+
+    part = PartitionRegistration("t", 0, replicas=(1, 2, 3), isr=(), leader=-1,
+                                 leader_epoch=3, partition_epoch=5, elr=(2, 3),
+                                 last_known_elr=(3,))
+    ctx = TraceContext(profile="kafka-4.3", elr_enabled=True)
+    st = replace(initial_state(ctx), partitions={("t", 0): part}, features={ELR: 0})
+    rules = {f.rule for f in _partition_invariants(st, ("t", 0), False, PROFILES["kafka-4.3"],
+                                                   ctx)}
+    assert {"NoElrWhenDisabled", "IsrNotEmptyWhenElrDisabled"} <= rules
+    live = replace(ctx, elr_follows_level=True)
+    rules = {f.rule for f in _partition_invariants(st, ("t", 0), False, PROFILES["kafka-4.3"],
+                                                   live)}
+    assert not {"NoElrWhenDisabled", "IsrNotEmptyWhenElrDisabled"} & rules
