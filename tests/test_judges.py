@@ -168,7 +168,9 @@ _RELEASE_FIELDS = {
     "pre-3.7": (False, False, "assignment", "none", "kip", False, False, False),
     "pre-elr": (False, True, "assignment", "none", "kip", False, False, False),
     "kafka-4.0-elr": (True, True, "assignment", "last-leader", "always", False, False, False),
-    "kafka-4.0-noelr": (False, True, "assignment", "none", "always", False, False, False),
+    # LastKnownELR: 4.0's rule, which acts once a ``feature`` step turns ELR on (issue 43).
+    "kafka-4.0-noelr": (False, True, "assignment", "last-leader", "always", False, False,
+                        False),
     "kafka-4.1": (None, True, "assignment", "last-leader", "always", False, False, False),
     "kip1303": (True, True, "assignment", "kip", "kip", True, True, True),
     "kip966": (True, True, "any", "kip", "kip", True, False, True),

@@ -38,6 +38,7 @@ from harness.judge.compare import (
     model_for,
     observed_state,
     predicts_hwm_drop,
+    refusal_mismatch,
     run_data_checks,
     with_checks,
 )
@@ -232,6 +233,9 @@ def recorded_steps(events: list[dict[str, Any]]) -> list[RecordedStep]:
             current.outcome.acks[e["record_id"]] = off
             if e.get("error"):
                 current.outcome.errors[e["record_id"]] = str(e["error"])
+        elif kind == "feature":  # harness/scenario/steps/features.py
+            current.outcome.refused = e.get("refused")
+            current.outcome.declared_refused = e.get("declared_refused")
         elif kind == "consume" and _reads(current.kind):
             current.outcome.consumed = (current.outcome.consumed or []) + [
                 (int(e["offset"]), str(e["record_id"]))]
@@ -306,7 +310,8 @@ def _replay(model: Any, kip: KipJudge, scenario: Scenario, steps: list[RecordedS
 
 
 def _outcome_mismatch(pred: Any, outcome: Any) -> str | None:
-    return ack_mismatch(pred, outcome) or consume_mismatch(pred, outcome)
+    return (ack_mismatch(pred, outcome) or consume_mismatch(pred, outcome)
+            or refusal_mismatch(pred, outcome))
 
 
 def summary_line(r: AuditResult) -> str:

@@ -148,6 +148,22 @@ def ack_mismatch(pred: Any, outcome: Any) -> str | None:
     return None
 
 
+def refusal_mismatch(pred: Any, outcome: Any) -> str | None:
+    """A step the build may refuse (``feature``): the model's prediction and the step's
+    own ``refused:`` against what the build answered."""
+    expected = getattr(pred, "expected_refusal", None)
+    declared = getattr(outcome, "declared_refused", None)
+    refused = getattr(outcome, "refused", None)
+    if expected is None and declared is None:
+        return None
+    said = "refused" if refused is not None else "accepted"
+    why = f" ({refused[-200:]})" if refused is not None else ""
+    for who, want in (("predicted", expected), ("declared", declared)):
+        if want is not None and want != (refused is not None):
+            return f"feature: {who} {'refused' if want else 'accepted'}, observed {said}{why}"
+    return None
+
+
 def consume_mismatch(pred: Any, outcome: Any) -> str | None:
     if outcome.consumed is None:
         return None

@@ -17,6 +17,7 @@ from typing import Any
 
 from harness.client import metadata_records
 from harness.scenario.loader import Scenario
+from reference.model.features import ELR
 from reference.releases.profiles import Profile
 from reference.trace.records import CommittedState, TraceContext, Violation
 from reference.trace.replay import committed_prefix_agrees, validate
@@ -80,6 +81,8 @@ def context(scenario: Scenario, events: list[dict[str, Any]], profile: str | Pro
         brokers=tuple(range(1, scenario.cluster.brokers + 1)),
         unclean_election_requested=unclean_asked,
         elr_enabled=elr,
+        elr_follows_level=any(getattr(s.step, "kind", None) == "feature"
+                              and getattr(s.step, "name", None) == ELR for s in scenario.steps),
         unclean_registrations=unclean_registrations(events))
 
 

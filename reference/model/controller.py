@@ -28,8 +28,19 @@ class Ctx:
     and whether timing-dependent auto leader rebalance adds alternatives."""
 
     profile: Profile
+    #: ELR at the start of the run; a ``feature`` step changes it in the world
+    #: (``World.elr_live``): read it with ``elr_on(w, ctx)``.
     elr_on: bool
     rebalance: bool = True
+
+
+def elr_on(w: World, ctx: Ctx) -> bool:
+    """ELR is on in branch ``w``: as the latest accepted ``feature`` step left it, else as
+    the run began. The controller asks FeatureControlManager.isElrFeatureEnabled()
+    (eligible.leader.replicas.version >= 1) at every PartitionChangeBuilder it makes
+    (ReplicationControlManager, apache/kafka 4.0.2 and 4.3.1), so a change of the feature
+    acts from the next partition change on (reference/model/features.py)."""
+    return ctx.elr_on if w.elr_live is None else w.elr_live
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,13 +141,19 @@ def choose_leader(w: World, ctx: Ctx, isr: frozenset[int], elr: frozenset[int],
     p = w.partition
     prof = ctx.profile
     cfg = w.config
+    on = elr_on(w, ctx)
+    # ELR turned off live, shipped: the builder's targetElr starts as the partition's own
+    # ELR and isValidNewLeader reads it before maybeUpdateRecordElr clears it, so the
+    # members of an ELR left from before stay electable while the ISR is empty
+    # (PartitionChangeBuilder constructor, isValidNewLeader, tryElection; 4.0.2, 4.3.1).
+    stale = not on and prof.elr_disable_keeps_fields
 
     def valid(r: int) -> bool:
         b = w.broker(r)
         if not (acceptable(b) or (not prof.leader_must_be_unfenced
                                   and not b.pending_registration)):
             return False
-        return r in isr or (not isr and ctx.elr_on and prof.elr_electable and r in elr)
+        return r in isr or (not isr and (on or stale) and prof.elr_electable and r in elr)
 
     unclean_config = (cfg.unclean_leader_election if prof.unclean_election_config == "config"
                       else prof.unclean_election_config == "always")
@@ -151,7 +168,7 @@ def choose_leader(w: World, ctx: Ctx, isr: frozenset[int], elr: frozenset[int],
         return [Choice(x) for x in wins]
     if election == "preferred":
         return [Choice(None)]
-    if not isr and ctx.elr_on and prof.unclean_recovery:
+    if not isr and on and prof.unclean_recovery:
         if cfg.unclean_recovery_manager:
             strategy = cfg.unclean_recovery_strategy
             d = decide(strategy, isr_available=False, unfenced_elr=False, fenced_elr=bool(elr),
@@ -174,7 +191,7 @@ def choose_leader(w: World, ctx: Ctx, isr: frozenset[int], elr: frozenset[int],
             # "elect the LastKnownLeader once it is unfenced": ISR := [it].
             return [Choice(lkl, unclean=True)]
         return [Choice(None)]
-    if (ctx.elr_on and prof.last_known_elr == "last-leader" and not isr and not elr
+    if (on and prof.last_known_elr == "last-leader" and not isr and not elr
             and len(p.last_known_elr) == 1):
         (last,) = tuple(p.last_known_elr)
         if last in p.replicas and acceptable(w.broker(last)):
@@ -277,17 +294,33 @@ def partition_change(
         # The election iterates the new targetReplicas (electAnyLeader).
         w = evolve(w, partition=evolve(p, replicas=a.replicas, adding=a.adding,
                                        removing=a.removing))
-    if not ctx.elr_on and not target:
+    on = elr_on(w, ctx)
+    stale = not on and prof.elr_disable_keeps_fields
+    # The ISR the election sees: the proposed one (targetIsr), even when ELR is off and the
+    # record then keeps the last member (build(): the ISR is written only when it is not
+    # empty or ELR is on). Only a stale ELR tells the two apart.
+    election_isr = target if stale and p.elr else None
+    if not on and not target:
         # ELR off: "prevent ISR drops to empty which keeps the last replica".
         target = p.isr
-    if ctx.elr_on:
+    if on:
         upd = update_elr(prof, isr=p.isr, elr=p.elr, last_known_elr=p.last_known_elr,
                          proposed_isr=target, min_isr=min_isr, unclean_shutdown=unclean_shutdown)
         elr, lk = upd.elr, upd.last_known_elr
+    elif stale:
+        # ELR off with fields left from when it was on (a live disable): the election sees
+        # the partition's ELR (choose_leader), the record then clears it, and LastKnownELR
+        # is never written (maybeUpdateRecordElr returns before it when
+        # useLastKnownLeaderInBalancedRecovery, maybeUpdateLastKnownLeader returns when ELR
+        # is off; PartitionChangeBuilder 4.0.2, 4.3.1).
+        elr, lk = p.elr, p.last_known_elr
     else:
+        # KIP-966 "Compatibility": "all the ELR related fields will be removed on the next
+        # partition change. The controller will also ignore the ELR fields."
         elr, lk = frozenset(), frozenset()
     if choices is None:
-        choices = choose_leader(w, ctx, target, elr, election)
+        choices = choose_leader(w, ctx, target if election_isr is None else election_isr,
+                                elr, election)
     out: list[World] = []
     for ch in choices:
         isr2, elr2, lk2 = target, elr, lk
@@ -305,13 +338,13 @@ def partition_change(
             if prof.last_known_elr != "kip":
                 lk2 = frozenset()
         lkl = p.last_known_leader
-        if ctx.elr_on and prof.last_known_elr == "last-leader":
+        if on and prof.last_known_elr == "last-leader":
             if not ch.unclean and leader is None and len(p.last_known_elr) == 1:
                 lk2 = p.last_known_elr
             if isr2 != p.isr and not isr2 and p.leader is not None \
                     and p.last_known_elr != frozenset((p.leader,)):
                 lk2 = frozenset((p.leader,))
-        if ctx.elr_on and prof.last_known_elr == "kip":
+        if on and prof.last_known_elr == "kip":
             # "The controller will record the last ISR member (the leader) when it is
             # fenced. It will be cleaned when a new leader is elected."
             if leader is not None and leader != p.leader:
@@ -321,8 +354,8 @@ def partition_change(
         if not prof.last_known_elr_right_member and lk2 - p.last_known_elr:
             lk2 = (lk2 & p.last_known_elr) | frozenset(_another(p.replicas, x)
                                                        for x in lk2 - p.last_known_elr)
-        if not ctx.elr_on:
-            elr2, lk2 = frozenset(), frozenset()
+        if not on:
+            elr2, lk2 = frozenset(), (p.last_known_elr if stale else frozenset())
         if completed and prof.reassignment_needs_min_isr:
             # KIP-966 "Other behaviors" 4: "The controller will make sure than upon
             # completion, the ELR only contains replicas in the final replica set". The

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from reference.model import steps as S
-from reference.model.controller import Ctx, active_controller
+from reference.model.controller import Ctx, active_controller, elr_on
 from reference.model.invariants import check
 from reference.model.protocol import (
     Outcome,
@@ -54,6 +54,8 @@ class Prediction:
     #: (``must_read``); ``unread`` judges a read with them.
     must_read: tuple[tuple[frozenset[str], frozenset[str]], ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: For a step the build may refuse (``feature``): True refused, False accepted.
+    expected_refusal: bool | None = None
 
 
 def config_from(cluster: ClusterSpec, topic: TopicSpec, profile: Profile) -> Config:
@@ -80,14 +82,23 @@ def config_from(cluster: ClusterSpec, topic: TopicSpec, profile: Profile) -> Con
     )
 
 
-def _instant(step: S.Step, outcomes: Sequence[tuple[World, Outcome]], elr_on: bool) -> bool:
+def _instant(step: S.Step, outcomes: Sequence[tuple[World, Outcome]], ctx: Ctx) -> bool:
     """A network step (no wait, no read, no process) after which every branch's partition
     state is what it was before: it settles at its first observation."""
     return isinstance(step, (S.Isolate, S.Partition, S.Cut, S.Heal)) and all(
-        project(parent, elr_on) == project(o.world, elr_on) for parent, o in outcomes)
+        project(parent, shows_elr(parent, ctx)) == project(o.world, shows_elr(o.world, ctx))
+        for parent, o in outcomes)
 
 
-def project(w: World, elr_on: bool) -> PartitionState:
+def shows_elr(w: World, ctx: Ctx) -> bool:
+    """Whether branch ``w``'s ELR and LastKnownELR are what an observer sees: while ELR is
+    on, and after a ``feature`` step changed it (the fields a live disable leaves stay in
+    the partition until its next change clears them: reference/model/features.py); with
+    ELR off from the start they are empty (or unobservable, 3.x)."""
+    return elr_on(w, ctx) or w.elr_live is not None
+
+
+def project(w: World, show_elr: bool) -> PartitionState:
     """The observable partition state of one branch."""
     p = w.partition
     leader_hwm = w.partition_hwm()
@@ -96,8 +107,8 @@ def project(w: World, elr_on: bool) -> PartitionState:
         leader_epoch=p.leader_epoch,
         replicas=p.replicas,
         isr=p.isr,
-        elr=p.elr if elr_on else frozenset(),
-        last_known_elr=p.last_known_elr if elr_on else frozenset(),
+        elr=p.elr if show_elr else frozenset(),
+        last_known_elr=p.last_known_elr if show_elr else frozenset(),
         hwm=leader_hwm,
         fenced=frozenset(b.id for b in w.brokers if b.fenced or not b.alive),
         adding=frozenset(p.adding),
@@ -234,20 +245,20 @@ class Model:
             new = new[:MAX_BRANCHES]
         self.branches = new
         self.steps_applied += 1
-        if lag_open and not self._after_produce and _instant(step, outcomes, self.elr_on):
+        if lag_open and not self._after_produce and _instant(step, outcomes, self.ctx):
             # A step that changes no partition state settles at its first observation, in
             # far less than a follower's fetch round: the HWM the last produce reached may
             # still be unknown to the followers (fuzz-s1128-23 on 4.3.1: produce, a cut of a
             # stopped broker, then the leader killed; the new leader lagged).
             self._after_produce = True
         for w in new:
-            for name, msg in check(w, self.elr_on):
+            for name, msg in check(w, elr_on(w, self.ctx)):
                 line = f"step {self.steps_applied}: {name}: {msg}"
                 if line not in self._violations:
                     self._violations.append(line)
         allowed: list[PartitionState] = []
         for w in new:
-            s = project(w, self.elr_on)
+            s = project(w, shows_elr(w, self.ctx))
             if s not in allowed:
                 allowed.append(s)
         must = frozenset.intersection(*(durable(w) for w in new)) if new else frozenset()
@@ -258,6 +269,8 @@ class Model:
         if isinstance(step, S.Produce):
             kinds = {k for _, o in outcomes for _, k in o.acks}
             expected = kinds.pop() if len(kinds) == 1 else ("either" if kinds else None)
+        refusals = {o.refused for _, o in outcomes if o.refused is not None}
+        expected_refusal = refusals.pop() if len(refusals) == 1 else None
         vis = [visible(w) for w in new]
         notes: list[str] = []
         if isinstance(step, S.Await):
@@ -275,6 +288,7 @@ class Model:
             at_risk=acked_any - must,
             notes=tuple(notes),
             must_read=tuple(must_read(w) for w in new),
+            expected_refusal=expected_refusal,
         )
         self.last = pred
         return pred
@@ -284,7 +298,7 @@ class Model:
     def allowed(self) -> tuple[PartitionState, ...]:
         out: list[PartitionState] = []
         for w in self.branches:
-            s = project(w, self.elr_on)
+            s = project(w, shows_elr(w, self.ctx))
             if s not in out:
                 out.append(s)
         return tuple(out)
@@ -318,7 +332,7 @@ class Model:
                 read: frozenset[str] | None = None) -> None:
         """Narrow to the branches matching ``observed`` and the records a consume read, and
         record real ack outcomes (record id -> offset, None = not acked)."""
-        keep = [w for w in self.branches if project(w, self.elr_on).matches(observed)]
+        keep = [w for w in self.branches if project(w, shows_elr(w, self.ctx)).matches(observed)]
         if keep:
             self.branches = keep
         if read is not None:
@@ -360,7 +374,7 @@ class Model:
         lines = []
         for i, w in enumerate(self.branches):
             p = w.partition
-            s = project(w, self.elr_on)
+            s = project(w, shows_elr(w, self.ctx))
             head = f"[{i}] " if len(self.branches) > 1 else ""
             lines.append(
                 f"{head}leader={fmt_value(p.leader)} epoch={p.leader_epoch} "

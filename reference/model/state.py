@@ -253,6 +253,12 @@ class World:
     #: The replicas the topic was created with for this partition, what a re-creation under
     #: the same name assigns again (reference.model.topics.CreateTopic).
     created_replicas: tuple[int, ...] = ()
+    #: ELR as the latest accepted ``feature`` step on eligible.leader.replicas.version left
+    #: it (True: level 1); None: no such step yet, ELR is as the run began (Ctx.elr_on).
+    #: The controller reads the feature at every partition change
+    #: (FeatureControlManager.isElrFeatureEnabled, apache/kafka 4.3.1), so it is a state of
+    #: the world, not of the run (reference/model/features.py).
+    elr_live: bool | None = None
 
     def broker(self, broker_id: int) -> Broker:
         bs = self.brokers

@@ -16,6 +16,7 @@ from reference.model.controller import (
     Assignment,
     Ctx,
     active_controller,
+    elr_on,
     partition_change,
     reassignment_of,
 )
@@ -428,7 +429,7 @@ class AlterConfig:
         touches_min_isr = "min.insync.replicas" in self.config and (
             self.scope == "topic" or w.config.topic_min_isr is None
             or ctx.profile.min_isr_change_clears == "always")
-        if touches_min_isr and ctx.elr_on:
+        if touches_min_isr and elr_on(w, ctx):
             p = w.partition
             upd = after_min_isr_change(ctx.profile, isr=p.isr, elr=p.elr,
                                        last_known_elr=p.last_known_elr, new_min_isr=w.min_isr)

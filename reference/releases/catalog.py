@@ -16,8 +16,12 @@ from reference.releases.profiles import KIP966, KIP1303, Profile
 #: no part 2 (unclean recovery), reassignment without the min ISR condition.
 _SHIPPED = ("election-in-assignment-order", "no-unclean-recovery",
             "reassignment-ignores-min-isr", "new-leader-hwm-lag")
-_NO_ELR = ("no-elr", "no-last-known-elr")
-_ELR_4X = ("last-known-elr-is-last-leader", "min-isr-change-always-clears-elr")
+#: 3.x: no ELR, and no eligible.leader.replicas.version feature to turn it on with
+#: (EligibleLeaderReplicasVersion first in kafka-server-common 4.0.0; 3.9.2 has
+#: MetadataVersion, KRaftVersion, GroupVersion, TransactionVersion only).
+_NO_ELR = ("no-elr", "no-last-known-elr", "no-elr-feature")
+_ELR_4X = ("last-known-elr-is-last-leader", "min-isr-change-always-clears-elr",
+           "elr-disable-keeps-fields")
 #: 3.6-3.8: the KRaft controller never elects uncleanly, whatever the config says
 #: (KAFKA-12670 arrived in 3.9.0; docs/KNOWN-DEVIATIONS.md#unclean-election-config-ignored).
 _NO_UNCLEAN_CONFIG = ("unclean-election-config-ignored",)
@@ -82,9 +86,9 @@ KAFKA_38 = release("kafka-3.8", _SHIPPED + _NO_ELR + _ALL_TARGET + _NO_UNCLEAN_C
 PRE_ELR = release("pre-elr", _SHIPPED + _NO_ELR + _ALL_TARGET + _NO_PRE_VOTE + _SESSION_3X,
                   (_ELR_NOT_PRODUCTION, _UNCLEAN_SHUTDOWN_DETECTION))
 KAFKA_40_ELR = release("kafka-4.0-elr", _SHIPPED + _ELR_4X + _ALL_TARGET)
-KAFKA_40_NOELR = release("kafka-4.0-noelr",
-                         _SHIPPED + _NO_ELR + ("min-isr-change-always-clears-elr",)
-                         + _ALL_TARGET)
+#: 4.0 formatted without ELR: off until a ``feature`` step turns it on, which then follows
+#: the 4.0 code's rules (LastKnownELR is the last leader: PartitionChangeBuilder 4.0.2).
+KAFKA_40_NOELR = release("kafka-4.0-noelr", _SHIPPED + ("no-elr",) + _ELR_4X + _ALL_TARGET)
 #: ELR follows the cluster: on for clusters formatted by 4.1+, off on upgraded ones.
 KAFKA_41 = release("kafka-4.1", _SHIPPED + _ELR_4X + ("elr-follows-cluster",) + _ALL_TARGET)
 KAFKA_43 = release("kafka-4.3", _SHIPPED + _ELR_4X + (

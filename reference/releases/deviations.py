@@ -86,6 +86,16 @@ KNOWN_DEVIATIONS: tuple[Deviation, ...] = (
               "4.3+: a reassignment waits for the adding replicas, and for every target "
               "replica when the replication factor shrinks (KAFKA-19975, apache/kafka PR "
               "21114)"),
+    Deviation("no-elr-feature", "elr_feature", False,
+              "3.x has no eligible.leader.replicas.version feature (ELR hid behind the "
+              "controller config eligible.leader.replicas.enable and a metadata.version "
+              "that was not production-ready): UpdateFeatures refuses the name"),
+    Deviation("elr-disable-keeps-fields", "elr_disable_keeps_fields", True,
+              "4.x: ELR turned off live leaves the ELR and LastKnownELR in the partition; "
+              "its next change still elects an ELR member when the ISR is empty, then "
+              "clears the ELR, and LastKnownELR is never cleared (PartitionChangeBuilder "
+              "4.0.2-4.3.1: targetElr starts as the partition's, maybeUpdateRecordElr "
+              "returns before LastKnownElr); the KIP ignores and removes both"),
     Deviation("reassignment-ignores-min-isr", "reassignment_needs_min_isr", False,
               "a reassignment completes (or is cancelled) without the KIP's ISR >= min ISR "
               "condition, and a removed replica can stay in the ELR (4.3.1 "

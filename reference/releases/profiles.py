@@ -95,6 +95,16 @@ class Profile:
     #: keeps it per (id, epoch) in BrokerHeartbeatTracker, blind to fencing (KAFKA-17793).
     #: Deviation session-ends-when-fenced (3.x) ends it when the broker is fenced.
     session_outlives_fencing: bool = True
+    #: seeds/003 "Compatibility, Deprecation, and Migration Plan": ELR "will be guarded by a
+    #: new metadata version and the eligible.leader.replicas.enabled", so an operator turns
+    #: it on and off on a running cluster (UpdateFeatures, reference/model/features.py).
+    #: Deviation no-elr-feature: 3.x has no eligible.leader.replicas.version feature.
+    elr_feature: bool = True
+    #: KIP: after ELR is turned off "all the ELR related fields will be removed on the next
+    #: partition change. The controller will also ignore the ELR fields." Deviation
+    #: elr-disable-keeps-fields (4.x): that next change still elects from the ELR when the
+    #: ISR is empty, and LastKnownELR is never cleared (PartitionChangeBuilder).
+    elr_disable_keeps_fields: bool = False
 
     def elr_on(self, elr_enabled: bool) -> bool:
         return elr_enabled if self.elr is None else self.elr

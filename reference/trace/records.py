@@ -135,6 +135,9 @@ class TraceContext:
     unclean_election_requested: bool = False
     #: ELR on/off; None: the profile decides, else eligible.leader.replicas.version >= 1.
     elr_enabled: bool | None = None
+    #: The run changed eligible.leader.replicas.version live (a ``feature`` step): from the
+    #: first FeatureLevelRecord of it in the log, its level decides (rules.step.elr_on).
+    elr_follows_level: bool = False
     #: (broker id, incarnation number) known to register after an unclean shutdown
     #: (e.g. the harness killed the broker): incarnation 2 is the first restart.
     unclean_registrations: frozenset[tuple[int, int]] = frozenset()

@@ -10,7 +10,13 @@ from typing import Any
 
 from harness.cluster.builds import Build
 from harness.cluster.topology import ClusterShape
-from harness.judge.compare import ack_mismatch, consume_mismatch, model_for, shape_of
+from harness.judge.compare import (
+    ack_mismatch,
+    consume_mismatch,
+    model_for,
+    refusal_mismatch,
+    shape_of,
+)
 from harness.judge.lockstep import Lockstep
 from harness.run.runner.requirements import choose_profile, elr_enabled
 from harness.run.runner.results import StepResult
@@ -46,7 +52,8 @@ class RunnerState:
         self._traffic_writer: Any = None
         self.lockstep = Lockstep(scenario, self.profile, elr_enabled(scenario, build),
                                  lambda pred, outcome: ack_mismatch(pred, outcome)
-                                 or consume_mismatch(pred, outcome), self.model_for)
+                                 or consume_mismatch(pred, outcome)
+                                 or refusal_mismatch(pred, outcome), self.model_for)
 
     @property
     def model(self) -> Any:

@@ -21,6 +21,7 @@ from harness.judge.compare import (
     UNSUPPORTED,
     ack_mismatch,
     consume_mismatch,
+    refusal_mismatch,
 )
 from harness.run.runner.record import RecordMixin, _unsettled
 from harness.run.runner.results import RunResult, StepResult
@@ -140,7 +141,8 @@ class StepMixin(SettleMixin, RecordMixin):
 
     def _outcome_mismatch(self, preds: list[Any], outcomes: list[Any]) -> str | None:
         for lm, pred, outcome in zip(self.lockstep.lanes, preds, outcomes, strict=True):
-            why = ack_mismatch(pred, outcome) or consume_mismatch(pred, outcome)
+            why = (ack_mismatch(pred, outcome) or consume_mismatch(pred, outcome)
+                   or refusal_mismatch(pred, outcome))
             if why is not None:
                 return self.lockstep.said(lm, why)
         return None

@@ -27,6 +27,10 @@ class StepOutcome:
     consumed: list[tuple[int, str]] | None = None
     note: str | None = None
     unsupported: str | None = None
+    #: A step the build may refuse (``feature``): its answer when it refused (None: it
+    #: accepted, or the step is not one), and the refusal the step itself declares.
+    refused: str | None = None
+    declared_refused: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,8 @@ class Outcome:
     world: World
     acks: tuple[tuple[str, str], ...] = ()
     unsupported: str | None = None
+    #: For a step the build may refuse (``feature``): whether the model predicts it does.
+    refused: bool | None = None
 
 
 class Step(Protocol):

@@ -26,6 +26,7 @@ from reference.model.controller import (
     acceptable,
     active_controller,
     choose_leader,
+    elr_on,
     link,
     partition_change,
     session_ok,
@@ -108,7 +109,7 @@ def _register(w: World, ctx: Ctx, b: Broker) -> list[World]:
         return [w2]
     w2 = evolve(w2, unclean_shutdowns=w2.unclean_shutdowns + 1)
     p = w2.partition
-    if ctx.elr_on and (b.id in p.isr or b.id in p.elr):
+    if elr_on(w2, ctx) and (b.id in p.isr or b.id in p.elr):
         # "During the broker registration, if the broker had an unclean shutdown,
         # the controller will remove the broker from ISR and ELR".
         return partition_change(w2, ctx, proposed_isr=p.isr - {b.id},

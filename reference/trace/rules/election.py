@@ -62,6 +62,10 @@ def analyse(s: Step, key: PartitionKey, p: PartitionRegistration,
     unclean_broker = (op.broker if op.kind == "registration" and op.unclean
                       and s.profile.unclean_shutdown_detection else None)
     was, now = p.leader, q.leader
+    # ELR turned off live, shipped 4.x: the builder's targetElr starts as the partition's ELR,
+    # so an ELR member is still elected while the ISR is empty (PartitionChangeBuilder
+    # isValidNewLeader; deviation elr-disable-keeps-fields).
+    stale = not s.elr_on and s.profile.elr_disable_keeps_fields and bool(p.elr)
     newly_recovering = q.leader_recovery_state == RECOVERING != p.leader_recovery_state
     if now == was:
         kind = "none"
@@ -69,7 +73,7 @@ def analyse(s: Step, key: PartitionKey, p: PartitionRegistration,
         kind = "leaderless"
     elif now in p.isr:
         kind = "isr"
-    elif s.elr_on and now in p.elr and q.isr == (now,) and not newly_recovering:
+    elif (s.elr_on or stale) and now in p.elr and q.isr == (now,) and not newly_recovering:
         kind = "elr"
     elif ((p.adding_replicas or p.removing_replicas) and now in q.isr and not newly_recovering
           and (set(q.isr) & set(p.isr) or _completes_reassignment(p, q))):
@@ -87,7 +91,7 @@ def analyse(s: Step, key: PartitionKey, p: PartitionRegistration,
     else:
         t_isr, t_elr = frozenset(q.isr) - drop, frozenset(q.elr)
     candidates = tuple(r for r in q.replicas if r in acc and (
-        r in t_isr or (not t_isr and s.elr_on and r in t_elr)))
+        r in t_isr or (not t_isr and (s.elr_on or stale) and r in t_elr)))
     last_leader = None
     if (s.profile.last_known_elr == "last-leader" and s.elr_on and len(p.last_known_elr) == 1
             and not t_isr and not t_elr and p.last_known_elr[0] in acc):

@@ -87,10 +87,14 @@ def _partition_invariants(st: CommittedState, key: PartitionKey, elr: bool, prof
     dead = [b for b in q.isr if not live(b)]
     if dead and (elr or len(isr) > 1):
         yield f("FencedReplicaNotInIsr", f"inactive {_ids(dead)} in ISR {_ids(isr)}")
-    if not elr and (q.elr or q.last_known_elr):
+    # In a run that turned ELR off live the fields may outlive it: KIP-966 'Compatibility'
+    # removes them "on the next partition change", and 4.x updateFeatures writes no
+    # ClearElrRecord (LastKnownELR is never cleared: deviation elr-disable-keeps-fields).
+    lingering = ctx.elr_follows_level
+    if not elr and (q.elr or q.last_known_elr) and not lingering:
         yield f("NoElrWhenDisabled", f"ELR {_ids(q.elr)}, LastKnownELR "
                 f"{_ids(q.last_known_elr)} with ELR off")
-    if not elr and not isr:
+    if not elr and not isr and not lingering:
         yield f("IsrNotEmptyWhenElrDisabled", "empty ISR with ELR off")
     if elr and profile.last_known_elr == "last-leader" and (
             len(q.last_known_elr) > 1 or (q.leader >= 0 and q.last_known_elr)):

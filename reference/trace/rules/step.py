@@ -71,7 +71,13 @@ class Step:
 
 def elr_on(state: CommittedState, profile: Profile, ctx: TraceContext) -> bool:
     """ELR is on: the context says so, else the profile, else the feature level
-    (eligible.leader.replicas.version >= 1, 4.0+)."""
+    (eligible.leader.replicas.version >= 1, 4.0+). In a run that changed the feature live,
+    the level in the log decides from its first FeatureLevelRecord on: the controller asks
+    FeatureControlManager.isElrFeatureEnabled() at every partition change (apache/kafka
+    4.3.1 ReplicationControlManager; reference/model/features.py)."""
+    level = state.features.get("eligible.leader.replicas.version")
+    if ctx.elr_follows_level and level is not None:
+        return level >= 1
     if ctx.elr_enabled is not None:
         return ctx.elr_enabled
     if profile.elr is not None:
