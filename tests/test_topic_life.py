@@ -222,3 +222,37 @@ def test_a_declared_divergence_must_be_the_one_named_when_it_says_matching() -> 
         "matching: y}\n"
     with pytest.raises(ScenarioError, match=r"expect\[0\]\.matching: matching names text"):
         parse_scenario(text, "m.yaml")
+
+
+def test_generated_schedules_delete_and_create_topics_in_order() -> None:
+    """fuzz makes delete_topic and create_topic: nothing acts on the partition while the
+    topic is deleted, the recovery tail creates it again, and every schedule loads."""
+    from reference.model.steps import step_to_dict
+    from reference.search import fuzzgen
+
+    weights = {"delete_topic": 4, "create_topic": 2, "produce": 3, "kill": 2, "restart": 2,
+               "alter_config": 1, "consume": 1}
+    cfg = fuzzgen.GenConfig(length=14, weights=weights)
+    seen: set[str] = set()
+    for seed in range(12):
+        steps = fuzzgen.generate(lambda: Model("kafka-4.3", *_spec()), seed, cfg)
+        deleted = False
+        for s in steps:
+            seen.add(s.kind)
+            if s.kind in ("produce", "consume", "alter_config"):
+                assert not deleted, (seed, [x.kind for x in steps])
+            deleted = {"delete_topic": True, "create_topic": False}.get(s.kind, deleted)
+        assert not deleted and steps[-1].kind == "consume"
+        text = ONE + "".join(f"  - {yaml_of(step_to_dict(s))}\n" for s in steps)
+        parse_scenario(text, "generated.yaml")  # the loader takes what fuzz writes
+    assert {"delete_topic", "create_topic"} <= seen
+
+
+def _spec() -> Any:
+    sc = parse_scenario(ONE + "  - consume: {}\n")
+    return sc.cluster_spec(), sc.topic_spec()
+
+
+def yaml_of(mapping: dict[str, Any]) -> str:
+    import json
+    return json.dumps(mapping)

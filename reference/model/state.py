@@ -253,6 +253,9 @@ class World:
     #: The replicas the topic was created with for this partition, what a re-creation under
     #: the same name assigns again (reference.model.topics.CreateTopic).
     created_replicas: tuple[int, ...] = ()
+    #: The topic's min.insync.replicas as it was created (None: the cluster's), what a
+    #: re-creation sets again: the deleted topic's own config went with it.
+    created_topic_min_isr: int | None = None
     #: ELR as the latest accepted ``feature`` step on eligible.leader.replicas.version left
     #: it (True: level 1); None: no such step yet, ELR is as the run began (Ctx.elr_on).
     #: The controller reads the feature at every partition change

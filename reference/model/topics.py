@@ -60,8 +60,9 @@ class DeleteTopic:
 @dataclass(frozen=True, slots=True)
 class CreateTopic:
     """CreateTopics of a topic the scenario declares, after its deletion: the same name,
-    the assignment it was created with (``World.created_replicas``), its declared configs
-    (``config``, filled in by the loader; not a parameter of the step)."""
+    the assignment it was created with (``World.created_replicas``), the min ISR it was
+    created with (``World.created_topic_min_isr``) and its declared configs (``config``,
+    filled in by the loader; not a parameter of the step)."""
 
     kind: ClassVar[str] = "create_topic"
     config: Mapping[str, str] = field(default_factory=dict)
@@ -79,7 +80,7 @@ class CreateTopic:
                   if w.broker(r).alive and not w.broker(r).fenced]
         if not active:
             return w  # INVALID_REPLICA_ASSIGNMENT: every replica fenced
-        cfg = evolve(w.config, topic_min_isr=None)
+        cfg = evolve(w.config, topic_min_isr=w.created_topic_min_isr)
         for k, v in self.config.items():
             cfg = set_config(cfg, "topic", k, v)
         leader = active[0]

@@ -67,6 +67,7 @@ from dataclasses import dataclass, field
 from reference.model import steps as S
 from reference.model.predict import Model, Prediction, durable
 from reference.model.state import ClusterSpec, World
+from reference.model.topics import CreateTopic
 from reference.search.generators import (
     ALL,
     UNCLEAN,
@@ -414,6 +415,7 @@ def _tail(model: Lanes, track: Track, cfg: GenConfig, lookahead: bool = True
     add(S.Heal())
     for b in sorted(b.id for b in model.branches[0].brokers):
         add(S.Restart(b))
+    add(CreateTopic())  # a deleted topic back, to be read
     add(S.Consume())
     return out
 

@@ -19,6 +19,7 @@ from harness.scenario.nodes import Items, Reader
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from reference.model import topics as T
 from reference.model.steps import AlterConfig, Step
+from reference.search import generators as G
 
 
 def _parse_delete(c: Reader, it: Items, n: Node, w: str, cl: ClusterShape) -> T.DeleteTopic:
@@ -103,7 +104,8 @@ def as_declared(step: Step, topic: str | None, topics: Sequence[Any]) -> Step:
 KINDS = (
     StepKind("delete_topic", "delete_topic: {}: DeleteTopics (with several topics: topic: "
              "NAME): its partitions, records and configs gone", _parse_delete, _delete,
-             on_topic=True),
+             on_topic=True, generator=G.DELETE_TOPIC),
     StepKind("create_topic", "create_topic: {}: CreateTopics of a deleted topic again, as "
-             "declared (same name, new topic id)", _parse_create, _create, on_topic=True),
+             "declared (same name, new topic id)", _parse_create, _create, on_topic=True,
+             generator=G.CREATE_TOPIC),
 )

@@ -144,4 +144,4 @@ def initial_world(brokers: tuple[int, ...], controllers: tuple[int, ...],
     part = Partition(replicas=replicas, leader=replicas[0], leader_epoch=0, partition_epoch=0,
                      isr=frozenset(replicas))
     return World(brokers=bs, controllers=controllers, partition=part, config=config,
-                 created_replicas=replicas)
+                 created_replicas=replicas, created_topic_min_isr=config.topic_min_isr)

@@ -78,7 +78,7 @@ def _alter_after(step: S.Step, track: Track) -> None:
 
 
 ALTER_CONFIG = Generator("alter_config", S.AlterConfig, 1, _alter_steps, _alter_guard,
-                         _alter_after)
+                         _alter_after, on_partition=True)
 
 #: The election types a release runs (ElectLeaders; the others are KIP-966 part 2).
 ELECTIONS = ("preferred", "unclean")
@@ -104,7 +104,7 @@ def _elect_guard(step: S.Step, g: Gen) -> str | None:
 
 
 ELECT = Generator("elect", S.Elect, 2, lambda g, rng: [S.Elect(t) for t in ELECTIONS],
-                  _elect_guard)
+                  _elect_guard, on_partition=True)
 
 
 def _reassign_steps(g: Gen, rng: random.Random) -> list[S.Step]:
@@ -146,4 +146,5 @@ def _reassign_guard(step: S.Step, g: Gen) -> str | None:
     return None
 
 
-REASSIGN = Generator("reassign", S.Reassign, 2, _reassign_steps, _reassign_guard)
+REASSIGN = Generator("reassign", S.Reassign, 2, _reassign_steps, _reassign_guard,
+                     on_partition=True)

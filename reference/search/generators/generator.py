@@ -215,12 +215,17 @@ class Generator:
     under_traffic: bool = True
     #: Its moves in the exhaustive explorer, None where the explorer leaves it out.
     explore: Exploration | None = None
+    #: Whether the step acts on the topic's partitions (records, configs, elections): none
+    #: may come while the topic is deleted (the loader refuses it too).
+    on_partition: bool = False
 
     def refused(self, g: Gen) -> str | None:
         """Why no step of the kind may come now whatever its parameters, or None."""
         if g.traffic and not self.under_traffic:
             return (f"no {self.kind} step under traffic (the format refuses it: "
                     "FORMAT.md \"Traffic\")")
+        if self.on_partition and any(w.deleted for w in g.model.branches):
+            return f"the topic is deleted: no {self.kind} step until it is created again"
         return None
 
 

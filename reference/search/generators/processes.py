@@ -178,7 +178,8 @@ LOSE_UNFLUSHED = Generator("lose_unflushed", S.LoseUnflushed, 4, _lose_steps, _l
                            _lose_after,
                            explore=Exploration(
                                on_broker=lambda b: [(S.Kill(b), S.LoseUnflushed(b, 0))],
-                               can_change=_running))
+                               can_change=_running),
+                           on_partition=True)
 
 
 def _unregister_guard(step: S.Step, g: Gen) -> str | None:

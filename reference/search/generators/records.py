@@ -34,6 +34,7 @@ def _produce_steps(g: Gen, rng: random.Random) -> list[S.Step]:
 
 
 PRODUCE = Generator("produce", S.Produce, 6, _produce_steps, _client_step_guard,
-                    explore=Exploration(on_cluster=((S.Produce(1, "all"),),)))
+                    explore=Exploration(on_cluster=((S.Produce(1, "all"),),)),
+                    on_partition=True)
 CONSUME = Generator("consume", S.Consume, 1, lambda g, rng: [S.Consume()], _client_step_guard,
-                    under_traffic=False)
+                    under_traffic=False, on_partition=True)
