@@ -65,10 +65,12 @@ class CreateTopic:
     filled in by the loader; not a parameter of the step)."""
 
     kind: ClassVar[str] = "create_topic"
-    config: Mapping[str, str] = field(default_factory=dict)
+    # Neither is the step's own (its mapping is {}): not compared or hashed, so a generated
+    # create_topic equals the one its file loads to, and steps stay hashable.
+    config: Mapping[str, str] = field(default_factory=dict, compare=False)
     #: Every partition's replicas as the scenario declares them (the executor's; the model
     #: reads its own partition's from the world).
-    assignment: tuple[tuple[int, ...], ...] = ()
+    assignment: tuple[tuple[int, ...], ...] = field(default=(), compare=False)
 
     def params(self) -> dict[str, Any]:
         return {}
