@@ -43,8 +43,13 @@ def downgrade_gap(scenario: Scenario, birth: Build) -> str | None:
     finalized at format time as its newest production level (3.9.2: 3.9-IV0; 4.3.1:
     4.3-IV0), and nothing here raises or lowers it. Kafka refuses such a node (a
     software downgrade is supported only while the metadata.version is one the older
-    build knows: docs/upgrade.html "Downgrading"; MetadataVersion.fromFeatureLevel
-    throws for an unknown level): predicted UNSUPPORTED rather than tried."""
+    build knows: docs/upgrade.html "Downgrading"). Seen (2026-11-28, a cluster born on
+    4.0.2, broker 1 restarted on 3.9.2): the JVM exits within a second, "Exiting Kafka due
+    to fatal exception ... IllegalArgumentException: No MetadataVersion with feature level
+    25" (MetadataVersion.fromFeatureLevel <- BootstrapMetadata.fromRecords <-
+    BootstrapDirectory.read <- KafkaRaftServer.initializeLogDirs: the data dir's
+    bootstrap.checkpoint). Predicted UNSUPPORTED rather than tried; tried anyway (a
+    prediction missed), the upgrade's start wait fails at once with the node's log."""
     line = birth.version_tuple[:2]
     for at, version in _upgrades(scenario):
         if version_tuple(version)[:2] < line:
