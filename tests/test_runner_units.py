@@ -38,7 +38,7 @@ def _scenario(min_version=None, max_version=None, features=(), elr=None):
     return SimpleNamespace(
         requires=SimpleNamespace(min_version=min_version, max_version=max_version,
                                  features=features),
-        cluster=SimpleNamespace(elr=elr))
+        cluster=SimpleNamespace(elr=elr), steps=())
 
 
 def test_requirement_gap_names_the_missing_piece() -> None:

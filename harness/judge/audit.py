@@ -177,7 +177,8 @@ def judge_axes(scenario: Scenario, profile: Profile, build: str, meta: dict[str,
     def model_under(prof: Profile) -> Any:
         return model_for(scenario, mutate(prof), elr)
 
-    model = model_under(profile)
+    model = model_for(scenario, mutate(profile), elr,
+                      follow_builds=bool(meta.get("profile_follows_builds")))
     kip = KipJudge(model_under, profile, elr, _outcome_mismatch)
     release, reason = _replay(model, kip, scenario, recorded_steps(events),
                               str(meta.get("verdict")), _recorded_reason(events))

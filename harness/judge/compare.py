@@ -176,8 +176,9 @@ def consume_mismatch(pred: Any, outcome: Any) -> str | None:
     return None
 
 
-def model_for(scenario: Scenario, profile: Any, elr: bool) -> Any:
-    """The model of a scenario under a profile (name or Profile), as the run had it."""
+def model_for(scenario: Scenario, profile: Any, elr: bool, follow_builds: bool = False) -> Any:
+    """The model of a scenario under a profile (name or Profile), as the run had it
+    (``follow_builds``: its rules follow the active controller's build, Model)."""
     from reference import ClusterSpec, Model, TopicSpec
     sc = scenario
     shape = shape_of(sc)
@@ -189,4 +190,4 @@ def model_for(scenario: Scenario, profile: Any, elr: bool) -> Any:
                  topic=TopicSpec(name=sc.topic.name, replicas=tuple(sc.topic.replicas),
                                  min_insync_replicas=sc.topic.min_insync_replicas,
                                  config=dict(sc.topic.config)),
-                 elr_enabled=elr, seed=sc.seed)
+                 elr_enabled=elr, seed=sc.seed, follow_builds=follow_builds)

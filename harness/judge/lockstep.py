@@ -24,11 +24,14 @@ class LaneModel:
 
 class Lockstep:
     def __init__(self, scenario: Scenario, profile: Any, elr: bool, mismatch: Mismatch,
-                 model_for: Callable[[Any, Any, bool], Any]) -> None:
+                 model_for: Callable[..., Any], follow_builds: bool = False) -> None:
+        """``follow_builds``: the run's model follows the active controller's build
+        (reference Model); the kip judge's models keep their profile."""
         self.scenario = scenario
         self.lanes: list[LaneModel] = []
         for ln in lanes(scenario):
-            model = model_for(ln.scenario, profile, elr)
+            model = (model_for(ln.scenario, profile, elr, follow_builds=True) if follow_builds
+                     else model_for(ln.scenario, profile, elr))
             kip = KipJudge(_factory(model_for, ln.scenario, elr), model.profile, elr, mismatch)
             self.lanes.append(LaneModel(ln, model, kip))
         self.multi = len(self.lanes) > 1

@@ -62,7 +62,9 @@ def unclean_registrations(events: Iterable[Mapping[str, Any]]) -> frozenset[tupl
         node, action = int(e["params"]["node"]), e.get("action")
         if action in ("kill", "stop"):
             last_down[node] = str(action)
-        elif action == "restart":
+        elif action in ("restart", "upgrade"):
+            if action == "upgrade":  # a clean stop first, unless the node was down already
+                last_down.setdefault(node, "stop")
             incarnation[node] = incarnation.get(node, 1) + 1
             if last_down.pop(node, None) == "kill":
                 out.add((node, incarnation[node]))

@@ -14,6 +14,7 @@ from harness.nemesis.network import Network
 
 if TYPE_CHECKING:
     from harness.cluster.backends.base import Cluster
+    from harness.cluster.builds import Build
 
 #: How long a restart not waited for may take to have a running process.
 _LAUNCH_S = 30.0
@@ -127,6 +128,20 @@ class Faults:
     def resume(self, node: int) -> None:
         self._on_process("resume", node, self.cluster.resume)
         self.network.paused.discard(node)
+
+    def upgrade(self, node: int, build: Build) -> None:
+        """Software upgrade or downgrade of one node: a clean shutdown (as ``stop``; none
+        if it is down already), then a start on ``build``'s jars from the same data dir,
+        waited for as ``restart`` waits (ClusterError, with the node's log, if it exits
+        or does not start in time: e.g. a build that cannot read the cluster's
+        metadata.version)."""
+        was = self.cluster.build_of(node).version
+        self._record("upgrade", node=node, version=build.version, was=was)
+        self.network.paused.discard(node)
+        if self.cluster.is_running(node):
+            self.cluster.stop_node(node)
+        self.cluster.switch_build(node, build)
+        self.cluster.start_node(node)
 
     def _on_process(self, action: str, node: int, act: Callable[[int], object]) -> None:
         """Recorded before it acts: a fault that hangs or fails is still in the history."""

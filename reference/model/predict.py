@@ -27,7 +27,8 @@ from reference.model.state import (
     World,
     fmt_value,
 )
-from reference.releases.catalog import get_profile
+from reference.model.upgrade import build_of, version_tuple
+from reference.releases.catalog import get_profile, profile_for_build
 from reference.releases.profiles import Profile
 
 MAX_BRANCHES = 256
@@ -179,13 +180,19 @@ class Model:
     """Reference model of one partition under a profile. Deterministic for a seed."""
 
     def __init__(self, profile: str | Profile, cluster: ClusterSpec, topic: TopicSpec,
-                 elr_enabled: bool = True, seed: int = 0) -> None:
+                 elr_enabled: bool = True, seed: int = 0, follow_builds: bool = False) -> None:
         self.profile = profile if isinstance(profile, Profile) else get_profile(profile)
         self.cluster = cluster
         self.topic = topic
         self.seed = seed
         self.elr_on = self.profile.elr_on(elr_enabled)
         self.ctx = Ctx(self.profile, self.elr_on, rebalance=True)
+        #: ``profile`` is the birth build's (chosen from it): a branch whose active
+        #: controller runs another build (an ``upgrade`` step) steps under that build's
+        #: profile (``ctx_of``). False: ``profile`` throughout (a KIP, a mutant, a pin).
+        self.follow_builds = follow_builds
+        self._elr_enabled = elr_enabled
+        self._ctxs: dict[str, Ctx] = {}
         cfg = config_from(cluster, topic, self.profile)
         start = initial_world(tuple(cluster.brokers), tuple(cluster.controllers),
                               tuple(topic.replicas), cfg)
@@ -224,7 +231,7 @@ class Model:
             self.branches = [w if w.quorum_elections == 0 else replace(w, quorum_elections=0)
                              for w in self.branches]
         self.branches = _dedupe([d for w in self.branches
-                                 for d in pending_disruptions(w, self.ctx)])
+                                 for d in pending_disruptions(w, self.ctx_of(w))])
         if not self._after_produce:  # the followers have learned the HWM by now
             self.branches = _dedupe([w if w.hwm_before_produce is None else
                                      replace(w, hwm_before_produce=None, leader_at_produce=None)
@@ -234,7 +241,7 @@ class Model:
         before = {id(w): w.partition_hwm() for w in self.branches}
         outcomes: list[tuple[World, Outcome]] = []
         for w in self.branches:
-            for o in apply_step(w, self.ctx, step):
+            for o in apply_step(w, self.ctx_of(w), step):
                 x = with_leader_min_isr_view(w, with_leader_isr_view(w, o.world))
                 outcomes.append((w, replace(o, world=x)))
         new: list[World] = []
@@ -292,6 +299,28 @@ class Model:
         )
         self.last = pred
         return pred
+
+    def ctx_of(self, w: World) -> Ctx:
+        """The rules branch ``w`` steps under: the profile of the build its active
+        controller runs (its decisions are that build's: each build ships its own
+        QuorumController, apache/kafka metadata/src/main/java/org/apache/kafka/controller),
+        with ``follow_builds``; ELR stays as the cluster was born (a build change alone
+        finalizes no feature: the eligible.leader.replicas.version feature level is
+        cluster state, FeatureControlManager). Without an active controller: the quorum's
+        last leader's build, else the first controller's."""
+        if not self.follow_builds or not w.builds:
+            return self.ctx
+        c = active_controller(w)
+        if c is None:
+            c = w.quorum_leader if w.quorum_leader is not None else w.controllers[0]
+        version = build_of(w, c)
+        if version is None:
+            return self.ctx
+        ctx = self._ctxs.get(version)
+        if ctx is None:
+            name = profile_for_build(version_tuple(version), self._elr_enabled)
+            ctx = self._ctxs[version] = Ctx(get_profile(name), self.elr_on, rebalance=True)
+        return ctx
 
     # -- observations -------------------------------------------------------------
 

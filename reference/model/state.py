@@ -191,6 +191,10 @@ class World:
     #: ``resume``/``restart`` give the node back without healing the network around it,
     #: and ``heal`` leaves a stopped process stopped.
     silenced: frozenset[int] = frozenset()
+    #: Nodes running another build than the cluster was born on: (node, "X.Y.Z"), sorted
+    #: (the ``upgrade`` step, reference.model.upgrade); a node not named runs the birth
+    #: build. The active controller's build chooses the rules of its decisions (Model).
+    builds: tuple[tuple[int, str], ...] = ()
     #: Acknowledged records: record id -> acks ("0", "1", "all").
     acked: tuple[tuple[str, str], ...] = ()
     #: Highest HWM the partition ever exposed (the TLA+ spec's "true HWM").

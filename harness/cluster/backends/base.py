@@ -43,6 +43,9 @@ class Cluster(abc.ABC):
 
     #: First octet of the backend's address block.
     NET: str = "127"
+    #: Whether a node may run another build than the cluster's (``switch_build``: the
+    #: ``upgrade`` step); a backend that cannot says why in ``builds_per_node_gap``.
+    BUILDS_PER_NODE: bool = False
     #: Seconds a node may take to log that its server started; the whole cluster to be
     #: ready after that.
     NODE_START_S: float = 90
@@ -64,6 +67,9 @@ class Cluster(abc.ABC):
         self._resources = ExitStack()
         #: JVM flags a backend adds for its nodes (local: the AppCDS archive, cluster.cds).
         self.extra_jvm_opts: list[str] = []
+        #: Nodes that run another build than ``build`` (the one the cluster was born on,
+        #: formatted with): set by ``switch_build`` while the node is down.
+        self.node_builds: dict[int, Build] = {}
 
     # -- lifecycle ------------------------------------------------------------------
     def start(self) -> None:
@@ -125,6 +131,43 @@ class Cluster(abc.ABC):
         self._relaunch(node)
         self._wait_started(node, offset)
 
+    def build_of(self, node: int) -> Build:
+        """The build node runs (launches, relaunches on): the cluster's unless switched."""
+        return self.node_builds.get(node, self.build)
+
+    def builds(self) -> dict[int, str]:
+        """Node -> the version of the build it runs now (run.json, each step's end)."""
+        return {node: self.build_of(node).version for node in self.shape.nodes}
+
+    def builds_per_node_gap(self) -> str | None:
+        """Why this backend cannot run a node on another build, or None."""
+        if self.BUILDS_PER_NODE:
+            return None
+        return (f"the {type(self).__name__} backend launches every node on the cluster's "
+                "one build; only the local backend switches a node's build")
+
+    def switch_build(self, node: int, build: Build) -> None:
+        """Make a stopped node run ``build`` from its next start, on its same data dir:
+        its server.properties written again for that build (node id, listeners, quorum
+        and log dirs as before; what differs between builds, e.g. the controller's
+        advertised listener before 3.9, follows the build)."""
+        gap = self.builds_per_node_gap()
+        if gap:
+            raise ClusterError(gap)
+        if self.is_running(node):
+            raise ClusterError(f"{node_name(node)} is running: stop it before it changes build")
+        self._prepare_build(build)
+        if build == self.build:
+            self.node_builds.pop(node, None)
+        else:
+            self.node_builds[node] = build
+        self._write_properties(node)
+
+    def _prepare_build(self, build: Build) -> None:
+        """What the backend needs before it launches a node on ``build`` (local: its JDK
+        and class-data archive); nothing by default."""
+        return None
+
     def _wait_started(self, node: int, offset: int) -> None:
         wait_log_line(self.log_path(node), "Kafka Server started", offset,
                       alive=lambda: self.is_running(node), what=node_name(node),
@@ -138,18 +181,22 @@ class Cluster(abc.ABC):
         ndir.mkdir(parents=True, exist_ok=True)
         storage.format_node(self.build, self.shape.elr, node, self.data_dir(node),
                             self.cluster_id)
-        addr = kafkaconfig.NodeAddresses(
-            bind_host=self.ip(0, node),
-            client_advertised=f"{self.ip(CLIENT, node)}:{kafkaconfig.CLIENT_PORT}",
-            observer_advertised=f"{self.ip(0, node)}:{kafkaconfig.OBSERVER_PORT}")
-        (ndir / "server.properties").write_text(kafkaconfig.render(
-            node, self.shape, addr, str(self.data_dir(node)), self.shape.broker_config,
-            controller_leader_endpoints=self.build.version_tuple >= (3, 9, 0)))
+        self._write_properties(node)
         hosts = ["127.0.0.1 localhost"] + [f"{ip} {name}" for name, ip in
                                            self.hosts(node).items()]
         (ndir / "hosts").write_text("\n".join(hosts) + "\n")
         for name, content in kafkaconfig.log_configs().items():
             (ndir / name).write_text(content)
+
+    def _write_properties(self, node: int) -> None:
+        """The node's server.properties for the build it runs (``build_of``)."""
+        addr = kafkaconfig.NodeAddresses(
+            bind_host=self.ip(0, node),
+            client_advertised=f"{self.ip(CLIENT, node)}:{kafkaconfig.CLIENT_PORT}",
+            observer_advertised=f"{self.ip(0, node)}:{kafkaconfig.OBSERVER_PORT}")
+        (self.node_dir(node) / "server.properties").write_text(kafkaconfig.render(
+            node, self.shape, addr, str(self.data_dir(node)), self.shape.broker_config,
+            controller_leader_endpoints=self.build_of(node).version_tuple >= (3, 9, 0)))
 
     def hosts(self, node: int) -> dict[str, str]:
         """Name -> address as node sees them: itself directly, every peer via its proxy."""
@@ -158,10 +205,13 @@ class Cluster(abc.ABC):
                       for other in self.shape.nodes if other != node})
         return hosts
 
-    def jvm_args(self, node: int, java: str, classpath: str) -> list[str]:
-        """The command line of a node's JVM (paths are host paths, also in containers)."""
+    def jvm_args(self, node: int, java: str, classpath: str,
+                 extra_opts: list[str] | None = None) -> list[str]:
+        """The command line of a node's JVM (paths are host paths, also in containers);
+        ``extra_opts``: the backend's flags for the node's build (default extra_jvm_opts)."""
         ndir = self.node_dir(node)
-        return [java, *kafkaconfig.JVM_OPTS, *self.extra_jvm_opts,
+        extra = self.extra_jvm_opts if extra_opts is None else extra_opts
+        return [java, *kafkaconfig.JVM_OPTS, *extra,
                 f"-Djdk.net.hosts.file={ndir / 'hosts'}",
                 f"-Dlog4j.configuration=file:{ndir / 'log4j.properties'}",
                 f"-Dlog4j2.configurationFile={ndir / 'log4j2.properties'}",

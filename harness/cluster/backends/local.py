@@ -27,6 +27,7 @@ from harness.infra.toxiproxy import ToxiproxyApi, ToxiproxyServer
 
 class LocalCluster(Cluster):
     NET = "127"
+    BUILDS_PER_NODE = True
 
     def __init__(self, build: Build, shape: ClusterShape, run_dir: Path, history: History,
                  readiness: Readiness):
@@ -34,11 +35,21 @@ class LocalCluster(Cluster):
         self._procs: dict[int, subprocess.Popen[bytes]] = {}
         self._paused: set[int] = set()
         self._java = ""
+        #: Each build's (java, JVM flags) once prepared: a node switched to another build
+        #: (``switch_build``) may need another JDK (3.x: 11, 4.x: 17) and that build's
+        #: class-data archive (an archive of other jars is refused by the JVM).
+        self._runtimes: dict[Build, tuple[str, list[str]]] = {}
 
     # -- lifecycle ------------------------------------------------------------------
     def _check_prerequisites(self) -> None:
         self._java = str(tools.require_java(self.build.java_major))
         self.extra_jvm_opts = cds.archive_args(self.build, Path(self._java))
+        self._runtimes[self.build] = (self._java, self.extra_jvm_opts)
+
+    def _prepare_build(self, build: Build) -> None:
+        if build not in self._runtimes:
+            java = str(tools.require_java(build.java_major))
+            self._runtimes[build] = (java, cds.archive_args(build, Path(java)))
 
     def _provision(self) -> None:
         self._choose_block()
@@ -86,7 +97,10 @@ class LocalCluster(Cluster):
         self._api.create_proxies(self.proxies())
 
     def _launch(self, node: int) -> None:
-        cmd = self.jvm_args(node, self._java, self.build.classpath())
+        build = self.build_of(node)
+        self._prepare_build(build)
+        java, opts = self._runtimes[build]
+        cmd = self.jvm_args(node, java, build.classpath(), opts)
         self._procs[node] = procs.spawn(cmd, self.log_path(node), cwd=self.node_dir(node))
 
     _relaunch = _launch

@@ -16,7 +16,7 @@ from harness.infra.history import History, new_run_id
 from harness.judge.compare import CONFORMS, ERROR, UNSUPPORTED, with_checks, worst
 from harness.run.runner.final_read import FinalReadMixin
 from harness.run.runner.judging import JudgingMixin
-from harness.run.runner.requirements import requirement_gap
+from harness.run.runner.requirements import requirement_gap, step_builds
 from harness.run.runner.results import RunResult, StepResult
 from harness.run.runner.settle import _fully_replicated
 from harness.run.runner.step import StepMixin, _settled_predictions, step_mapping
@@ -45,10 +45,13 @@ class Runner(StepMixin, TrafficMixin, FinalReadMixin, JudgingMixin):
         history.update(scenario={"name": sc.name, "file": str(getattr(sc, "path", "") or "")},
                        build=self.build.describe(), backend=self.backend, seed=sc.seed,
                        profile=self.profile)
+        if self.follow_builds:
+            history.update(profile_follows_builds=True)
         _keep_scenario(sc, run_dir)
         result = RunResult(sc.name, self.build.version, run_dir, self.profile, CONFORMS)
         t0 = time.monotonic()
         try:
+            step_builds(sc)  # every build a step names, resolved before any cluster starts
             gap = requirement_gap(sc, self.build)
             if gap:
                 self._predict_only(history, result, gap)

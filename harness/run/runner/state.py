@@ -18,7 +18,7 @@ from harness.judge.compare import (
     shape_of,
 )
 from harness.judge.lockstep import Lockstep
-from harness.run.runner.requirements import choose_profile, elr_enabled
+from harness.run.runner.requirements import choose_profile, elr_enabled, follows_builds
 from harness.run.runner.results import StepResult
 from harness.scenario.loader import Scenario
 
@@ -35,6 +35,9 @@ class RunnerState:
         self.scenario, self.build, self.backend = scenario, build, backend
         self.runs_dir, self.step_timeout_s = runs_dir, step_timeout_s
         self.profile = choose_profile(scenario, build, profile)
+        #: The profile is the build's, and a step runs nodes on other builds: the model's
+        #: rules follow the active controller's build (reference Model ``follow_builds``).
+        self.follow_builds = follows_builds(scenario, profile)
         self.on_step = on_step or (lambda r: None)
         self._events: list[dict[str, Any]] = []
         #: Each lane's data checks (datachecks.CheckResult lists), once the run has read.
@@ -53,7 +56,8 @@ class RunnerState:
         self.lockstep = Lockstep(scenario, self.profile, elr_enabled(scenario, build),
                                  lambda pred, outcome: ack_mismatch(pred, outcome)
                                  or consume_mismatch(pred, outcome)
-                                 or refusal_mismatch(pred, outcome), self.model_for)
+                                 or refusal_mismatch(pred, outcome), self.model_for,
+                                 follow_builds=self.follow_builds)
 
     @property
     def model(self) -> Any:

@@ -88,7 +88,7 @@ class StepMixin(SettleMixin, RecordMixin):
             # after it, on the model's branches it leaves; nothing is observed here.
             ls.kip_step(index, steps, None, outcomes, ticks)
             history.record("step", index=index, phase="end", step={kind: params}, line=line,
-                           **noted)
+                           **noted, **self._builds_at(session, history, index))
             return self._finish_step(history, result, StepResult(
                 index, kind, line, summary, "-", CONFORMS,
                 "not waited for: the next steps check it"))
@@ -105,12 +105,28 @@ class StepMixin(SettleMixin, RecordMixin):
         if not blind:
             ls.kip_step(index, steps, states, outcomes, ticks)
         history.record("step", index=index, phase="end", step={kind: params}, line=line,
-                       **noted)
+                       **noted, **self._builds_at(session, history, index))
         # A cluster the observer could not see at the deadline is a harness fault, not
         # evidence against the broker.
         verdict = CONFORMS if reason is None else ERROR if blind else DIVERGES
         return self._finish_step(history, result, StepResult(
             index, kind, line, summary, self._fmt(observed), verdict, reason or ""))
+
+    def _builds_at(self, session: Session, history: History, index: int) -> dict[str, Any]:
+        """A scenario that runs nodes on other builds (``upgrade``): the build of every
+        node at the step's end (``builds`` of its end event), and in run.json
+        ``node_builds`` each change (the birth builds at step null)."""
+        if not any(s.kind == "upgrade" for s in self.scenario.steps):
+            return {}
+        now = {str(n): v for n, v in sorted(session.cluster.builds().items())}
+        seen = history.meta.setdefault("node_builds", [])
+        if not seen:
+            birth = {n: session.cluster.build.version for n in now}
+            seen.append({"step": None, "builds": birth})
+        if seen[-1]["builds"] != now:
+            seen.append({"step": index, "builds": now})
+            history.write_meta()
+        return {"builds": now}
 
     def _execute(self, session: Session, index: int, kind: str, steps: list[Any]
                  ) -> list[Any]:
