@@ -55,7 +55,8 @@ def test_failing_run_gives_every_section_of_a_ticket() -> None:
                     "## Suggested fix", "## How the harness found it"):
         assert section in text, section
     # affected versions: the build, its profile, the verdicts, the run directory
-    assert ("| 4.0.2 | kafka-4.0-elr | CONFORMS | DIVERGES (declared) | KIP-DIVERGES (declared) "
+    assert ("| 4.0.2 | kafka-4.0-elr | fails as declared (release, kip, safety) "
+            "| DIVERGES (declared) | KIP-DIVERGES (declared) "
             f"| UNSAFE (declared) | `{KAFKA_19522}` |") in text
     # environment: the cluster and topic of the scenario
     assert "- Cluster: 3 broker(s), 1 controller(s) (KRaft), ELR on" in text

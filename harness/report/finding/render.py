@@ -100,13 +100,20 @@ def _versions_table(runs: list[Evidence]) -> list[str]:
     rows = ["| build | profile | verdict | release | kip | safety | run |",
             "|---|---|---|---|---|---|---|"]
     for ev in sorted(runs, key=lambda e: (version_tuple(e.version), e.run_dir.name)):
-        cells = []
+        cells, declared = [], []
         for a in AXES:
             v = ev.result.axes[a]
             mark = " (declared)" if v.expected is not None and v.as_expected \
                 and v.verdict not in CLEAN[a] else ""
+            if mark:
+                declared.append(a)
             cells.append(f"{v.verdict}{mark}")
-        rows.append(f"| {ev.version} | {ev.result.profile} | {ev.result.headline.verdict} | "
+        verdict = ev.result.headline.verdict
+        if verdict == "CONFORMS" and declared:
+            # The suite passes a run that fails as its scenario declares (a known bug): a
+            # ticket says what failed, not a bare CONFORMS.
+            verdict = f"fails as declared ({', '.join(declared)})"
+        rows.append(f"| {ev.version} | {ev.result.profile} | {verdict} | "
                     f"{' | '.join(cells)} | `{ev.run_dir}` |")
     return rows
 
