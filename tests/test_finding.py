@@ -91,7 +91,7 @@ def test_the_first_violating_records_are_decoded_with_the_partition_around_them(
            "judged at offset 71 (the end of its batch, a RegisterBrokerRecord)), t-0" in actual
     # the settled states, step by step
     assert "| 9 | `{\"restart\": {\"broker\": 1}}` | 1 | 2 | [1, 2, 3] | [1, 2, 3] | [] | [] | " \
-           "4 | CONFORMS |" in actual
+           "[] | 4 | CONFORMS |" in actual
 
 
 def test_lost_records_are_named_and_make_it_a_data_loss_report() -> None:
@@ -261,10 +261,23 @@ def test_the_elr_report_draft_names_the_stale_record_and_the_lost_records() -> N
         assert f"  - record `{rid}` (offset {rid[-1]}, acks all, topic t, partition 0)" in text
     # broker 2 elected from the ELR with an empty log (HWM 0), step by step
     assert "| 10 | `{\"stop\": {\"broker\": 1}}` | 2 | 2 | [1, 4, 2, 3] | [2] | [1, 3, 4] | [] | " \
-           "0 | CONFORMS |" in text
+           "[1, 3, 4] | 0 | CONFORMS |" in text
 
 
 def test_the_elr_runs_of_two_builds_share_one_table_per_scenario() -> None:
     text = finding_text([ELR_RUNS])
     assert text.count("## Affected versions (measured)") == 2
     assert "| 4.0.2 | kafka-4.0-elr | UNSAFE | DIVERGES | KIP-DIVERGES | UNSAFE |" in text
+
+
+def test_a_draft_of_several_partitions_shows_each_partition_and_the_fencing() -> None:
+    """The stale-index finding's runs (two topics, one deleted): the step table names the
+    partition, so the broker that stays fenced is visible on the deleted topic's row."""
+    runs = (Path(__file__).resolve().parent.parent / "docs" / "findings"
+            / "elr-index-stale-after-min-isr-change" / "runs" / "scenario")
+    run = sorted(runs.glob("elr-index-stale-broker-never-registers-*"))[-1]
+    text = finding_text([run])
+    assert "| 6 | `{\"await\": {\"ready\": [3], \"timeout_s\": 60}}` | t-0 | -1 | - | [] | [] " \
+           "| [] | [] | [3] | - | DIVERGES |" in text
+    assert "| 6 | `{\"await\": {\"ready\": [3], \"timeout_s\": 60}}` | u-0 | 1 | 0 | [1, 2, 3] " \
+           "| [1, 2] |" in text

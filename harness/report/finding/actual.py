@@ -68,18 +68,38 @@ def _step_table(ev: Evidence) -> list[str]:
     steps = recorded_steps(ev.events)
     if not steps:
         return ["No step was recorded."]
+    settled = _settled_by_partition(ev.events)
+    several = len({tp for per in settled.values() for tp in per}) > 1
     out = ["### Observed, step by step (settled states)", "",
-           "| # | step | leader | epoch | replicas | ISR | ELR | LastKnownELR | HWM | lockstep |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "| # | step | " + ("partition | " if several else "") + "leader | epoch | replicas "
+           "| ISR | ELR | LastKnownELR | fenced | HWM | lockstep |",
+           "|---|---|" + ("---|" if several else "") + "---|---|---|---|---|---|---|---|---|"]
     for rec in steps:
-        o = rec.observed or {}
         step = json.dumps({rec.kind: {k: v for k, v in rec.params.items()
                                       if k not in ("record_ids", "resolved")}},
                           separators=(", ", ": "))
-        cells = [_cell(o.get(k)) for k in ("leader", "leader_epoch", "replicas", "isr", "elr",
-                                             "last_known_elr", "hwm")]
-        out.append(f"| {rec.index + 1} | `{step}` | {' | '.join(cells)} | "
-                   f"{rec.verdict or '-'} |")
+        per = settled.get(rec.index) or {("", 0): rec.observed or {}}
+        for (topic, partition), o in sorted(per.items()):
+            cells = [_cell(o.get(k)) for k in ("leader", "leader_epoch", "replicas", "isr",
+                                                 "elr", "last_known_elr", "fenced", "hwm")]
+            where = f"{topic}-{partition} | " if several else ""
+            out.append(f"| {rec.index + 1} | `{step}` | {where}{' | '.join(cells)} | "
+                       f"{rec.verdict or '-'} |")
+    return out
+
+
+def _settled_by_partition(events: list[dict[str, Any]]
+                          ) -> dict[int, dict[tuple[str, int], dict[str, Any]]]:
+    """Each step's last observation of every partition (a topic of several partitions, or
+    several topics, is observed partition by partition)."""
+    out: dict[int, dict[tuple[str, int], dict[str, Any]]] = {}
+    index: int | None = None
+    for e in events:
+        if e["kind"] == "step" and e.get("phase") == "start":
+            index = int(e["index"])
+        elif e["kind"] == "observation" and index is not None:
+            tp = (str(e.get("topic", "")), int(e.get("partition", 0)))
+            out.setdefault(index, {})[tp] = e.get("state") or {}
     return out
 
 
