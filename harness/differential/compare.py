@@ -12,7 +12,13 @@ LastKnownELR, adding, removing, recovery state; every broker's registration and 
   deviations (``reference.releases.deviations``, the fewest first) explains is DEVIATES,
   naming them; else a finding (KIP-DIVERGES), exactly as on the scenario runs' kip axis;
 - **invariant**: the KIP's state invariants (the trace rules' names) on every partition the
-  event changed, whatever the profile: a violation is a finding.
+  event changed, whatever the profile: a violation is a finding;
+- **fault**: the build's controller threw what is not an ``ApiException`` (the answer's
+  ``exception``): QuorumController.handleEventException treats it as a fault, renounces
+  leadership and reverts the event (nothing was replayed). A finding of its own class,
+  ``fault:<exception class>:<op>:<profile>``, whatever the model predicts, and the model is
+  not asked (e.g. docs/findings/elr-index-stale-after-min-isr-change.md: an unclean
+  registration after a min ISR change and a topic deletion).
 
 An event the model does not cover is UNMODELLED (never compared, never "equal"); one the
 build cannot run is UNSUPPORTED. After every event both axes continue from the build's
@@ -41,7 +47,7 @@ from reference.releases.deviations import (
 from reference.releases.profiles import Profile
 
 AGREES, DEVIATES, DIVERGES, KIP_DIVERGES = "AGREES", "DEVIATES", "DIVERGES", "KIP-DIVERGES"
-UNMODELLED, UNSUPPORTED = "UNMODELLED", "UNSUPPORTED"
+UNMODELLED, UNSUPPORTED, FAULT = "UNMODELLED", "UNSUPPORTED", "FAULT"
 #: Profile fields no controller event reads: their deviations cannot explain an answer.
 _NOT_CONTROLLER = frozenset({"leader_hwm_lag", "pre_vote", "hwm_rule", "acks_all_needs_min_isr",
                              "kip1303"})
@@ -67,7 +73,7 @@ class Diff:
 class Finding:
     """One difference no cited deviation explains (or a broken invariant), at one event."""
 
-    axis: str  # "release" | "kip" | "invariant"
+    axis: str  # "release" | "kip" | "invariant" | "fault"
     name: str  # the first differing field, or the invariant
     op: str
     profile: str
@@ -110,11 +116,12 @@ def accepted(answer: Answer) -> bool:
 
 
 def _changed(c: Cluster, prior: Cluster) -> set[str]:
+    """Partitions that differ from ``prior``'s, removed ones (a deleted topic's) too."""
     if c.partitions is prior.partitions:
         return set()
     old = prior.partitions
     return {k for k, p in c.partitions.items()
-            if (q := old.get(k)) is not p and q != p}
+            if (q := old.get(k)) is not p and q != p} | (old.keys() - c.partitions.keys())
 
 
 def diffs(out: Outcome, obs: Cluster, obs_accepted: bool, prior: Cluster) -> list[Diff]:
@@ -122,10 +129,13 @@ def diffs(out: Outcome, obs: Cluster, obs_accepted: bool, prior: Cluster) -> lis
     found: list[Diff] = []
     if out.accepted != obs_accepted:
         found.append(Diff("event", "accepted", out.accepted, obs_accepted))
+    if out.cluster.elr_now != obs.elr_now:
+        found.append(Diff("event", "elr", out.cluster.elr_now, obs.elr_now))
     for key in sorted(_changed(out.cluster, prior) | _changed(obs, prior)):
         mp, op = out.cluster.partitions.get(key), obs.partitions.get(key)
         if mp is None or op is None:
-            found.append(Diff(key, "exists", mp is not None, op is not None))
+            if (mp is None) != (op is None):
+                found.append(Diff(key, "exists", mp is not None, op is not None))
             continue
         mv, ov = view(mp), view(op)
         found.extend(Diff(key, f, mv[f], ov[f]) for f in FIELDS if mv[f] != ov[f])
@@ -171,7 +181,10 @@ def violations(c: Cluster, key: str) -> list[tuple[str, str]]:
     if q.elr and len(q.isr) >= min_isr:
         out.append(("ElrEmptyAtMinIsr", f"{key}: ELR {sorted(q.elr)} with ISR "
                                         f"{sorted(q.isr)} at min ISR {min_isr}"))
-    if not c.elr_enabled and (q.elr or q.last_known_elr):
+    # Not asserted once the level changed live: the KIP removes the fields "on the next
+    # partition change", the shipped controller keeps LastKnownELR (deviation
+    # elr-disable-keeps-fields), as the trace rule is not asserted in such a run.
+    if not c.elr_now and c.elr_live is None and (q.elr or q.last_known_elr):
         out.append(("NoElrWhenDisabled", f"{key}: ELR {sorted(q.elr)} / LastKnownELR "
                                          f"{sorted(q.last_known_elr)} with ELR off"))
     return out
@@ -181,7 +194,7 @@ def invariants(obs: Cluster, prior: Cluster) -> list[tuple[str, str, str]]:
     """The invariants broken by a partition the event changed that it did not break
     before the event (a broken state is reported by the event that made it)."""
     out: list[tuple[str, str, str]] = []
-    for key in sorted(_changed(obs, prior)):
+    for key in sorted(_changed(obs, prior) & obs.partitions.keys()):
         before = ({rule for rule, _ in violations(prior, key)} if key in prior.partitions
                   else set())
         out.extend((key, rule, detail) for rule, detail in violations(obs, key)
@@ -233,7 +246,11 @@ class Comparator:
         ok = accepted(answer)
         before = self.states["release"]
         report = StepReport(op, AGREES, AGREES)
-        base = observed(before, answer.partitions, answer.brokers)
+        elr = answer.raw.get("elr") if op == "updateFeature" and ok else None
+        base = observed(before, answer.partitions, answer.brokers, answer.removed,
+                        elr if isinstance(elr, bool) else None)
+        if answer.exception is not None:
+            return self._fault(op, answer, base)
         for axis, profile in (("release", self.release), ("kip", self.kip)):
             prior = self.states[axis]
             obs = base if axis == "release" else _hidden_from(base, prior)
@@ -270,6 +287,20 @@ class Comparator:
                                            build={key: view(after.partitions[key])}, where=key,
                                            records=_records(answer, key)))
         return report
+
+    def _fault(self, op: str, answer: Answer, base: Cluster) -> StepReport:
+        """The build's controller threw a non-API exception: a fault finding; both axes
+        continue from the build's state (the event was reverted: nothing replayed)."""
+        exc = str(answer.exception)
+        name = exc.split(":", 1)[0].rsplit(".", 1)[-1] or "exception"
+        for axis in ("release", "kip"):
+            self.states[axis] = base if axis == "release" else _hidden_from(
+                base, self.states[axis])
+        return StepReport(op, FAULT, FAULT, why=exc, findings=[Finding(
+            "fault", name, op, self.release.name,
+            f"the controller threw {exc} (not an ApiException: QuorumController treats it "
+            "as a fault, renounces leadership and reverts the event)",
+            records=answer.records)])
 
     def _explain(self, prior: Cluster, event: Mapping[str, Any], obs: Cluster, ok: bool
                  ) -> tuple[tuple[Deviation, ...], Outcome] | None:

@@ -11,7 +11,7 @@ the build accepted.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reference.model.controller_events import Cluster, Reg
@@ -61,10 +61,16 @@ def view(p: Partition) -> dict[str, Any]:
 
 
 def observed(prior: Cluster, partitions: Mapping[str, Mapping[str, Any]],
-             brokers: Mapping[str, Mapping[str, Any]] | None) -> Cluster:
+             brokers: Mapping[str, Mapping[str, Any]] | None,
+             removed: Sequence[str] = (), elr: bool | None = None) -> Cluster:
     """``prior`` with the driver's partitions (all, or those an answer carries with report
-    "changed") and brokers (all registered ones) put in; configs and hidden fields kept."""
+    "changed") and brokers (all registered ones) put in, the partitions the answer says
+    were removed (a deleted topic's) taken out, and ELR as an ``updateFeature`` answer
+    reports it (``elr``: the build's isElrFeatureEnabled after the event); configs and
+    hidden fields kept."""
     parts = dict(prior.partitions)
+    for key in removed:
+        parts.pop(key, None)
     for key, d in partitions.items():
         parts[key] = partition_of(d, prior.partitions.get(key))
     if not brokers:
@@ -76,7 +82,10 @@ def observed(prior: Cluster, partitions: Mapping[str, Mapping[str, Any]],
             if old is not None and old.expired and not reg.alive:
                 reg = evolve(reg, expired=True)
             regs[int(b)] = reg
-    return evolve(prior, partitions=parts, brokers=regs)
+    out = evolve(prior, partitions=parts, brokers=regs)
+    if elr is not None and (out.elr_live is not None or elr != out.elr_now):
+        out = evolve(out, elr_live=elr)
+    return out
 
 
 def initial(partitions: Mapping[str, Mapping[str, Any]], brokers: Mapping[str, Mapping[str, Any]],

@@ -32,6 +32,8 @@ OPS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "createTopic": (frozenset({"topic"}),
                     frozenset({"assignment", "partitions", "replicationFactor", "configs"})),
     "createPartitions": (frozenset({"topic", "count"}), frozenset({"assignment"})),
+    "deleteTopic": (frozenset({"topic"}), frozenset()),
+    "updateFeature": (frozenset({"name", "level"}), frozenset({"upgradeType"})),
     "alterPartition": (frozenset({"topic", "isr"}),
                        frozenset({"partition", "leader", "leaderEpoch", "partitionEpoch",
                                   "leaderRecoveryState", "brokerEpoch", "isrBrokerEpochs"})),
@@ -47,6 +49,9 @@ OPS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 }
 TICK_TASKS = ("electPreferred", "electUnclean", "fenceStale")
 ELECTION_TYPES = ("preferred", "unclean")
+UPGRADE_TYPES = ("upgrade", "safeDowngrade", "unsafeDowngrade")
+#: The feature that turns KIP-966's ELR on (level 1) and off (0) on 4.0+.
+ELR_FEATURE = "eligible.leader.replicas.version"
 
 
 class DriverError(HarnessError):
@@ -122,6 +127,12 @@ def check_event(event: Mapping[str, Any]) -> dict[str, Any]:
     if op == "tick" and event["task"] not in TICK_TASKS:
         raise UsageError(f"tick task must be one of {', '.join(TICK_TASKS)}, not "
                          f"{event['task']!r}")
+    if op == "updateFeature" and event.get("upgradeType", "upgrade") not in UPGRADE_TYPES:
+        raise UsageError(f"updateFeature upgradeType must be one of {', '.join(UPGRADE_TYPES)}, "
+                         f"not {event['upgradeType']!r}")
+    if op == "updateFeature" and (not isinstance(event["level"], int)
+                                  or isinstance(event["level"], bool)):
+        raise UsageError(f"updateFeature level must be an integer, not {event['level']!r}")
     if op == "electLeaders" and event.get("type", "preferred") not in ELECTION_TYPES:
         raise UsageError(f"electLeaders type must be one of {', '.join(ELECTION_TYPES)}, not "
                          f"{event['type']!r}")
@@ -175,6 +186,22 @@ def create_partitions(topic: str, count: int,
     if assignment is not None:
         event["assignment"] = [list(r) for r in assignment]
     return event
+
+
+def delete_topic(topic: str) -> dict[str, Any]:
+    """DeleteTopics of one topic by name: its partitions and configs go; the name may be
+    created again (``create_topic``), with a new topic id."""
+    return {"op": "deleteTopic", "topic": topic}
+
+
+def update_feature(name: str, level: int, upgrade_type: str | None = None) -> dict[str, Any]:
+    """UpdateFeatures of one feature to ``level`` (e.g. ``ELR_FEATURE`` 1 on, 0 off);
+    ``upgrade_type`` default: upgrade, or safeDowngrade below the current level (as
+    kafka-features.sh upgrade / downgrade)."""
+    event: dict[str, Any] = {"op": "updateFeature", "name": name, "level": level}
+    if upgrade_type is not None:
+        event["upgradeType"] = upgrade_type
+    return check_event(event)
 
 
 def alter_partition(topic: str, isr: Sequence[int], partition: int = 0,
@@ -242,6 +269,8 @@ class Answer:
     #: JaCoCo probes of the settings' coverage classes first set by this event in this
     #: driver's JVM: {class: probe indexes} (empty without coverage).
     new_probes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    #: Partitions ("topic-index") the event's records removed (a deleted topic's).
+    removed: tuple[str, ...] = ()
 
     def partition(self, topic: str, index: int = 0) -> dict[str, Any]:
         key = f"{topic}-{index}"
@@ -270,6 +299,14 @@ class Ready:
     coverage_probes: dict[str, int] = field(default_factory=dict)
     #: Probes set while the session started (before the first event).
     new_probes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    #: {feature: (min, max)} levels this build's controller supports (QuorumFeatures).
+    supported_features: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    @property
+    def elr_feature(self) -> bool:
+        """The build has eligible.leader.replicas.version (4.0+): ELR can be turned on and
+        off live (``update_feature``)."""
+        return ELR_FEATURE in self.supported_features
 
 
 def _probes(d: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
@@ -320,7 +357,9 @@ def parse_ready(line: bytes) -> Ready:
                  partitions=dict(d.get("partitions", {})), brokers=dict(d.get("brokers", {})),
                  raw=d, coverage_probes={str(k): int(v) for k, v in
                                          dict(d.get("coverageProbes", {})).items()},
-                 new_probes=_probes(d))
+                 new_probes=_probes(d),
+                 supported_features={str(k): (int(v[0]), int(v[1])) for k, v in
+                                     dict(d.get("supportedFeatures", {})).items()})
 
 
 def parse_answer(line: bytes, seq: int) -> Answer:
@@ -337,4 +376,5 @@ def parse_answer(line: bytes, seq: int) -> Answer:
                   error=d.get("error"), error_name=d.get("errorName"),
                   exception=d.get("exception"), records=tuple(d.get("records", ())),
                   partitions=dict(d.get("partitions", {})), brokers=dict(d.get("brokers", {})),
-                  notes=tuple(d.get("notes", ())), raw=d, new_probes=_probes(d))
+                  notes=tuple(d.get("notes", ())), raw=d, new_probes=_probes(d),
+                  removed=tuple(str(k) for k in d.get("removed", ())))

@@ -6,7 +6,10 @@ as a cluster could produce it: a live broker fenced (its session expires) or shu
 fenced one unfenced or re-registered (clean or not), the leader shrinking or expanding
 the ISR, leader elections, reassignments started (to as many replicas, one more or one
 fewer), completed (with every adding replica or only some) and cancelled, min ISR changed,
-partitions added to a topic (CreatePartitions, up to ``MAX_PARTITIONS``), the controller's
+partitions added to a topic (CreatePartitions, up to ``MAX_PARTITIONS``), a topic deleted
+and its name created again (a new topic id, new replicas, now and then its own min ISR),
+ELR turned on and off live (``eligible.leader.replicas.version``, where the build has the
+feature: ``elr_feature``), the controller's
 periodic elections, and AlterPartition requests a leader's stale view sends (an old leader
 or partition epoch, a sender no longer leader, an ISR without the sender or with a fenced or
 shutting-down replica, a recovery state that does not fit). Many are refused by the
@@ -29,15 +32,21 @@ State = Mapping[str, Mapping[str, Any]]
 #: Partitions per topic CreatePartitions grows a topic to, at most.
 MAX_PARTITIONS = 4
 MIN_RF, MAX_RF = 2, 5
+#: Weights of the topic life-cycle events, per event of a lane (the others weigh 0.3-3):
+#: an existing topic deleted; a deleted one created again (soon: the lane's topics are
+#: few); the ELR level set (0 or 1, the same as now too: a FeatureLevelRecord that changes
+#: nothing). A feature change reaches every lane (its log holds it: lanes.lane_of_event).
+DELETE_WEIGHT, RECREATE_WEIGHT, FEATURE_WEIGHT = 0.2, 2.0, 0.05
 
 
 class RandomEvents:
     def __init__(self, rng: random.Random, brokers: Sequence[int], topics: Sequence[str],
-                 max_min_isr: int = 3) -> None:
+                 max_min_isr: int = 3, elr_feature: bool = False) -> None:
         self.rng = rng
         self.brokers = list(brokers)
         self.topics = list(topics)
         self.max_min_isr = max_min_isr
+        self.elr_feature = elr_feature
 
     def setup(self, replication: int = 3) -> list[dict[str, Any]]:
         """The topics, each with one partition on `replication` brokers, striped."""
@@ -60,11 +69,20 @@ class RandomEvents:
             choices += [(1.5, lambda: p.register(rng.choice(down), clean=rng.random() < 0.5)),
                         (0.5, lambda: p.fence(rng.choice(down)))]
         keys = sorted(partitions)
+        # The topic life cycle: one of the lane's topics, deleted, created again or grown
+        # (bound now: ``topic`` is reused below for the partition's).
+        life = rng.choice(self.topics)
+        have = sum(1 for k in keys if k.rpartition("-")[0] == life)
+        if 0 < have < MAX_PARTITIONS:
+            choices.append((0.3, lambda t=life, n=have: self._grow(t, n, partitions)))
+        if have:
+            choices.append((DELETE_WEIGHT, lambda t=life: p.delete_topic(t)))
+        else:
+            choices.append((RECREATE_WEIGHT, lambda t=life: self._recreate(t)))
+        if self.elr_feature:
+            choices.append((FEATURE_WEIGHT,
+                            lambda: p.update_feature(p.ELR_FEATURE, rng.choice((0, 1)))))
         if keys:
-            topic = rng.choice(self.topics)
-            have = sum(1 for k in keys if k.rpartition("-")[0] == topic)
-            if 0 < have < MAX_PARTITIONS:
-                choices.append((0.3, lambda: self._grow(topic, have, partitions)))
             key = rng.choice(keys)
             topic, _, index = key.rpartition("-")
             part = partitions[key]
@@ -148,6 +166,16 @@ class RandomEvents:
         event: dict[str, Any] = rng.choice(forms)()
         return event
 
+    def _recreate(self, topic: str) -> dict[str, Any]:
+        """CreateTopics of a deleted topic's name: one or two partitions on 2-3 of the lane's
+        brokers (any of them, running or not), now and then with its own min ISR."""
+        rng = self.rng
+        rf = rng.randint(MIN_RF, min(3, len(self.brokers)))
+        assignment = [rng.sample(self.brokers, rf) for _ in range(rng.choice((1, 1, 2)))]
+        configs = ({"min.insync.replicas": str(rng.randint(1, self.max_min_isr))}
+                   if rng.random() < 0.3 else None)
+        return p.create_topic(topic, assignment, configs)
+
     def _grow(self, topic: str, have: int, partitions: State) -> dict[str, Any]:
         """CreatePartitions: one or two more partitions, on as many replicas as the topic's
         first partition (now and then a count or a replica list the controller refuses)."""
@@ -194,14 +222,20 @@ def repair(event: Mapping[str, Any], partitions: State, brokers: State,
               "register": not alive, "controlledShutdown": alive and not fenced,
               "unregister": True}[str(op)]
         return e if ok else None
-    if op in ("tick", "state"):
+    if op in ("tick", "state", "updateFeature"):
         return e
     topic = e.get("topic")
+    have = sum(1 for k in partitions if k.rpartition("-")[0] == topic)
+    if op == "deleteTopic":
+        return e if have else None
+    if op == "createTopic":
+        reps = [list(r) for r in e.get("assignment", [])]
+        ok = not have and bool(reps) and all(b in allowed for r in reps for b in r)
+        return e if ok and len(reps) <= MAX_PARTITIONS else None
     if op == "alterConfig":
         return e if topic is None or any(k.rpartition("-")[0] == topic for k in partitions) \
             else None
     if op == "createPartitions":
-        have = sum(1 for k in partitions if k.rpartition("-")[0] == topic)
         if not have:
             return None
         reps = [list(r) for r in e.get("assignment", [])]

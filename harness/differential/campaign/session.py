@@ -56,6 +56,8 @@ class Session:
     def send(self, events: Sequence[Mapping[str, Any]]) -> list[Answer]:
         answers = self.driver.send_many(events)
         for a in answers:
+            for key in a.removed:  # a deleted topic's partitions
+                self.partitions.pop(key, None)
             self.partitions.update(a.partitions)
             if a.brokers:
                 self.brokers = dict(a.brokers)

@@ -10,6 +10,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from harness.differential import protocol as p
 from harness.differential.campaign.lanes import finding_lane, lane_of_topic, rename
 from harness.differential.campaign.session import Session, settings_for
 from harness.differential.campaign.state import CampaignState, Found
@@ -32,6 +33,11 @@ class Shrinker(CampaignState):
                     for f in s.comparator.step(event, answer).findings:
                         if finding_lane(f, event) == i:
                             out[i].add(f.signature)
+                if any(e["op"] == "updateFeature" for e in events):
+                    # The level is the whole controller's: the next candidate starts at
+                    # the session's, as it would alone.
+                    back = p.update_feature(p.ELR_FEATURE, 1 if s.elr else 0)
+                    s.comparator.step(back, s.send([back])[0])
         finally:
             s.close()
         return out

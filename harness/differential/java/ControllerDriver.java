@@ -180,6 +180,8 @@ public final class ControllerDriver {
     // ---- per event ----
     ArrayNode recordsOut;
     final Set<String> touched = new LinkedHashSet<>();
+    final List<String> removedOut = new ArrayList<>();  // "topic-index" a RemoveTopicRecord removed
+    QuorumFeatures quorumFeatures;
 
     // ---- version probes, found once ----
     final boolean hasPartitionElr = field(PartitionRegistration.class, "elr") != null;
@@ -388,6 +390,7 @@ public final class ControllerDriver {
             sessionNotes.add(IGNORES_UNCLEAN_CONFIG);
         }
         ready.set("unsupportedEvents", unsupportedEvents());
+        ready.set("supportedFeatures", supportedFeatures());
         ready.set("coverageProbes", openProbes(settings.path("coverageClasses")));
         for (String note : elr.notes) {
             sessionNotes.add(note);
@@ -410,6 +413,10 @@ public final class ControllerDriver {
         }
         answer.set("records", recordsOut);
         answer.set("partitions", partitions(changedOnly));
+        if (!removedOut.isEmpty()) {
+            ArrayNode removed = answer.putArray("removed");
+            removedOut.forEach(removed::add);
+        }
         answer.set("brokers", brokers());
         ObjectNode fresh = newProbes();
         if (fresh != null) {
@@ -532,10 +539,11 @@ public final class ControllerDriver {
 
     void buildManagers(Map<String, Object> staticConfig, boolean elrControllerConfig,
                        boolean unstableFeatures) {
+        quorumFeatures = quorumFeatures(unstableFeatures);
         featureControl = new FeatureControlManager.Builder()
             .setLogContext(logContext)
             .setSnapshotRegistry(snapshotRegistry)
-            .setQuorumFeatures(quorumFeatures(unstableFeatures))
+            .setQuorumFeatures(quorumFeatures)
             .build();
         ClusterControlManager.Builder cluster = new ClusterControlManager.Builder()
             .setLogContext(logContext)
@@ -695,6 +703,7 @@ public final class ControllerDriver {
     ObjectNode answer(byte[] line, int length, long seq) {
         recordsOut = JSON.createArrayNode();
         touched.clear();
+        removedOut.clear();
         ObjectNode answer = JSON.createObjectNode();
         answer.put("seq", seq);
         List<String> notes = new ArrayList<>();
@@ -754,6 +763,10 @@ public final class ControllerDriver {
                 return createTopic(e);
             case "createPartitions":
                 return createPartitions(e);
+            case "deleteTopic":
+                return deleteTopic(e);
+            case "updateFeature":
+                return updateFeature(e);
             case "alterPartition":
                 return alterPartition(e, null);
             case "completeReassignment":
@@ -775,7 +788,8 @@ public final class ControllerDriver {
                 return null;  // the answer carries the state
             default:
                 throw new ProtocolError("unknown op '" + op + "'; known: register, unfence, heartbeat, "
-                    + "fence, controlledShutdown, unregister, createTopic, createPartitions, alterPartition, "
+                    + "fence, controlledShutdown, unregister, createTopic, createPartitions, deleteTopic, "
+                    + "updateFeature, alterPartition, "
                     + "completeReassignment, reassign, cancelReassignment, electLeaders, alterConfig, "
                     + "tick, state");
         }
@@ -801,8 +815,20 @@ public final class ControllerDriver {
             new BrokerRegistrationRequestData.FeatureCollection();
         FinalizedControllerFeatures finalized = featureControl.finalizedFeatures(Long.MAX_VALUE);
         for (Map.Entry<String, Short> f : finalized.featureMap().entrySet()) {
+            if (f.getKey().equals(ELR_FEATURE)) {
+                continue;
+            }
             features.add(new BrokerRegistrationRequestData.Feature().setName(f.getKey())
                 .setMinSupportedVersion((short) Math.min(f.getValue(), 1)).setMaxSupportedVersion(f.getValue()));
+        }
+        short[] elrRange = supportedRange(ELR_FEATURE);
+        if (elrRange != null) {
+            // 4.0+: a broker of this build supports every level of eligible.leader.replicas.version
+            // its controller does (BrokerFeatures: 0 up to the latest), finalized or not, so the
+            // level can be raised and lowered live (FeatureControlManager.reasonNotSupported
+            // asks every registered broker).
+            features.add(new BrokerRegistrationRequestData.Feature().setName(ELR_FEATURE)
+                .setMinSupportedVersion(elrRange[0]).setMaxSupportedVersion(elrRange[1]));
         }
         request.setFeatures(features);
         if (method(BrokerRegistrationRequestData.class, "setLogDirs", 1) != null) {
@@ -1044,6 +1070,120 @@ public final class ControllerDriver {
         CreatePartitionsTopicResult r = result.response().get(0);
         refuseIf(r.errorCode(), r.errorMessage());
         return null;
+    }
+
+    /** DeleteTopics of one topic by name: ControllerApis resolves the name (an unknown one is
+     * UNKNOWN_TOPIC_OR_PARTITION), QuorumController.deleteTopics calls
+     * ReplicationControlManager.deleteTopics with its id: one RemoveTopicRecord, whose replay
+     * removes the topic, its partitions and its configs. The same name may then be created
+     * again: a new topic id, new partitions. */
+    ObjectNode deleteTopic(JsonNode e) {
+        String name = requireText(e, "topic");
+        Uuid id = topicId(name);
+        ControllerResult<Map<Uuid, ApiError>> result =
+            replicationControl.deleteTopics(context(ApiKeys.DELETE_TOPICS), List.of(id));
+        replayAll(result.records());
+        ApiError error = result.response().get(id);
+        if (error != null && error.isFailure()) {
+            throw new Refused(error.error(), error.messageWithFallback());
+        }
+        ObjectNode out = JSON.createObjectNode();
+        out.put("topicId", id.toString());
+        return out;
+    }
+
+    static final String ELR_FEATURE = "eligible.leader.replicas.version";
+
+    /** UpdateFeatures of one feature, as QuorumController.updateFeatures calls the build:
+     * 4.0+ ConfigurationControlManager.updateFeatures (FeatureControlManager's, plus
+     * maybeGenerateElrSafetyRecords when the ELR level goes above 0; 4.1+ with the claimed
+     * epoch), 3.7-3.9 FeatureControlManager.updateFeatures, 3.6 the same with the brokers'
+     * supported versions. upgradeType: "upgrade", "safeDowngrade", "unsafeDowngrade"
+     * (default: upgrade to a level at or above the current one, else safe downgrade, as
+     * kafka-features.sh upgrade / downgrade send). A refusal is the answer. */
+    ObjectNode updateFeature(JsonNode e) {
+        String name = requireText(e, "name");
+        short level = (short) requireInt(e, "level");
+        Short current = featureControl.finalizedFeatures(Long.MAX_VALUE).featureMap().get(name);
+        int now = current == null ? 0 : current;
+        String type = e.path("upgradeType").asText(level >= now ? "upgrade" : "safeDowngrade");
+        org.apache.kafka.clients.admin.FeatureUpdate.UpgradeType upgradeType;
+        switch (type) {
+            case "upgrade":
+                upgradeType = org.apache.kafka.clients.admin.FeatureUpdate.UpgradeType.UPGRADE;
+                break;
+            case "safeDowngrade":
+                upgradeType = org.apache.kafka.clients.admin.FeatureUpdate.UpgradeType.SAFE_DOWNGRADE;
+                break;
+            case "unsafeDowngrade":
+                upgradeType = org.apache.kafka.clients.admin.FeatureUpdate.UpgradeType.UNSAFE_DOWNGRADE;
+                break;
+            default:
+                throw new ProtocolError("upgradeType must be upgrade, safeDowngrade or unsafeDowngrade, not "
+                    + type);
+        }
+        Map<String, Short> updates = new HashMap<>();
+        updates.put(name, level);
+        Map<String, org.apache.kafka.clients.admin.FeatureUpdate.UpgradeType> types = new HashMap<>();
+        types.put(name, upgradeType);
+        ControllerResult<?> result;
+        Method config4 = method(ConfigurationControlManager.class, "updateFeatures", 4);
+        Method config3 = method(ConfigurationControlManager.class, "updateFeatures", 3);
+        Method feature3 = method(FeatureControlManager.class, "updateFeatures", 3);
+        if (config4 != null) {  // 4.1+: (updates, types, validateOnly, curClaimEpoch)
+            result = (ControllerResult<?>) invokeMethod(config4, configurationControl, updates, types, false, 1);
+        } else if (config3 != null) {  // 4.0
+            result = (ControllerResult<?>) invokeMethod(config3, configurationControl, updates, types, false);
+        } else if (feature3 != null) {  // 3.7-3.9
+            result = (ControllerResult<?>) invokeMethod(feature3, featureControl, updates, types, false);
+        } else {  // 3.6: (updates, types, brokerSupportedVersions, validateOnly)
+            result = (ControllerResult<?>) invoke(featureControl, "updateFeatures", updates, types,
+                invoke(clusterControl, "brokerSupportedVersions"), false);
+        }
+        Object response = result.response();
+        ApiError error = response instanceof ApiError ? (ApiError) response
+            : (ApiError) ((Map<?, ?>) response).get(name);  // 3.x: per feature
+        replayAll(result.records());
+        if (error != null && error.isFailure()) {
+            throw new Refused(error.error(), error.messageWithFallback());
+        }
+        ObjectNode out = JSON.createObjectNode();
+        Short after = featureControl.finalizedFeatures(Long.MAX_VALUE).featureMap().get(name);
+        out.put("level", after == null ? 0 : after);
+        out.put("elr", elrEnabled());
+        return out;
+    }
+
+    /** The levels of a feature this build's controller supports, [min, max], or null. */
+    short[] supportedRange(String feature) {
+        Map<?, ?> local = localSupportedFeatures();
+        Object range = local == null ? null : local.get(feature);
+        if (range == null) {
+            return null;
+        }
+        return new short[] {(Short) invoke(range, "min"), (Short) invoke(range, "max")};
+    }
+
+    Map<?, ?> localSupportedFeatures() {
+        Field f = field(QuorumFeatures.class, "localSupportedFeatures");
+        return f == null ? null : (Map<?, ?>) get(f, quorumFeatures);
+    }
+
+    /** {feature: [min, max]} this build's controller supports (QuorumFeatures). */
+    ObjectNode supportedFeatures() {
+        ObjectNode out = JSON.createObjectNode();
+        Map<?, ?> local = localSupportedFeatures();
+        if (local != null) {
+            TreeSet<String> names = new TreeSet<>();
+            for (Object name : local.keySet()) {
+                names.add(String.valueOf(name));
+            }
+            for (String name : names) {
+                short[] range = supportedRange(name);
+                out.set(name, ints(new int[] {range[0], range[1]}));
+            }
+        }
+        return out;
     }
 
     Uuid topicId(String name) {
@@ -1330,13 +1470,18 @@ public final class ControllerDriver {
                 break;
             }
             case "RemoveTopicRecord": {
+                // ReplicationControlManager.replay(RemoveTopicRecord): the topic, its
+                // partitions and (configurationControl.deleteTopicConfigs) its configs.
                 RemoveTopicRecord r = (RemoveTopicRecord) message;
                 replicationControl.replay(r);
                 String name = topicNames.remove(r.topicId());
                 if (name != null) {
                     topicIds.remove(name);
                 }
-                partitionCounts.remove(r.topicId());
+                Integer count = partitionCounts.remove(r.topicId());
+                for (int p = 0; name != null && count != null && p < count; p++) {
+                    removedOut.add(name + "-" + p);
+                }
                 break;
             }
             case "ClearElrRecord": {  // 4.0+

@@ -6,8 +6,9 @@ driver's view of whether its process runs), every partition (``reference.model.s
 .Partition``, keyed ``topic-index``) and the configs the rules read (min ISR and unclean
 election per topic and for the cluster). :func:`apply` is one transition per driver event
 (``register``, ``unfence``, ``fence``, ``controlledShutdown``, ``unregister``,
-``createTopic``, ``createPartitions``, ``alterPartition``, ``completeReassignment``, ``reassign``,
-``cancelReassignment``, ``electLeaders``, ``alterConfig``, ``tick``, ``state``), built from
+``createTopic``, ``createPartitions``, ``deleteTopic``, ``updateFeature``, ``alterPartition``,
+``completeReassignment``, ``reassign``, ``cancelReassignment``, ``electLeaders``,
+``alterConfig``, ``tick``, ``state``), built from
 the same rules the scenario model uses: ``controller.partition_change`` (ELR update,
 reassignment completion, election, epochs), ``steps.cancel_reassignment`` and
 ``elr.after_min_isr_change``; each partition the event touches is changed in a one-partition
@@ -27,9 +28,10 @@ One module per job, each importing only those listed before it:
 - ``brokers``: register (KIP-966 unclean-shutdown removal from ISR and ELR), unfence,
   fence, controlledShutdown, unregister.
 - ``configs``: alterConfig (KIP-966 'Other behaviors' 2: a min ISR change and the ELR).
-- ``topics``: createTopic, createPartitions.
+- ``topics``: createTopic, createPartitions, deleteTopic (a name may be created again).
 - ``partitions``: alterPartition, completeReassignment, reassign, cancelReassignment.
 - ``elections``: electLeaders, tick.
+- ``features``: updateFeature (eligible.leader.replicas.version on and off live).
 - ``events``: the table of handlers (``EVENTS``), ``apply``, ``configured``.
 """
 

@@ -25,7 +25,11 @@ from reference.releases.profiles import Profile
 
 
 def ctx_for(profile: Profile, c: Cluster) -> Ctx:
-    return Ctx(profile=profile, elr_on=profile.elr_on(c.elr_enabled), rebalance=False)
+    """The profile's ELR, unless an ``updateFeature`` changed the level live: then the
+    level (the controller reads FeatureControlManager.isElrFeatureEnabled at every
+    partition change, reference.model.controller.elr_on)."""
+    on = profile.elr_on(c.elr_enabled) if c.elr_live is None else c.elr_live
+    return Ctx(profile=profile, elr_on=on, rebalance=False)
 
 
 def world_of(c: Cluster, key: str, p: Partition | None = None,

@@ -61,9 +61,19 @@ class Cluster:
     unclean: bool = False
     #: ELR on for this session (the build's feature level).
     elr_enabled: bool = True
+    #: ELR as an ``updateFeature`` turned it during the session (None: never changed, as
+    #: the session began). It overrides the profile's ELR, as ``World.elr_live`` does in
+    #: the scenario model (reference/model/features.py).
+    elr_live: bool | None = None
 
     def topic_of(self, key: str) -> str:
         return key.rpartition("-")[0]
+
+    @property
+    def elr_now(self) -> bool:
+        """eligible.leader.replicas.version >= 1 now: as the session began, or as the last
+        accepted ``updateFeature`` left it."""
+        return self.elr_enabled if self.elr_live is None else self.elr_live
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,8 +20,13 @@ from reference.model.controller_events.changes import _accepted, ctx_for
 from reference.model.controller_events.cluster import Cluster, Prediction, TopicConf
 from reference.model.controller_events.configs import _alter_config, _topic_conf
 from reference.model.controller_events.elections import _elect_leaders, _tick
+from reference.model.controller_events.features import _update_feature
 from reference.model.controller_events.partitions import _alter_partition, _cancel, _reassign
-from reference.model.controller_events.topics import _create_partitions, _create_topic
+from reference.model.controller_events.topics import (
+    _create_partitions,
+    _create_topic,
+    _delete_topic,
+)
 from reference.model.state import evolve
 from reference.releases.profiles import Profile
 
@@ -33,6 +38,8 @@ EVENTS: dict[str, Callable[[Cluster, Ctx, Mapping[str, Any]], Prediction | None]
     "unregister": _unregister,
     "createTopic": _create_topic,
     "createPartitions": _create_partitions,
+    "deleteTopic": _delete_topic,
+    "updateFeature": _update_feature,
     "alterPartition": _alter_partition,
     "completeReassignment": _alter_partition,
     "reassign": _reassign,
@@ -52,6 +59,7 @@ UNMODELLED_WHY = {
     "createPartitions": "partitions added without an assignment (the replica placer) are "
                         "not modelled; give an assignment",
     "alterConfig": "broker-level configs are not modelled",
+    "updateFeature": "features other than eligible.leader.replicas.version are not modelled",
 }
 
 
@@ -69,9 +77,12 @@ def apply(c: Cluster, profile: Profile, event: Mapping[str, Any]) -> Prediction:
 
 
 def configured(c: Cluster, event: Mapping[str, Any]) -> Cluster:
-    """``c`` with the configs an accepted ``createTopic`` or ``alterConfig`` sets, and no
-    other change (to follow a build that accepted what the model would have refused)."""
+    """``c`` with the configs an accepted ``createTopic`` or ``alterConfig`` sets (or a
+    ``deleteTopic`` removes), and no other change (to follow a build that accepted what the
+    model would have refused)."""
     op = event.get("op")
+    if op == "deleteTopic":
+        return evolve(c, topics={t: v for t, v in c.topics.items() if t != event["topic"]})
     if op == "createTopic":
         conf = _topic_conf(TopicConf(), event.get("configs") or {})
         return evolve(c, topics={**c.topics, str(event["topic"]): conf or TopicConf()})

@@ -1,8 +1,16 @@
-"""Topic events: ``createTopic`` and ``createPartitions`` with a manual assignment.
+"""Topic events: ``createTopic`` and ``createPartitions`` with a manual assignment,
+``deleteTopic``.
 
 A new partition leads with its first active replica and its ISR is its active replicas, ELR
 and LastKnownELR empty (KIP-966's PartitionRecord fields at epoch 0). A topic or partitions
 placed by the controller's replica placer (no assignment) are not modelled.
+
+A deleted topic's partitions and configs are gone (one RemoveTopicRecord: Kafka 4.3.1
+ReplicationControlManager.deleteTopic, lines 1025-1043, and replay(RemoveTopicRecord),
+533-575, which calls configurationControl.deleteTopicConfigs); the same name created again
+is a new topic (a new topic id): new partitions at epoch 0, as any creation, with only the
+configs the creation gives. KIP-966 says nothing of deletion: a partition's ELR goes with
+it.
 """
 
 from __future__ import annotations
@@ -37,6 +45,21 @@ def _create_topic(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction | No
         parts[f"{topic}-{i}"] = Partition(replicas=reps, leader=isr[0], isr=frozenset(isr))
     topics = dict(c.topics)
     topics[topic] = conf
+    return _accepted([evolve(c, partitions=parts, topics=topics)])
+
+
+def _delete_topic(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction:
+    """DeleteTopics of one topic by name. An unknown name is UNKNOWN_TOPIC_OR_PARTITION
+    (ControllerApis resolves names to ids before QuorumController.deleteTopics); otherwise
+    the topic's partitions and its configs are removed and nothing else changes: no broker,
+    no other partition (replay(RemoveTopicRecord) removes the topic, its index entries,
+    imbalanced partitions and configurationControl.deleteTopicConfigs(name))."""
+    topic = str(e["topic"])
+    keys = [k for k in c.partitions if c.topic_of(k) == topic]
+    if not keys:
+        return _refused(c, "UNKNOWN_TOPIC_OR_PARTITION")
+    parts = {k: p for k, p in c.partitions.items() if c.topic_of(k) != topic}
+    topics = {t: conf for t, conf in c.topics.items() if t != topic}
     return _accepted([evolve(c, partitions=parts, topics=topics)])
 
 
