@@ -309,7 +309,13 @@ public final class ReproduceElrDisableElectsUncleanMember {
 
     static String describe(PartitionRegistration p) {
         return "leader " + p.leader + ", isr " + Arrays.toString(p.isr) + ", elr "
-            + Arrays.toString(p.elr) + ", lastKnownElr " + Arrays.toString(p.lastKnownElr);
+            + ints(p, "elr") + ", lastKnownElr " + ints(p, "lastKnownElr");
+    }
+
+    /** An ELR field of the registration (read reflectively: 3.6 has none, and this source
+     * compiles against it to say UNSUPPORTED). */
+    static String ints(PartitionRegistration p, String name) {
+        return Arrays.toString((int[]) fieldValue(p, name));
     }
 
     final List<ApiMessageAndVersion> written = new ArrayList<>();
@@ -322,8 +328,8 @@ public final class ReproduceElrDisableElectsUncleanMember {
             line.append("\n      ").append(TOPIC).append("-0: leader ").append(p.leader)
                 .append(" leaderEpoch ").append(p.leaderEpoch).append(" partitionEpoch ")
                 .append(p.partitionEpoch).append(" isr ").append(Arrays.toString(p.isr))
-                .append(" elr ").append(Arrays.toString(p.elr))
-                .append(" lastKnownElr ").append(Arrays.toString(p.lastKnownElr))
+                .append(" elr ").append(ints(p, "elr"))
+                .append(" lastKnownElr ").append(ints(p, "lastKnownElr"))
                 .append(" leaderRecoveryState ").append(p.leaderRecoveryState);
         }
         line.append("\n      fenced brokers: ").append(fencedBrokers());
