@@ -36,7 +36,10 @@ MIN_RF, MAX_RF = 2, 5
 #: an existing topic deleted; a deleted one created again (soon: the lane's topics are
 #: few); the ELR level set (0 or 1, the same as now too: a FeatureLevelRecord that changes
 #: nothing). A feature change reaches every lane (its log holds it: lanes.lane_of_event).
-DELETE_WEIGHT, RECREATE_WEIGHT, FEATURE_WEIGHT = 0.2, 2.0, 0.05
+#: ELR toggles are off by default (0): with them, 4.3.1 campaigns report 21 signatures not
+#: triaged yet (bench/RESULTS-diff.md, 2026-11-28), which would be noise in every campaign
+#: until each is a cited rule or a Kafka candidate. Raise it to look at them.
+DELETE_WEIGHT, RECREATE_WEIGHT, FEATURE_WEIGHT = 0.2, 2.0, 0.0
 
 
 class RandomEvents:
@@ -79,7 +82,7 @@ class RandomEvents:
             choices.append((DELETE_WEIGHT, lambda t=life: p.delete_topic(t)))
         else:
             choices.append((RECREATE_WEIGHT, lambda t=life: self._recreate(t)))
-        if self.elr_feature:
+        if self.elr_feature and FEATURE_WEIGHT > 0:
             choices.append((FEATURE_WEIGHT,
                             lambda: p.update_feature(p.ELR_FEATURE, rng.choice((0, 1)))))
         if keys:
