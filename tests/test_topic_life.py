@@ -256,3 +256,24 @@ def _spec() -> Any:
 def yaml_of(mapping: dict[str, Any]) -> str:
     import json
     return json.dumps(mapping)
+
+
+def test_a_topic_created_again_under_min_isr_breaks_no_kip_invariant() -> None:
+    """Re-created with broker 2 stopped, min ISR 3: ISR [1, 3] and no ELR from birth. The
+    KIP's |ISR ∪ ELR| >= min ISR is for partitions that were whole once (hypothesis found
+    the schedule: test_reference_invariants)."""
+    _, model = predict("stop: {broker: 2}", "delete_topic: {}", "create_topic: {}",
+                       "produce: {count: 1}")
+    assert model.violations() == []
+    assert all(w.reconfigured for w in model.branches)
+
+
+def test_a_topic_created_again_has_no_older_min_isr_for_its_leader_to_act_on() -> None:
+    """The deleted topic read min ISR from the cluster (1); the new one is born with 3. Its
+    leader learns both together: acks=all with ISR [1, 3] is refused, broker 2 in the ELR
+    (no branch acting on min ISR 1, World.leader_min_isr_view)."""
+    pred, model = predict("cut: {src: 1, dst: 2, direction: both}", "delete_topic: {}",
+                          "create_topic: {}", "produce: {count: 3, acks: all}")
+    assert {(s.isr, s.elr, s.hwm) for s in pred.allowed} == {
+        (frozenset({1, 3}), frozenset({2}), 0)}
+    assert model.violations() == []

@@ -155,8 +155,10 @@ def _on_stale_min_isr(w: World, ctx: Ctx, ids: tuple[str, ...]) -> list[Outcome]
 
 def with_leader_min_isr_view(before: World, after: World) -> World:
     """``after`` with the min ISR its leader may still act on during the next step: the
-    one before this step when this step changed it, else None."""
-    view = before.min_isr if after.min_isr != before.min_isr else None
+    one before this step when this step changed it, else None. A topic created (again) in
+    this step has no older min ISR: its brokers learn the topic and its configs together."""
+    changed = after.min_isr != before.min_isr and not before.deleted
+    view = before.min_isr if changed else None
     return after if after.leader_min_isr_view == view else evolve(after,
                                                                    leader_min_isr_view=view)
 
