@@ -277,3 +277,15 @@ def test_a_topic_created_again_has_no_older_min_isr_for_its_leader_to_act_on() -
     assert {(s.isr, s.elr, s.hwm) for s in pred.allowed} == {
         (frozenset({1, 3}), frozenset({2}), 0)}
     assert model.violations() == []
+
+
+def test_a_topic_is_not_created_again_on_a_broker_that_is_unregistered() -> None:
+    """validateManualPartitionAssignment refuses an assignment naming a broker that is not
+    registered (4.3.1, the hunt's fuzz-s4343-4: "The manual partition assignment includes
+    broker 3, but no such broker is registered."); after its restart it may."""
+    pred, model = predict("kill: {broker: 3}", "delete_topic: {}", "unregister: {broker: 3}",
+                          "create_topic: {}")
+    assert {s.replicas for s in pred.allowed} == {()} and model.topic_deleted()
+    pred, model = predict("kill: {broker: 3}", "delete_topic: {}", "unregister: {broker: 3}",
+                          "restart: {broker: 3}", "create_topic: {}")
+    assert {s.isr for s in pred.allowed} == {frozenset({1, 2, 3})}

@@ -109,6 +109,8 @@ class Broker:
     fenced: bool = False
     #: The process restarted and has not registered yet.
     pending_registration: bool = False
+    #: Its registration was dropped (UnregisterBroker) and it has not registered since.
+    unregistered: bool = False
     #: Broker epoch of its current registration.
     epoch: int = 1
     #: Broker epoch written in its CleanShutdownFile (None: no file).

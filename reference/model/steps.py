@@ -314,7 +314,7 @@ class Restart(OnBroker):
         if br.alive:
             return w
         return w.with_broker(evolve(br, alive=True, pending_registration=True, fenced=True,
-                                    known_leader_epoch=-1))
+                                    known_leader_epoch=-1, unregistered=False))
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,7 +336,7 @@ class Unregister(OnBroker):
         br = w.broker(b)
         if br.alive:
             return w
-        w = w.with_broker(evolve(br, fenced=True))
+        w = w.with_broker(evolve(br, fenced=True, unregistered=True))
         p = w.partition
         if b not in p.isr and p.leader != b:
             return w

@@ -12,8 +12,10 @@ KIP-966 says nothing of topic deletion; what the model follows is Kafka's contro
   sees active (``clusterControl::isActive``: registered, unfenced, not shutting down), in
   the assignment's order, and refuses the topic (INVALID_REPLICA_ASSIGNMENT) when none is;
   ``buildPartitionRegistration`` makes the first of them the leader, at leader and
-  partition epoch 0, with no ELR. A topic created again under a deleted one's name has a
-  new topic id (KIP-516): a replica still holding the old topic's log drops it.
+  partition epoch 0, with no ELR. ``validateManualPartitionAssignment`` first refuses an
+  assignment naming a broker that is not registered (one unregistered since it went down).
+  A topic created again under a deleted one's name has a new topic id (KIP-516): a replica
+  still holding the old topic's log drops it.
 """
 
 from __future__ import annotations
@@ -78,6 +80,11 @@ class CreateTopic:
     def transition(self, w: World, ctx: Ctx) -> World | list[Outcome]:
         if not w.deleted:
             return w  # TOPIC_ALREADY_EXISTS: nothing changes
+        if any(w.broker(r).unregistered for r in w.created_replicas):
+            # validateManualPartitionAssignment: "The manual partition assignment includes
+            # broker N, but no such broker is registered." (INVALID_REPLICA_ASSIGNMENT; met
+            # on 4.3.1 by the hunt, fuzz-s4343-4).
+            return w
         active = [r for r in w.created_replicas
                   if w.broker(r).alive and not w.broker(r).fenced]
         if not active:

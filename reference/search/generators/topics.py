@@ -18,6 +18,8 @@ def _delete_guard(step: object, g: Gen) -> str | None:
 def _create_guard(step: object, g: Gen) -> str | None:
     if not g.every(lambda w: w.deleted):
         return "the topic exists"
+    if not g.every(lambda w: not any(w.broker(r).unregistered for r in w.created_replicas)):
+        return "a replica of the topic is unregistered (CreateTopics is refused)"
     # ReplicationControlManager.createTopic refuses an assignment with no active replica.
     if not g.every(lambda w: any(w.broker(r).alive and not w.broker(r).fenced
                                  for r in w.created_replicas)):
