@@ -236,7 +236,12 @@ def test_replay_forgets_a_deleted_topic() -> None:
     records = [{"type": "TOPIC_RECORD", "data": {"name": "t", "topicId": "old"}},
                partition("old", [1], eligibleLeaderReplicas=[2]),
                {"type": "REMOVE_TOPIC_RECORD", "data": {"topicId": "old"}}]
-    assert metadata_log.replay(records, "t", 0, (1, 2)) is None
+    # Deleted: no replicas, no leader, as a broker shows it (the observer's absent view),
+    # so a step after the deletion settles with no broker to ask (hunt fuzz-s4302-0).
+    gone = metadata_log.replay(records, "t", 0, (1, 2))
+    assert gone == {"leader": -1, "leader_epoch": None, "replicas": [], "isr": [], "elr": [],
+                    "last_known_elr": [], "fenced": [1, 2]}
+    assert metadata_log.replay(records[:0], "t", 0, (1, 2)) is None  # never there
     records += [{"type": "TOPIC_RECORD", "data": {"name": "t", "topicId": "new"}},
                 partition("new", [1, 2])]
     state = metadata_log.replay(records, "t", 0, (1, 2))

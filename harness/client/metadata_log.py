@@ -99,16 +99,19 @@ def select(records: list[dict[str, Any]], plan: metadata_records.Plan) -> list[d
 
 def replay(records: list[dict[str, Any]], topic: str, partition: int,
            brokers: tuple[int, ...]) -> dict[str, Any] | None:
-    """Partition state (SCHEMA.md shape) after replaying the controller's records."""
+    """Partition state (SCHEMA.md shape) after replaying the controller's records. A topic
+    deleted and not created again is a partition with no replicas and no leader, as the
+    brokers show it (harness/client/observe/partitions.py ``absent_view``)."""
     topic_id = None
     state: dict[str, Any] | None = None
+    removed = False
     fenced = {b: True for b in brokers}
     for rec in records:
         kind, data = rec.get("type"), rec.get("data", {})
         if kind == "TOPIC_RECORD" and data.get("name") == topic:
-            topic_id = data["topicId"]
+            topic_id, removed = data["topicId"], False
         elif kind == "REMOVE_TOPIC_RECORD" and topic_id and data.get("topicId") == topic_id:
-            topic_id, state = None, None  # a topic re-created later starts afresh
+            topic_id, state, removed = None, None, True  # re-created later: starts afresh
         elif kind in ("PARTITION_RECORD", "PARTITION_CHANGE_RECORD"):
             if data.get("topicId") == topic_id and data.get("partitionId") == partition:
                 # A PartitionRecord is the whole partition; a change only what it names.
@@ -118,6 +121,9 @@ def replay(records: list[dict[str, Any]], topic: str, partition: int,
                 state.update(elr=[], last_known_elr=[])
         else:
             _apply_broker(fenced, kind, data)
+    if state is None and removed:
+        state = {"leader": -1, "leader_epoch": None, "replicas": [], "isr": [], "elr": [],
+                 "last_known_elr": []}
     if state is None:
         return None
     state["fenced"] = sorted(b for b, f in fenced.items() if f)
