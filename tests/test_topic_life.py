@@ -289,3 +289,20 @@ def test_a_topic_is_not_created_again_on_a_broker_that_is_unregistered() -> None
     pred, model = predict("kill: {broker: 3}", "delete_topic: {}", "unregister: {broker: 3}",
                           "restart: {broker: 3}", "create_topic: {}")
     assert {s.isr for s in pred.allowed} == {frozenset({1, 2, 3})}
+
+
+def test_the_kip_judge_cites_the_deviations_of_every_build_a_run_upgrades_to() -> None:
+    """A cluster born on 3.9 and upgraded to 4.3.1 decides under 4.3's rules; the kip axis
+    explains them with 4.3's cited deviations too (a run diverged on the KIP axis for want
+    of last-known-elr-is-last-leader: /work/runs/m43d/...-a8dee9, re-judged CONFORMS/DEVIATES)."""
+    from harness.judge.axes import KipJudge, upgrade_profiles
+    from reference.releases.catalog import get_profile
+
+    sc = parse_scenario(ONE + '  - upgrade: {broker: 1, version: "4.3.1"}\n'
+                        '  - upgrade: {controller: 100, version: "4.3.1"}\n')
+    assert [p.name for p in upgrade_profiles(sc, True)] == ["kafka-4.3"]
+    birth = get_profile("pre-elr")
+    alone = KipJudge(lambda p: None, birth, True, lambda a, b: None)
+    both = KipJudge(lambda p: None, birth, True, lambda a, b: None, upgrade_profiles(sc, True))
+    names = {d.id for d in both.available} - {d.id for d in alone.available}
+    assert "last-known-elr-is-last-leader" in names

@@ -30,6 +30,7 @@ from harness.judge.axes import (
     KipJudge,
     RunEvidence,
     judge_run,
+    upgrade_profiles,
 )
 from harness.judge.compare import (
     ack_mismatch,
@@ -177,9 +178,10 @@ def judge_axes(scenario: Scenario, profile: Profile, build: str, meta: dict[str,
     def model_under(prof: Profile) -> Any:
         return model_for(scenario, mutate(prof), elr)
 
-    model = model_for(scenario, mutate(profile), elr,
-                      follow_builds=bool(meta.get("profile_follows_builds")))
-    kip = KipJudge(model_under, profile, elr, _outcome_mismatch)
+    follows = bool(meta.get("profile_follows_builds"))
+    model = model_for(scenario, mutate(profile), elr, follow_builds=follows)
+    kip = KipJudge(model_under, profile, elr, _outcome_mismatch,
+                   upgrade_profiles(scenario, elr) if follows else ())
     release, reason = _replay(model, kip, scenario, recorded_steps(events),
                               str(meta.get("verdict")), _recorded_reason(events))
     checks = run_data_checks(raw_checks, model, predicts_hwm_drop(events)

@@ -158,14 +158,31 @@ def read_of(outcome: Any) -> frozenset[str] | None:
     consumed = getattr(outcome, "consumed", None)
     return None if consumed is None else frozenset(rid for _, rid in consumed)
 
+def upgrade_profiles(scenario: Scenario, elr_enabled: bool) -> list[Any]:
+    """The release profiles of the builds a scenario's ``upgrade`` steps start nodes on."""
+    from reference.model.upgrade import version_tuple as vt
+    from reference.releases.catalog import get_profile, profile_for_build
+    versions = sorted({str(getattr(s.step, "version", "")) for s in scenario.steps
+                       if s.kind == "upgrade"})
+    return [get_profile(profile_for_build(vt(v), elr_enabled)) for v in versions]
+
+
 class KipJudge:
     """``kip966`` in lockstep with the release run, adopting cited deviations on demand."""
 
     def __init__(self, new_model: Callable[[Any], Any], release_profile: Any,
-                 elr_enabled: bool, mismatch: Mismatch) -> None:
+                 elr_enabled: bool, mismatch: Mismatch, more_profiles: Iterable[Any] = ()
+                 ) -> None:
+        """``more_profiles``: the profiles of the other builds the run's nodes ran (a
+        rolling upgrade): their cited deviations explain the decisions those builds made,
+        as the release model's rules follow the active controller's build."""
         self._new_model, self._mismatch = new_model, mismatch
         self.base = kip_base(release_profile)
-        self.available = deviations_of(release_profile, elr_enabled, self.base)
+        available = list(deviations_of(release_profile, elr_enabled, self.base))
+        for prof in more_profiles:
+            available += [d for d in deviations_of(prof, elr_enabled, self.base)
+                          if d not in available]
+        self.available = tuple(available)
         self.adopted: tuple[Deviation, ...] = ()
         self.model = new_model(self.base)
         self.seen: list[ObservedStep] = []

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.judge.axes import KipJudge, Mismatch, ObservedStep, read_of
+from harness.judge.axes import KipJudge, Mismatch, ObservedStep, read_of, upgrade_profiles
 from harness.judge.lanes import Lane, lanes
 from harness.scenario import steps as step_kinds
 from harness.scenario.loader import Scenario
@@ -32,7 +32,9 @@ class Lockstep:
         for ln in lanes(scenario):
             model = (model_for(ln.scenario, profile, elr, follow_builds=True) if follow_builds
                      else model_for(ln.scenario, profile, elr))
-            kip = KipJudge(_factory(model_for, ln.scenario, elr), model.profile, elr, mismatch)
+            more = upgrade_profiles(scenario, elr) if follow_builds else []
+            kip = KipJudge(_factory(model_for, ln.scenario, elr), model.profile, elr, mismatch,
+                           more)
             self.lanes.append(LaneModel(ln, model, kip))
         self.multi = len(self.lanes) > 1
 
