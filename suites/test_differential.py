@@ -15,6 +15,7 @@ from harness.cluster.builds import Build
 from harness.differential import Answer, ControllerDriver, SessionUnsupported, Settings
 from harness.differential import protocol as p
 from harness.differential.workload import RandomEvents
+from reference.releases.known_bugs import naming_diff_finding
 
 pytestmark = [pytest.mark.chaos]
 
@@ -45,14 +46,24 @@ def _fenced(answer: Answer, broker: int) -> bool:
 class Invariants:
     """What every partition state of every answer must satisfy, on any build."""
 
-    def __init__(self, elr_on: bool) -> None:
+    def __init__(self, elr_on: bool, version: tuple[int, int, int] = (0, 0, 0)) -> None:
         self.elr_on = elr_on
+        self.version = version
         self.epochs: dict[str, tuple[int, int]] = {}
         self.checked = 0
+        #: Faults a known bug of the build names (the stale ELR index on 4.x, met once the
+        #: generated events delete topics): counted, not failed; any other fails.
+        self.known_faults: dict[str, int] = {}
 
     def check(self, answer: Answer) -> None:
-        assert answer.exception is None, f"event {answer.seq}: {answer.exception}"
+        if answer.exception is not None:
+            name = answer.exception.split(":")[0].rsplit(".", 1)[-1]
+            bug = naming_diff_finding(self.version, f"fault:{name}:{answer.op}")
+            assert bug is not None, f"event {answer.seq}: {answer.exception}"
+            self.known_faults[bug.id] = self.known_faults.get(bug.id, 0) + 1
         assert answer.ok or answer.error or answer.unsupported, answer.raw
+        for key in answer.removed:  # a deleted topic: one created again starts at epoch 0
+            self.epochs.pop(key, None)
         for key, s in answer.partitions.items():
             where = f"event {answer.seq} ({answer.op}) {key}: {s}"
             assert s["leader"] == -1 or s["leader"] in s["isr"], where
@@ -78,7 +89,7 @@ def test_the_builds_controller_answers_a_few_hundred_events(
         assert ready.elr is elr_on
         record_property("driver_start_s", round(driver.start_seconds or 0, 2))
         record_property("elr", elr_on)
-        check = Invariants(elr_on)
+        check = Invariants(elr_on, kafka_build.version_tuple)
 
         def send(event: dict[str, Any]) -> Answer:
             answer = driver.send(event)
@@ -153,6 +164,9 @@ def test_the_builds_controller_answers_a_few_hundred_events(
             p.alter_config({"unclean.leader.election.enable": "true"}, "placed"),
             p.alter_config({"min.insync.replicas": "1"}),
             {"op": "alterConfig", "broker": 5, "configs": {"log.retention.ms": "60000"}},
+            # The ELR level it already has (a FeatureLevelRecord or a refusal, nothing else),
+            # and a topic deleted (RemoveTopicRecord).
+            p.update_feature(p.ELR_FEATURE, 1 if elr_on else 0), p.delete_topic("striped"),
             p.tick("electUnclean"), p.tick("electPreferred"), p.tick("fenceStale"),
             p.controlled_shutdown(5), p.fence(5), p.unregister(5), p.register(5),
             p.unfence(5), {"op": "state"}]
@@ -177,6 +191,7 @@ def test_the_builds_controller_answers_a_few_hundred_events(
             outcomes[outcome] = outcomes.get(outcome, 0) + 1
             last = answer
         record_property("random_outcomes", outcomes)
+        record_property("known_bug_faults", check.known_faults)
         assert outcomes.get("ok", 0) > RANDOM_EVENTS // 3, outcomes
         assert check.checked == RANDOM_EVENTS + 12 + len(every_op)  # every answer checked
     assert not driver.running
