@@ -30,7 +30,7 @@ HISTORIES = ROOT / "fixtures" / "histories"
 KAFKA_19522 = HISTORIES / "kip966-elect-when-replied-20261123T162924-d3ab82"
 SCENARIO = ROOT / "fixtures" / "scenarios" / "kip966-elect-when-replied.yaml"
 UNDECLARED = "UNSAFE (undeclared: safety UNSAFE, release DIVERGES, kip KIP-DIVERGES)"
-DECLARED = "CONFORMS (as declared: release DIVERGES, kip KIP-DIVERGES, safety UNSAFE)"
+DECLARED = "AS DECLARED: release DIVERGES, kip KIP-DIVERGES, safety UNSAFE"
 LOCKSTEP = "lockstep CONFORMS (settled states, step by step)"
 CASES = pytest.mark.parametrize("declared", [False, True], ids=["undeclared", "declared"])
 
@@ -72,7 +72,7 @@ def test_the_worst_axis_neither_clean_nor_as_declared_is_the_headline() -> None:
 def test_a_declared_failure_that_holds_passes_and_is_named() -> None:
     h = headline(_axes("CONFORMS", "DEVIATES", _axis("UNSAFE", "UNSAFE")), "CONFORMS")
     assert (h.verdict, h.passed, h.exit_code) == ("CONFORMS", True, 0)
-    assert h.text == "CONFORMS (as declared: safety UNSAFE)"
+    assert h.text == "AS DECLARED: safety UNSAFE" and h.label == "AS DECLARED"
 
 
 def test_a_declaration_the_run_does_not_meet_fails_even_when_the_axis_is_clean() -> None:

@@ -131,7 +131,10 @@ def declared(scenario: Scenario, axis: str, version: tuple[int, int, int]) -> di
     if exp is None:
         return None
     out = {"verdict": exp.verdict, "reason": exp.reason}
-    return out if exp.matching is None else {**out, "matching": exp.matching}
+    for key in ("matching", "known_bug", "deviation"):
+        if getattr(exp, key, None) is not None:
+            out[key] = getattr(exp, key)
+    return out
 
 
 # --- kip axis ----------------------------------------------------------------------------

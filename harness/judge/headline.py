@@ -16,8 +16,12 @@ The rule, first match wins:
    KIP-DIVERGES, then NOT-AS-DECLARED (the scenario declares a verdict the axis did not give,
    e.g. declared UNSAFE and the run was SAFE).
 4. UNSUPPORTED: the build cannot run the scenario (or the model cannot follow a step).
-5. CONFORMS: every axis clean or as declared; a declared failure that held is named in the
-   text, e.g. ``CONFORMS (as declared: safety UNSAFE)``.
+5. CONFORMS: every axis clean or as declared. A run with a declared failure that held
+   passes (verdict CONFORMS) but never shows as a bare CONFORMS: its label says what it is,
+   from the declaration's name (harness/scenario/declared_names.py): ``KNOWN BUG`` (a known
+   bug of the build), else ``DEVIATION`` (a cited deviation), else ``AS DECLARED``, e.g.
+   ``KNOWN BUG elr-keeps-removed-replica (as declared: safety UNSAFE)``, or unnamed
+   ``AS DECLARED: safety UNSAFE``.
 
 A run without axes (a schema 1.0/1.1 history the audit cannot re-judge, a pytest-plugin
 run whose verdict is its test's outcome) has only its recorded verdict.
@@ -48,6 +52,8 @@ from harness.judge.axes import (
 
 #: An axis that gave another verdict than the one its scenario declares for the build.
 NOT_AS_DECLARED = "NOT-AS-DECLARED"
+#: The label of a passing run whose declared failure is not named (known_bug/deviation).
+AS_DECLARED = "AS DECLARED"
 #: Which failing axis names the headline (highest first); a verdict this module does not
 #: know ranks with DIVERGES, so an odd history can never pass.
 _RANK = {UNSAFE: 4, DIVERGES: 3, KIP_DIVERGES: 2, NOT_AS_DECLARED: 1}
@@ -62,6 +68,13 @@ class Headline:
     text: str
     #: The text and each failing axis's reason (junit.xml, the suite's assertion).
     message: str
+    #: What a surface shows as the verdict: the verdict, or for a declared failure that held
+    #: what it is (KNOWN BUG, DEVIATION, AS DECLARED).
+    label: str = ""
+
+    @property
+    def shown(self) -> str:
+        return self.label or self.verdict
 
     @property
     def passed(self) -> bool:
@@ -77,7 +90,8 @@ class Headline:
         return 0 if self.passed else 1
 
     def to_json(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "text": self.text, "passed": self.passed}
+        return {"verdict": self.verdict, "label": self.shown, "text": self.text,
+                "passed": self.passed}
 
 
 def headline(axes: Mapping[str, Any] | None, lockstep: str | None = None,
@@ -100,6 +114,7 @@ def headline(axes: Mapping[str, Any] | None, lockstep: str | None = None,
                 return _plain(stop, hit[0][1])
             return _plain(stop, "; ".join(f"{a}: {r}" if r else a for a, r in hit))
     failing, declared = [], []
+    names: list[tuple[str, str]] = []
     for axis, verdict, reason, expected in views:
         if not axis_as_expected(axis, verdict, expected, reason):
             clean = verdict in CLEAN.get(axis, ())
@@ -108,13 +123,15 @@ def headline(axes: Mapping[str, Any] | None, lockstep: str | None = None,
                             expected))
         elif expected is not None and verdict != UNSUPPORTED and verdict not in CLEAN[axis]:
             declared.append(f"{axis} {verdict}")
+            names += [(key, str(expected[key])) for key in ("known_bug", "deviation")
+                      if expected.get(key)]
     if failing:
         failing.sort(key=lambda f: -f[0])  # stable: ties keep the axes' order
         undeclared = [f"{a} {v}" for _, _, a, v, _, e in failing if e is None]
         other = [f"{a} {v}, declared {e.get('verdict')}" for _, _, a, v, _, e in failing
                  if e is not None]
         parts = ([f"undeclared: {', '.join(undeclared)}"] if undeclared else []) + other \
-            + ([f"as declared: {', '.join(declared)}"] if declared else [])
+            + ([f"as declared: {', '.join(declared)}{_named(names)}"] if declared else [])
         text = f"{failing[0][1]} ({'; '.join(parts)})"
         why = [f"{a} {v}: {r or 'see run'}" + ("" if e is None else
                                                  f" (declared {e.get('verdict')}: "
@@ -124,8 +141,28 @@ def headline(axes: Mapping[str, Any] | None, lockstep: str | None = None,
     unsupported = [r for a, v, r, _ in views if v == UNSUPPORTED]
     if unsupported:
         return _plain(UNSUPPORTED, unsupported[0])
-    text = CONFORMS + (f" (as declared: {', '.join(declared)})" if declared else "")
-    return Headline(CONFORMS, text, text)
+    if not declared:
+        return Headline(CONFORMS, CONFORMS, CONFORMS)
+    label = _declared_label(names)
+    text = (f"{label}{_named(names, ' ')} (as declared: {', '.join(declared)})" if names
+            else f"{label}: {', '.join(declared)}")
+    return Headline(CONFORMS, text, text, label)
+
+
+def _declared_label(names: list[tuple[str, str]]) -> str:
+    kinds = {k for k, _ in names}
+    return ("KNOWN BUG" if "known_bug" in kinds else "DEVIATION" if "deviation" in kinds
+            else AS_DECLARED)
+
+
+def _named(names: list[tuple[str, str]], lead: str = "; ") -> str:
+    """The declared failures' names, each once, known bugs first."""
+    ordered = sorted(dict.fromkeys(names), key=lambda n: n[0] != "known_bug")
+    if not ordered:
+        return ""
+    if lead != " ":
+        return lead + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in ordered)
+    return lead + ", ".join(v for _, v in ordered)
 
 
 def lockstep_label(verdict: str | None, reason: str = "") -> str:

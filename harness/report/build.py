@@ -95,7 +95,8 @@ def _run_row(index: int, run_dir: Path, meta: dict[str, Any],
         "scenario": (meta.get("scenario") or {}).get("name") or rid,
         "build": (meta.get("build") or {}).get("version") or "?",
         "backend": meta.get("backend"), "profile": meta.get("profile"),
-        "verdict": head.verdict, "headline": head.text, "message": head.message,
+        "verdict": head.verdict, "label": head.shown, "headline": head.text,
+        "message": head.message,
         "passed": head.passed, "lockstep": lockstep_label(lockstep),
         "started": meta.get("started_wall"),
         "first_divergence": (first or {}).get("reason"),
@@ -204,7 +205,8 @@ def _matrix(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
     """scenario -> build -> latest run's verdict and run id."""
     cells: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for r in sorted(rows, key=lambda r: r["started"] or 0):
-        cells[r["scenario"]][r["build"]] = {"verdict": r["verdict"], "run_id": r["run_id"],
+        cells[r["scenario"]][r["build"]] = {"verdict": r["verdict"], "label": r["label"],
+                                            "run_id": r["run_id"],
                                             "anchor": r["anchor"],
                                             "headline": r["headline"],
                                             "message": r["message"], "passed": r["passed"],

@@ -14,6 +14,8 @@ from harness.report.text import html_text as escape
 COLOURS = {"CONFORMS": "#2e7d32", "DIVERGES": "#c62828", "UNSUPPORTED": "#757575",
            "ERROR": "#6a1b9a", "INCOMPLETE": "#ef6c00", "SAFE": "#2e7d32", "UNSAFE": "#b71c1c",
            "DEVIATES": "#558b2f", "KIP-DIVERGES": "#c62828", "NOT-AS-DECLARED": "#e65100",
+           # a run that passed because its failure is declared: never the CONFORMS green
+           "KNOWN BUG": "#b71c1c", "DEVIATION": "#558b2f", "AS DECLARED": "#e65100",
            "ok": "#2e7d32", "note": "#757575"}
 _CSS = """body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;
 margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}
@@ -54,9 +56,11 @@ def _matrix(s: dict[str, Any]) -> str:
         tds = "".join(_cell(cells[b]) if b in cells else "<td></td>" for b in builds)
         rows.append(f"<tr><th>{escape(scenario)}</th>{tds}</tr>")
     return (f"<h2>Build × scenario</h2><p class='small'>Each cell: the run's verdict (the "
-            "worst axis neither clean nor as the scenario declares for that build, else "
-            "CONFORMS), then its three axes (release / kip / safety). Italics: as the "
-            "scenario declares for that build; ✗: neither clean nor as declared.</p>"
+            "worst axis neither clean nor as the scenario declares for that build; else, "
+            "when an axis failed as declared, what that is: KNOWN BUG or DEVIATION and its "
+            "name, or AS DECLARED; else CONFORMS), then its three axes (release / kip / "
+            "safety). Italics: as the scenario declares for that build; ✗: neither clean "
+            "nor as declared.</p>"
             f"<table id='matrix'><tr><th>scenario</th>{head}</tr>" + "".join(rows) + "</table>")
 
 
@@ -65,8 +69,21 @@ def _cell(cell: dict[str, Any]) -> str:
     if not axes:
         return _badge(cell["verdict"], cell["anchor"])
     spans = "".join(_axis_span(a, axes[a]) for a in ("release", "kip", "safety"))
+    label = cell.get("label") or cell["verdict"]
+    # A declared failure says what it is, in its colour and with its name (the headline
+    # after the label), so no cell reads CONFORMS above a red axis.
+    head = (f"<span class='v' style='background:{COLOURS.get(label, '#999')};padding:0 3px'>"
+            f"{escape(label)}</span> {escape(_declared_names(cell))}"
+            if label != cell["verdict"] else escape(label))
     return (f"<td class='axes'><a href='#{escape(cell['anchor'])}' "
-            f"title='{escape(cell['headline'])}'>{escape(cell['verdict'])}</a><br>{spans}</td>")
+            f"title='{escape(cell['headline'])}'>{head}</a><br>{spans}</td>")
+
+
+def _declared_names(cell: dict[str, Any]) -> str:
+    """The names a declared failure's headline gives after its label."""
+    text, label = str(cell.get("headline") or ""), str(cell.get("label") or "")
+    rest = text[len(label):] if text.startswith(label) else ""
+    return rest.split(" (as declared", 1)[0].lstrip(":").strip()
 
 
 def _axis_span(axis: str, v: dict[str, Any]) -> str:
@@ -115,7 +132,7 @@ def _skipped(s: dict[str, Any]) -> str:
 
 def _run(r: dict[str, Any], points: list[dict[str, Any]]) -> str:
     head = (f"<section id='{escape(r['anchor'])}'><h3>{escape(r['scenario'])} on "
-            f"{escape(r['build'])}</h3><table><tr>{_badge(r['verdict'])}<td>"
+            f"{escape(r['build'])}</h3><table><tr>{_badge(r.get('label') or r['verdict'])}<td>"
             f"{escape(r['headline'])}</td></tr></table><p class='small'>"
             f"{escape(r['lockstep'])}"
             + (f": {escape(r['first_divergence'])}" if r["first_divergence"] else "")

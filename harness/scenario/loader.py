@@ -19,6 +19,7 @@ from yaml.nodes import Node
 from harness.client.traffic import TrafficSpec
 from harness.cluster.topology import CONTROLLER_COUNTS, MAX_BROKERS, ClusterShape
 from harness.scenario import steps as step_kinds
+from harness.scenario.declared_names import NAME_KEYS, declared_names
 from harness.scenario.nodes import (
     FEATURES,
     MAX_FILE_BYTES,
@@ -96,6 +97,10 @@ class Expectation:
     #: Text the axis's own reason must contain (the divergence declared, not any other):
     #: e.g. ``"fenced: predicted one of [{}], observed {3}"``; None: any reason.
     matching: str | None = None
+    #: What the declared failure is (harness/scenario/declared_names.py): a known bug's id
+    #: or a cited deviation's; None: not named.
+    known_bug: str | None = None
+    deviation: str | None = None
 
     def covers(self, version: tuple[int, int, int]) -> bool:
         return ((self.min_version is None or version >= self.min_version)
@@ -306,7 +311,7 @@ def _expectations(ctx: Reader, node: Node) -> tuple[Expectation, ...]:
 
 def _expectation(ctx: Reader, item: Node, where: str) -> Expectation:
     it = ctx.mapping(item, where)
-    ctx.unknown(it, ("axis", "verdict", "versions", "reason", "matching"), where)
+    ctx.unknown(it, ("axis", "verdict", "versions", "reason", "matching", *NAME_KEYS), where)
     anode = ctx.required(it, "axis", item, where)
     axis = ctx.str_(anode, f"{where}.axis")
     if axis not in AXIS_VERDICTS:
@@ -330,7 +335,8 @@ def _expectation(ctx: Reader, item: Node, where: str) -> Expectation:
         if not matching.strip() or verdict in ("CONFORMS", "SAFE"):
             raise ctx.fail(mnode, f"{where}.matching", "matching names text of a failing "
                            "verdict's reason (not empty; not for CONFORMS or SAFE)")
-    return Expectation(axis, verdict, lo, hi, reason, matching)
+    known_bug, deviation = declared_names(ctx, it, where, verdict)
+    return Expectation(axis, verdict, lo, hi, reason, matching, known_bug, deviation)
 
 
 def _version_range(ctx: Reader, node: Node, where: str

@@ -88,6 +88,16 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
                    # (handleBrokerShutdown) or an unregistration (handleBrokerUnregistered);
                    # the differential campaign's fault class (harness/differential/compare.py).
                    "fault:RuntimeException:register", "fault:RuntimeException:unregister"})),
+    KnownBug(
+        "elr-disable-elects-unclean-member",
+        "after eligible.leader.replicas.version is downgraded to 0, the ELR left in a "
+        "leaderless partition still elects its members, a broker back from an unclean "
+        "shutdown included (PartitionChangeBuilder reads the ELR whatever the feature level; "
+        "2 acks=all records lost on clusters of 4.0.2-4.4.0)",
+        "docs/findings/elr-disable-elects-unclean-member.md",
+        # a draft finding: measured on clusters and without the harness (exit 1 on
+        # 4.0.2-4.4.0); no trace rule or differential signature is known to name it alone.
+        (4, 0, 0), None, frozenset()),
 )
 
 

@@ -6,6 +6,7 @@ else refused (``NotAFinding``) or, under a directory of runs, left out with its 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,10 +139,18 @@ def _events(run_dir: Path) -> list[dict[str, Any]]:
 
 def _scenario_text(run_dir: Path, meta: Mapping[str, Any]) -> tuple[str, str]:
     """The scenario the run ran (its copy, else the file it names) and the path to give
-    `kafka-chaos run`: the named file when it still holds that scenario, else the copy."""
+    `kafka-chaos run`: the named file when it still holds that scenario, else the copy.
+    Only its `expect:` declarations (bookkeeping of known verdicts, read last) may have
+    changed since: the reproduction is the same."""
     named = (meta.get("scenario") or {}).get("file")
     copy = run_dir / "scenario.yaml"
     text = copy.read_text() if copy.is_file() else ""
-    if named and Path(named).is_file() and (not text or Path(named).read_text() == text):
+    if named and Path(named).is_file() and (
+            not text or _without_expect(Path(named).read_text()) == _without_expect(text)):
         return Path(named).read_text(), str(named)
     return text, str(copy)
+
+
+def _without_expect(text: str) -> str:
+    """The text without its top-level ``expect:`` block (up to the next top-level key)."""
+    return re.sub(r"^expect:.*\n(?:(?:[ #-].*)?\n)*", "", text + "\n", flags=re.MULTILINE)
