@@ -10,12 +10,12 @@ metadata record (trace). No cluster, no JVM.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from harness.cluster.builds import version_tuple
-from harness.infra.errors import UsageError
+from harness.infra.errors import HarnessError, UsageError
 from harness.infra.history import RecordedRun, SchemaError, check_schema, read_events
 from harness.judge import datachecks, trace_check
 from harness.judge.axes import (
@@ -49,13 +49,13 @@ from harness.judge.lanes import lane_events, lanes, merge_axes, single
 from harness.judge.lockstep import kip_steps
 from harness.judge.traffic import apply_traffic, hwm_drop_allowed, model_view, tick_step
 from harness.scenario import steps as step_kinds
-from harness.scenario.loader import Scenario, load_scenario
+from harness.scenario.loader import Expectation, Scenario, load_scenario
 from harness.scenario.steps import StepOutcome
 from reference.model import steps as S
 from reference.releases.catalog import get_profile
 from reference.releases.profiles import Profile
 
-REPO_SCENARIOS = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
+REPO_SCENARIOS = Path(__file__).resolve().parents[2] / "fixtures" / "scenarios"
 
 
 @dataclass
@@ -141,9 +141,30 @@ def _scenario(run_dir: Path, meta: dict[str, Any], scenarios: Path | None) -> Sc
         candidates.append(REPO_SCENARIOS / f"{named['name']}.yaml")
     for path in candidates:
         if path.is_file():
-            return load_scenario(path)
+            scenario = load_scenario(path)
+            return _with_current_names(scenario, REPO_SCENARIOS / f"{scenario.name}.yaml")
     raise UsageError(f"audit: {run_dir}: no scenario file (looked for "
                      f"{', '.join(str(p) for p in candidates)})")
+
+
+def _with_current_names(scenario: Scenario, current: Path) -> Scenario:
+    """The run's scenario with the names (known_bug, deviation) that the repository's file
+    of the same name now gives its declarations: a run recorded before a failure was named
+    is shown by that name. Only names: each declaration is matched on its axis, verdict and
+    versions, and what is judged stays the run's own."""
+    if not current.is_file() or not scenario.expectations:
+        return scenario
+    try:
+        now = load_scenario(current).expectations
+    except HarnessError:
+        return scenario
+    def named(e: Expectation) -> Expectation:
+        same = next((n for n in now if (n.axis, n.verdict, n.min_version, n.max_version)
+                     == (e.axis, e.verdict, e.min_version, e.max_version)), None)
+        if same is None or e.known_bug or e.deviation:
+            return e
+        return replace(e, known_bug=same.known_bug, deviation=same.deviation)
+    return replace(scenario, expectations=tuple(named(e) for e in scenario.expectations))
 
 
 def _elr_enabled(scenario: Scenario, features: list[str]) -> bool:

@@ -218,7 +218,8 @@ def _matrix(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
 def _flakiness(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     groups: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     for r in rows:
-        groups[(r["scenario"], r["build"])][r["verdict"]] += 1
+        # by what the run shows (KNOWN BUG, DEVIATION, ... for a declared failure)
+        groups[(r["scenario"], r["build"])][r.get("label") or r["verdict"]] += 1
     return [{"scenario": s, "build": b, "runs": sum(c.values()), "verdicts": dict(c),
              "flaky": len(c) > 1} for (s, b), c in sorted(groups.items())]
 
