@@ -69,12 +69,28 @@ def reaches_majority(w: World, c: int) -> bool:
 
 
 def active_controller(w: World) -> int | None:
-    """The KRaft quorum leader, the active controller: with one controller that one; else
-    the elected leader while it reaches a majority (None: none elected, or it lost its
-    majority and resigned). Elections happen in protocol/quorum.py (_quorum)."""
+    """The KRaft quorum leader, the active controller: with one controller that one unless
+    its process is down (``World.down``); else the elected leader while it reaches a
+    majority (None: none elected, or it lost its majority and resigned). Elections happen
+    in protocol/quorum.py (_quorum).
+
+    A single controller that is down writes nothing: no broker is fenced while it is down
+    (the committed metadata keeps every broker unfenced and the partition as it was). When
+    it starts again and claims leadership it builds a new heartbeat manager in which every
+    registered broker's session starts now (apache/kafka ClusterControlManager.activate:
+    ``heartbeatManager = new BrokerHeartbeatManager(...)``, then
+    ``heartbeatManager.register(id, registration.fenced())``, whose ``touch`` sets
+    lastContactNs to the current time; 3.9 source, and the same bytecode in 4.3.1's
+    kafka-metadata jar; QuorumController.claim calls it on becoming active). So the
+    brokers that heartbeat again keep their sessions however long it was down, and only a
+    broker that does not (down, cut off) is fenced, one session timeout after the restart
+    (BrokerHeartbeatManager.findOneStaleBroker): the model's usual fencing once the
+    controller is back. Measured on 3.9.2, 4.3.1 and 4.4.0 (fixtures/scenarios/
+    single-controller-restart.yaml). A paused single controller is not ``down`` and keeps
+    the older rule (every broker fenced while it is silent; not measured)."""
     cs = w.controllers
     if len(cs) == 1:
-        return cs[0]
+        return None if cs[0] in w.down else cs[0]
     c = w.quorum_leader
     return c if c is not None and reaches_majority(w, c) else None
 

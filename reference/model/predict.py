@@ -111,12 +111,20 @@ def project(w: World, show_elr: bool) -> PartitionState:
         elr=p.elr if show_elr else frozenset(),
         last_known_elr=p.last_known_elr if show_elr else frozenset(),
         hwm=leader_hwm,
-        fenced=frozenset(b.id for b in w.brokers if b.fenced or not b.alive),
+        fenced=frozenset(b.id for b in w.brokers if b.fenced or not b.alive
+                         and not _single_controller_down(w)),
         adding=frozenset(p.adding),
         removing=frozenset(p.removing),
         controller=None if len(w.controllers) == 1 else _or_none(active_controller(w)),
         quorum_elected=None if len(w.controllers) == 1 else w.quorum_elections > 0,
     )
+
+
+def _single_controller_down(w: World) -> bool:
+    """The cluster's one controller is down: nobody fences a broker that dies meanwhile,
+    and the metadata every broker serves (DescribeCluster) still shows it unfenced
+    (controller.active_controller)."""
+    return len(w.controllers) == 1 and w.controllers[0] in w.down
 
 
 def _or_none(c: int | None) -> int:

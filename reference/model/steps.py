@@ -128,6 +128,17 @@ def silence_or_rejoin(w: World, ref: NodeRef, silenced: bool) -> World:
     return evolve(w, silenced=(w.silenced | {n}) if silenced else (w.silenced - {n}))
 
 
+def down_or_up(w: World, ref: NodeRef, down: bool) -> World:
+    """Controller ``ref``'s process stopped (``down``) or started again: silenced or given
+    back as ``silence_or_rejoin``, and marked in ``World.down`` (a single controller that
+    is down decides nothing: controller.active_controller)."""
+    w, n = resolve_ref(w, ref)
+    if n is None:
+        return w
+    w = silence_or_rejoin(w, n, down)
+    return evolve(w, down=(w.down | {n}) if down else (w.down - {n}))
+
+
 @dataclass(frozen=True, slots=True)
 class OnNode:
     """A step that silences node ``node`` (pause; kill or stop of a controller) or gives
@@ -359,6 +370,9 @@ class OnController(OnNode):
     @property
     def controller(self) -> NodeRef:
         return self.node
+
+    def transition(self, w: World, ctx: Ctx) -> World:
+        return down_or_up(w, self.node, self.silences)
 
 
 @dataclass(frozen=True, slots=True)
