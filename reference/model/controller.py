@@ -3,7 +3,7 @@ election), as PartitionChangeBuilder applies them, under a profile."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from reference.model.election import (
@@ -32,6 +32,28 @@ class Ctx:
     #: (``World.elr_live``): read it with ``elr_on(w, ctx)``.
     elr_on: bool
     rebalance: bool = True
+    #: A build's version -> its release profile, when the rules follow the builds (a
+    #: rolling upgrade, reference Model ``follow_builds``): ``profile`` is then the active
+    #: controller's, and ``broker_rules`` gives each broker its own build's. None: one
+    #: profile for every node (a KIP, a pin, a mutant).
+    build_rules: Callable[[str], Profile] | None = None
+    #: The profile of the build the cluster was born on (the nodes no ``upgrade`` moved).
+    birth_profile: Profile | None = None
+
+
+def broker_rules(w: World, ctx: Ctx, broker: int) -> Profile:
+    """The rules broker ``broker`` decides by: its own build's (issue 43: "each broker's
+    for its own"), as each build ships its own ReplicaManager and Partition (the leader's
+    HWM advance, Partition.maybeIncrementLeaderHW; its acks=all answer,
+    Partition.checkEnoughReplicasReachOffset; its follower fetches, DelayedFetch), whatever
+    the active controller runs; without ``build_rules``, or on the birth build, the
+    step's profile."""
+    if ctx.build_rules is None:
+        return ctx.profile
+    for node, version in w.builds:
+        if node == broker:
+            return ctx.build_rules(version)
+    return ctx.birth_profile if ctx.birth_profile is not None else ctx.profile
 
 
 def elr_on(w: World, ctx: Ctx) -> bool:

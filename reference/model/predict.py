@@ -201,6 +201,9 @@ class Model:
         self.follow_builds = follow_builds
         self._elr_enabled = elr_enabled
         self._ctxs: dict[str, Ctx] = {}
+        if follow_builds:  # the brokers decide by their own builds (controller.broker_rules)
+            self.ctx = Ctx(self.profile, self.elr_on, rebalance=True,
+                           build_rules=self._rules_of, birth_profile=self.profile)
         cfg = config_from(cluster, topic, self.profile)
         start = initial_world(tuple(cluster.brokers), tuple(cluster.controllers),
                               tuple(topic.replicas), cfg)
@@ -326,9 +329,14 @@ class Model:
             return self.ctx
         ctx = self._ctxs.get(version)
         if ctx is None:
-            name = profile_for_build(version_tuple(version), self._elr_enabled)
-            ctx = self._ctxs[version] = Ctx(get_profile(name), self.elr_on, rebalance=True)
+            ctx = self._ctxs[version] = Ctx(self._rules_of(version), self.elr_on,
+                                            rebalance=True, build_rules=self._rules_of,
+                                            birth_profile=self.profile)
         return ctx
+
+    def _rules_of(self, version: str) -> Profile:
+        """The release profile of build ``version`` (profile_for_build)."""
+        return get_profile(profile_for_build(version_tuple(version), self._elr_enabled))
 
     # -- observations -------------------------------------------------------------
 

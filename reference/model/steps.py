@@ -16,6 +16,7 @@ from reference.model.controller import (
     Assignment,
     Ctx,
     active_controller,
+    broker_rules,
     elr_on,
     partition_change,
     reassignment_of,
@@ -57,7 +58,8 @@ class Produce:
         return {"count": self.count, "acks": self.acks if self.acks == "all" else int(self.acks)}
 
     def transition(self, w: World, ctx: Ctx) -> list[Outcome]:
-        if ctx.profile.leader_hwm_lag:
+        leader = w.partition.leader  # the leader's build parks its followers' fetches
+        if (ctx.profile if leader is None else broker_rules(w, ctx, leader)).leader_hwm_lag:
             w = evolve(w, hwm_before_produce=w.partition_hwm(),
                        leader_at_produce=w.partition.leader)
         return produce_step(w, ctx, self.count, self.acks, self.record_ids)
