@@ -326,6 +326,36 @@ def read_file(path: Path, source: str) -> tuple[list[dict[str, Any]], bool]:
     return out, batches.valid_bytes() == len(buf)
 
 
+#: ControlRecordType LEADER_CHANGE (apache/kafka clients ControlRecordType): the record a
+#: KRaft leader writes first in its epoch.
+_LEADER_CHANGE = 2
+
+
+def leader_changes(path: str | Path) -> dict[int, tuple[int, int]]:
+    """KRaft epoch -> (leader id, append time ms) from the LeaderChange control records of a
+    `__cluster_metadata-0` directory's segments: who wrote each epoch's batches. The value
+    is a LeaderChangeMessage (raft/src/main/resources/common/message/
+    LeaderChangeMessage.json: int16 Version, int32 LeaderId, ...), written without a
+    version prefix (MemoryRecordsBuilder.appendLeaderChangeMessage)."""
+    out: dict[int, tuple[int, int]] = {}
+    for seg in segments(Path(path)):
+        batches = MemoryRecords(seg.read_bytes())
+        while batches.has_next():
+            try:
+                batch = batches.next_batch()
+            except CorruptRecordError:
+                break
+            if not isinstance(batch, DefaultRecordBatch) or not batch.is_control_batch:
+                continue
+            for record in batch:
+                key, value = record.key or b"", record.value or b""
+                if len(key) >= 4 and struct.unpack(">hh", key[:4])[1] == _LEADER_CHANGE \
+                        and len(value) >= 6:
+                    leader = struct.unpack(">i", value[2:6])[0]
+                    out.setdefault(batch.leader_epoch, (leader, batch.max_timestamp))
+    return out
+
+
 def snapshots(log_dir: Path) -> list[Path]:
     """The snapshots `<end offset>-<epoch>.checkpoint`, oldest first (not `.part` files,
     which are snapshots still being written, nor `leader-epoch-checkpoint`)."""

@@ -174,13 +174,23 @@ def _elr_enabled(scenario: Scenario, features: list[str]) -> bool:
     return ("elr_default_on" in features) if wanted is None else bool(wanted)
 
 
+def _birth_if_following(meta: dict[str, Any]) -> str | None:
+    """The build the run was born on when its rules followed the builds (a rolling upgrade
+    judged by the auto profile): trace_check.memo then judges each record by its writer."""
+    if not meta.get("profile_follows_builds"):
+        return None
+    version = (meta.get("build") or {}).get("version")
+    return None if version is None else str(version)
+
+
 def _judge(result: AuditResult, scenario: Scenario, meta: dict[str, Any],
            events: list[dict[str, Any]]) -> None:
     elr = _elr_enabled(scenario, list(meta["build"].get("features") or []))
     logs = trace_check.read_logs(result.run_dir)
     result.axes = judge_lanes(scenario, get_profile(result.profile), result.build, meta, events,
                               datachecks.run_checks(events),
-                              trace_check.memo(logs, scenario, events, elr), elr)
+                              trace_check.memo(logs, scenario, events, elr,
+                                               _birth_if_following(meta)), elr)
     verdict = apply_traffic(result.axes, result.run_dir, scenario, events)
     if verdict is not None:
         result.traffic = verdict.to_json()

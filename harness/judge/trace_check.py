@@ -11,7 +11,7 @@ axis (release, or kip with its adopted deviations).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,9 @@ class TraceLogs:
     """The decoded committed records of each controller that left a metadata log."""
 
     by_controller: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    #: KRaft epoch -> (leader id, append time ms of its LeaderChange record), from every
+    #: controller's log (metadata_records.leader_changes).
+    leaders: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def longest(self) -> tuple[int, list[dict[str, Any]]] | None:
@@ -47,7 +50,41 @@ def read_logs(run_dir: Path) -> TraceLogs:
     if root.is_dir():
         for node_dir in sorted(p for p in root.iterdir() if p.name.isdigit()):
             logs.by_controller[int(node_dir.name)] = metadata_records.read_log_dir(node_dir)
+            for epoch, led in metadata_records.leader_changes(node_dir).items():
+                logs.leaders.setdefault(epoch, led)
     return logs
+
+
+def writer_builds(leaders: Mapping[int, tuple[int, int]], events: Iterable[Mapping[str, Any]],
+                  birth: str) -> dict[int, str]:
+    """KRaft epoch -> the build its leader ran: the version of that node's last ``upgrade``
+    fault before the epoch's LeaderChange record (a node leads an epoch in one process, and
+    the fault is recorded before the node stops: harness/nemesis/faults.py upgrade), else
+    the birth build."""
+    upgrades = sorted((float(e.get("t_wall", 0.0)), int(e["params"]["node"]),
+                       str(e["params"]["version"])) for e in events
+                      if e.get("kind") == "fault" and e.get("action") == "upgrade"
+                      and "node" in (e.get("params") or {}))
+    out: dict[int, str] = {}
+    for epoch, (leader, t_ms) in leaders.items():
+        version = birth
+        for t, node, v in upgrades:
+            if node == leader and t * 1000.0 <= t_ms:
+                version = v
+        out[epoch] = version
+    return out
+
+
+def writer_profiles(leaders: Mapping[int, tuple[int, int]], events: Iterable[Mapping[str, Any]],
+                    birth: str, elr: bool) -> tuple[tuple[int, str], ...]:
+    """TraceContext.writer_profiles: the epochs whose leader ran another build than the
+    birth build, each with that build's profile (as reference Model.ctx_of chooses the
+    model's rules from the active controller's build)."""
+    from reference.model.upgrade import version_tuple
+    from reference.releases.catalog import profile_for_build
+    return tuple(sorted((epoch, profile_for_build(version_tuple(v), elr))
+                        for epoch, v in writer_builds(leaders, events, birth).items()
+                        if v != birth))
 
 
 def unclean_registrations(events: Iterable[Mapping[str, Any]]) -> frozenset[tuple[int, int]]:
@@ -89,13 +126,28 @@ def context(scenario: Scenario, events: list[dict[str, Any]], profile: str | Pro
 
 
 def memo(logs: TraceLogs, scenario: Scenario, events: list[dict[str, Any]],
-         elr: bool) -> Callable[[str | Profile], list[dict[str, Any]]]:
-    """Violations under a profile, each profile judged once."""
+         elr: bool, birth: str | None = None) -> Callable[[str | Profile], list[dict[str, Any]]]:
+    """Violations under a profile, each profile judged once. ``birth``: the build the
+    cluster was born on, when the run's rules follow the builds (runner
+    ``follow_builds``): under the birth build's own profile (the release axis) each
+    record is judged by its writer's build (``writer_profiles``); any other profile (the
+    kip axis, a mutant) judges every record."""
     cache: dict[str | Profile, list[dict[str, Any]]] = {}
+    own: str | None = None
+    writers: tuple[tuple[int, str], ...] = ()
+    if birth is not None:
+        from reference.model.upgrade import version_tuple
+        from reference.releases.catalog import profile_for_build
+        own = profile_for_build(version_tuple(birth), elr)
+        writers = writer_profiles(logs.leaders, events, birth, elr)
 
     def under(profile: str | Profile) -> list[dict[str, Any]]:
         if profile not in cache:
-            cache[profile] = judge(logs, context(scenario, events, profile, elr))
+            ctx = context(scenario, events, profile, elr)
+            name = profile.name if isinstance(profile, Profile) else profile
+            if writers and name == own:
+                ctx = replace(ctx, writer_profiles=writers)
+            cache[profile] = judge(logs, ctx)
         return cache[profile]
     return under
 

@@ -3,7 +3,7 @@ election), as PartitionChangeBuilder applies them, under a profile."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from reference.model.election import (
@@ -32,6 +32,28 @@ class Ctx:
     #: (``World.elr_live``): read it with ``elr_on(w, ctx)``.
     elr_on: bool
     rebalance: bool = True
+    #: A build's version -> its release profile, when the rules follow the builds (a
+    #: rolling upgrade, reference Model ``follow_builds``): ``profile`` is then the active
+    #: controller's, and ``broker_rules`` gives each broker its own build's. None: one
+    #: profile for every node (a KIP, a pin, a mutant).
+    build_rules: Callable[[str], Profile] | None = None
+    #: The profile of the build the cluster was born on (the nodes no ``upgrade`` moved).
+    birth_profile: Profile | None = None
+
+
+def broker_rules(w: World, ctx: Ctx, broker: int) -> Profile:
+    """The rules broker ``broker`` decides by: its own build's (issue 43: "each broker's
+    for its own"), as each build ships its own ReplicaManager and Partition (the leader's
+    HWM advance, Partition.maybeIncrementLeaderHW; its acks=all answer,
+    Partition.checkEnoughReplicasReachOffset; its follower fetches, DelayedFetch), whatever
+    the active controller runs; without ``build_rules``, or on the birth build, the
+    step's profile."""
+    if ctx.build_rules is None:
+        return ctx.profile
+    for node, version in w.builds:
+        if node == broker:
+            return ctx.build_rules(version)
+    return ctx.birth_profile if ctx.birth_profile is not None else ctx.profile
 
 
 def elr_on(w: World, ctx: Ctx) -> bool:
@@ -69,12 +91,28 @@ def reaches_majority(w: World, c: int) -> bool:
 
 
 def active_controller(w: World) -> int | None:
-    """The KRaft quorum leader, the active controller: with one controller that one; else
-    the elected leader while it reaches a majority (None: none elected, or it lost its
-    majority and resigned). Elections happen in protocol/quorum.py (_quorum)."""
+    """The KRaft quorum leader, the active controller: with one controller that one unless
+    its process is down (``World.down``); else the elected leader while it reaches a
+    majority (None: none elected, or it lost its majority and resigned). Elections happen
+    in protocol/quorum.py (_quorum).
+
+    A single controller that is down writes nothing: no broker is fenced while it is down
+    (the committed metadata keeps every broker unfenced and the partition as it was). When
+    it starts again and claims leadership it builds a new heartbeat manager in which every
+    registered broker's session starts now (apache/kafka ClusterControlManager.activate:
+    ``heartbeatManager = new BrokerHeartbeatManager(...)``, then
+    ``heartbeatManager.register(id, registration.fenced())``, whose ``touch`` sets
+    lastContactNs to the current time; 3.9 source, and the same bytecode in 4.3.1's
+    kafka-metadata jar; QuorumController.claim calls it on becoming active). So the
+    brokers that heartbeat again keep their sessions however long it was down, and only a
+    broker that does not (down, cut off) is fenced, one session timeout after the restart
+    (BrokerHeartbeatManager.findOneStaleBroker): the model's usual fencing once the
+    controller is back. Measured on 3.9.2, 4.3.1 and 4.4.0 (fixtures/scenarios/
+    single-controller-restart.yaml). A paused single controller is not ``down`` and keeps
+    the older rule (every broker fenced while it is silent; not measured)."""
     cs = w.controllers
     if len(cs) == 1:
-        return cs[0]
+        return None if cs[0] in w.down else cs[0]
     c = w.quorum_leader
     return c if c is not None and reaches_majority(w, c) else None
 

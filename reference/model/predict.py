@@ -111,12 +111,20 @@ def project(w: World, show_elr: bool) -> PartitionState:
         elr=p.elr if show_elr else frozenset(),
         last_known_elr=p.last_known_elr if show_elr else frozenset(),
         hwm=leader_hwm,
-        fenced=frozenset(b.id for b in w.brokers if b.fenced or not b.alive),
+        fenced=frozenset(b.id for b in w.brokers if b.fenced or not b.alive
+                         and not _single_controller_down(w)),
         adding=frozenset(p.adding),
         removing=frozenset(p.removing),
         controller=None if len(w.controllers) == 1 else _or_none(active_controller(w)),
         quorum_elected=None if len(w.controllers) == 1 else w.quorum_elections > 0,
     )
+
+
+def _single_controller_down(w: World) -> bool:
+    """The cluster's one controller is down: nobody fences a broker that dies meanwhile,
+    and the metadata every broker serves (DescribeCluster) still shows it unfenced
+    (controller.active_controller)."""
+    return len(w.controllers) == 1 and w.controllers[0] in w.down
 
 
 def _or_none(c: int | None) -> int:
@@ -193,6 +201,9 @@ class Model:
         self.follow_builds = follow_builds
         self._elr_enabled = elr_enabled
         self._ctxs: dict[str, Ctx] = {}
+        if follow_builds:  # the brokers decide by their own builds (controller.broker_rules)
+            self.ctx = Ctx(self.profile, self.elr_on, rebalance=True,
+                           build_rules=self._rules_of, birth_profile=self.profile)
         cfg = config_from(cluster, topic, self.profile)
         start = initial_world(tuple(cluster.brokers), tuple(cluster.controllers),
                               tuple(topic.replicas), cfg)
@@ -318,9 +329,14 @@ class Model:
             return self.ctx
         ctx = self._ctxs.get(version)
         if ctx is None:
-            name = profile_for_build(version_tuple(version), self._elr_enabled)
-            ctx = self._ctxs[version] = Ctx(get_profile(name), self.elr_on, rebalance=True)
+            ctx = self._ctxs[version] = Ctx(self._rules_of(version), self.elr_on,
+                                            rebalance=True, build_rules=self._rules_of,
+                                            birth_profile=self.profile)
         return ctx
+
+    def _rules_of(self, version: str) -> Profile:
+        """The release profile of build ``version`` (profile_for_build)."""
+        return get_profile(profile_for_build(version_tuple(version), self._elr_enabled))
 
     # -- observations -------------------------------------------------------------
 

@@ -193,6 +193,11 @@ class World:
     #: ``resume``/``restart`` give the node back without healing the network around it,
     #: and ``heal`` leaves a stopped process stopped.
     silenced: frozenset[int] = frozenset()
+    #: Controllers whose process is down (``kill``/``stop``, an ``upgrade`` between its stop
+    #: and start), as opposed to paused: silenced too. A single controller that is down
+    #: decides nothing, and on its restart it fences no broker that heartbeats again
+    #: (controller.active_controller).
+    down: frozenset[int] = frozenset()
     #: Nodes running another build than the cluster was born on: (node, "X.Y.Z"), sorted
     #: (the ``upgrade`` step, reference.model.upgrade); a node not named runs the birth
     #: build. The active controller's build chooses the rules of its decisions (Model).

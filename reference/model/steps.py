@@ -16,6 +16,7 @@ from reference.model.controller import (
     Assignment,
     Ctx,
     active_controller,
+    broker_rules,
     elr_on,
     partition_change,
     reassignment_of,
@@ -57,7 +58,8 @@ class Produce:
         return {"count": self.count, "acks": self.acks if self.acks == "all" else int(self.acks)}
 
     def transition(self, w: World, ctx: Ctx) -> list[Outcome]:
-        if ctx.profile.leader_hwm_lag:
+        leader = w.partition.leader  # the leader's build parks its followers' fetches
+        if (ctx.profile if leader is None else broker_rules(w, ctx, leader)).leader_hwm_lag:
             w = evolve(w, hwm_before_produce=w.partition_hwm(),
                        leader_at_produce=w.partition.leader)
         return produce_step(w, ctx, self.count, self.acks, self.record_ids)
@@ -126,6 +128,17 @@ def silence_or_rejoin(w: World, ref: NodeRef, silenced: bool) -> World:
     if n is None:
         return w
     return evolve(w, silenced=(w.silenced | {n}) if silenced else (w.silenced - {n}))
+
+
+def down_or_up(w: World, ref: NodeRef, down: bool) -> World:
+    """Controller ``ref``'s process stopped (``down``) or started again: silenced or given
+    back as ``silence_or_rejoin``, and marked in ``World.down`` (a single controller that
+    is down decides nothing: controller.active_controller)."""
+    w, n = resolve_ref(w, ref)
+    if n is None:
+        return w
+    w = silence_or_rejoin(w, n, down)
+    return evolve(w, down=(w.down | {n}) if down else (w.down - {n}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,6 +372,9 @@ class OnController(OnNode):
     @property
     def controller(self) -> NodeRef:
         return self.node
+
+    def transition(self, w: World, ctx: Ctx) -> World:
+        return down_or_up(w, self.node, self.silences)
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,8 +26,8 @@ from reference.model.steps import (
     OnBroker,
     Restart,
     Stop,
+    down_or_up,
     resolve_ref,
-    silence_or_rejoin,
 )
 
 _VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)(?:-[A-Za-z0-9.]+)?$")
@@ -100,7 +100,7 @@ class UpgradeController:
         if n is None:
             return [Outcome(w)]
         out: list[Outcome] = []
-        for down in settle(silence_or_rejoin(w, n, True), ctx):
-            up = silence_or_rejoin(with_build(down, n, self.version), n, False)
+        for down in settle(down_or_up(w, n, True), ctx):
+            up = down_or_up(with_build(down, n, self.version), n, False)
             out.extend(Outcome(x) for x in settle(up, ctx))
         return out

@@ -114,7 +114,7 @@ def _key(w: World, per: dict[int, tuple[Any, ...]], acked: tuple[Any, ...],
             ms(p.adding), ms(p.removing))
     cuts = tuple(sorted((m(a), m(b)) for a, b in w.cuts))
     silenced = tuple(sorted(m(n) for n in w.silenced))
-    return (brokers, part, cuts, silenced, acked, w.max_hwm, ms(w.lost_data),
+    return (brokers, part, cuts, silenced, w.down, acked, w.max_hwm, ms(w.lost_data),
             min(w.unclean_shutdowns, 1), w.unclean_elections, w.reconfigured, w.min_isr)
 
 
@@ -126,7 +126,7 @@ def state_key(w: World) -> StateKey:
     part = (p.replicas, p.leader, erank[p.leader_epoch], p.isr, p.elr, p.last_known_elr,
             p.last_known_leader, p.recovering, p.adding, p.removing)
     brokers = tuple((*v, tuple(sorted(w.broker(i).heard_from or ()))) for i, v in per.items())
-    return (brokers, part, w.cuts, w.silenced, acked, w.max_hwm, w.lost_data,
+    return (brokers, part, w.cuts, w.silenced, w.down, acked, w.max_hwm, w.lost_data,
             min(w.unclean_shutdowns, 1), w.unclean_elections, w.reconfigured, w.min_isr)
 
 

@@ -141,6 +141,12 @@ class TraceContext:
     #: (broker id, incarnation number) known to register after an unclean shutdown
     #: (e.g. the harness killed the broker): incarnation 2 is the first restart.
     unclean_registrations: frozenset[tuple[int, int]] = frozenset()
+    #: (KRaft leader epoch, profile) of the epochs whose leader ran another build than
+    #: ``profile``'s (a rolling upgrade): each record is the decision of the controller
+    #: that led its batch's epoch, so it is judged under that build's rules (issue 43,
+    #: "each decision is judged by the rules of the build that made it"); a record of an
+    #: epoch not listed under ``profile``. Empty: ``profile`` throughout (a KIP, a pin).
+    writer_profiles: tuple[tuple[int, str | Profile], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

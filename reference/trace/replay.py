@@ -24,7 +24,7 @@ the per-change rules are judged record by record, knowing the operation around t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -219,17 +219,38 @@ class _Replay:
         return True if unclean else False if clean else None
 
 
+def _as_profile(p: str | Profile) -> Profile:
+    return p if isinstance(p, Profile) else get_profile(p)
+
+
 def profile_of(ctx: TraceContext) -> Profile:
-    return ctx.profile if isinstance(ctx.profile, Profile) else get_profile(ctx.profile)
+    return _as_profile(ctx.profile)
+
+
+def writers(ctx: TraceContext) -> Callable[[Record], Profile]:
+    """The profile each record is judged under: its writer's, the build of the controller
+    that led the KRaft epoch of its batch (``TraceContext.writer_profiles``), else
+    ``ctx.profile``."""
+    default = profile_of(ctx)
+    by_epoch = {int(e): _as_profile(p) for e, p in ctx.writer_profiles}
+    if not by_epoch:
+        return lambda rec: default
+
+    def of(rec: Record) -> Profile:
+        epoch = rec.get("leader_epoch")
+        return default if epoch is None else by_epoch.get(int(epoch), default)
+    return of
 
 
 def _replay(records: Sequence[Record], ctx: TraceContext
             ) -> tuple[list[CommittedState], list[tuple[int, str, int | None]]]:
     r = _Replay(ctx, profile_of(ctx), initial_state(ctx))
+    writer = writers(ctx)
     batches = [batch_of(rec) for rec in records]
     states: list[CommittedState] = []
     for i, rec in enumerate(records):
         end = i + 1 == len(records) or batches[i + 1] != batches[i]
+        r.profile = writer(rec)
         r.apply(i, rec, end, i > 0 and batches[i - 1] == batches[i])
         states.append(r.state)
     return states, r.issues
@@ -241,11 +262,12 @@ def replay(records: Sequence[Record], ctx: TraceContext) -> list[CommittedState]
 
 
 def validate(records: Sequence[Record], ctx: TraceContext) -> TraceResult:
-    """Replay ``records`` and judge them under ``ctx.profile``: per-change rules record by
+    """Replay ``records`` and judge each under its writer's profile (``writers``: the
+    build of the controller that led its epoch, else ``ctx.profile``): per-change rules record by
     record, per-state invariants at each batch end (trace_rules.RULES lists them). Records
     with ``"source": "snapshot"`` (harness.client.metadata_records) are a starting state: judged
     as one state, not as transitions."""
-    profile = profile_of(ctx)
+    writer = writers(ctx)
     states, issues = _replay(records, ctx)
     start = initial_state(ctx)
     out: list[tuple[int, Violation]] = []
@@ -270,6 +292,7 @@ def validate(records: Sequence[Record], ctx: TraceContext) -> TraceResult:
     failing: set[tuple[str, PartitionKey | None, int | None, str]] = set()
     batch_start = 0
     for i in range(len(records)):
+        profile = writer(records[i])
         step = trace_rules.Step(records, i, before(i), states[i], ops[i], profile, ctx,
                                 elr_on(before(i), profile, ctx))
         if records[i].get("source") != "snapshot":

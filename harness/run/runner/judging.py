@@ -20,8 +20,10 @@ class JudgingMixin(RunnerState):
         """The release verdict is the lockstep run's; kip, safety and the trace are judged
         here, lane by lane, as `audit` judges them offline (judges.judge_run)."""
         logs = trace_check.read_logs(history.run_dir)
+        # A rolling upgrade: each record judged by its writer's build (trace_check.memo).
         trace_under = trace_check.memo(logs, self.scenario, self._events,
-                                       elr_enabled(self.scenario, self.build))
+                                       elr_enabled(self.scenario, self.build),
+                                       self.build.version if self.follow_builds else None)
         per_lane = []
         for i, lm in enumerate(self.lockstep.lanes):
             release = AxisVerdict("release", result.verdict, result.reason)

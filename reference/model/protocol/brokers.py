@@ -128,6 +128,8 @@ def _fence(w: World, ctx: Ctx, b: Broker) -> list[World]:
 
 
 def _elect(w: World, ctx: Ctx) -> list[World] | None:
+    if active_controller(w) is None:
+        return None  # only the active controller elects (no quorum, or its one controller down)
     p = w.partition
     if p.leader is not None and acceptable(w.broker(p.leader)) and p.leader in p.isr:
         return None

@@ -12,7 +12,7 @@ deviation new-leader-hwm-lag).
 
 from __future__ import annotations
 
-from reference.model.controller import Ctx
+from reference.model.controller import Ctx, broker_rules
 from reference.model.protocol.replication import leader_broker, same_log
 from reference.model.state import World, evolve
 
@@ -47,7 +47,7 @@ def _advance_hwm(w: World, ctx: Ctx) -> list[World] | None:
     # "HWM can only advance if the ISR size is larger or equal to min.insync.replicas";
     # "The ISR membership refers to the latest ISR membership persisted by the
     # controller, not the maximal ISR".
-    if ctx.profile.hwm_rule and len(p.isr) < w.min_isr:
+    if broker_rules(w, ctx, leader.id).hwm_rule and len(p.isr) < w.min_isr:  # the leader's
         target = leader.hwm
     else:
         leos = [leader.leo]

@@ -14,7 +14,7 @@ Connectivity: produce goes client -> leader.
 
 from __future__ import annotations
 
-from reference.model.controller import Ctx, acceptable, link
+from reference.model.controller import Ctx, acceptable, broker_rules, link
 from reference.model.protocol.apply import Outcome
 from reference.model.protocol.replication import leader_broker
 from reference.model.protocol.settling import rebalanced, settle
@@ -36,7 +36,8 @@ def produce_step(w: World, ctx: Ctx, count: int, acks: str, ids: tuple[str, ...]
         return [Outcome(x, tuple((r, "rejected") for r in ids))
                 for x in settle(w, ctx)] + deposed
     stale = _on_stale_min_isr(w, ctx, ids) if acks == "all" else []
-    if acks == "all" and len(p.isr) < w.min_isr and ctx.profile.acks_all_needs_min_isr:
+    if acks == "all" and len(p.isr) < w.min_isr \
+            and broker_rules(w, ctx, leader.id).acks_all_needs_min_isr:  # the leader's build
         # NOT_ENOUGH_REPLICAS: rejected before the append.
         rejected = [Outcome(x, tuple((r, "rejected") for r in ids)) for x in settle(w, ctx)]
         return rejected + _appended_on_stale_isr(w, ctx, ids) + stale
@@ -116,7 +117,9 @@ def _enough_at_completion(x: World, ctx: Ctx) -> bool:
     shrinks below min ISR, and the record is appended but not acked (hunt seed 42 on
     3.6.2, fuzz-s42-1: a cut follower, two records, the first appended and timed out,
     the second never sent, HWM 1)."""
-    return not ctx.profile.acks_all_needs_min_isr or len(x.partition.isr) >= x.min_isr
+    leader = x.partition.leader
+    rules = ctx.profile if leader is None else broker_rules(x, ctx, leader)  # the leader's
+    return not rules.acks_all_needs_min_isr or len(x.partition.isr) >= x.min_isr
 
 
 def _append_in_turn(w: World, ctx: Ctx, ids: tuple[str, ...]) -> list[Outcome]:
