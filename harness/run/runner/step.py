@@ -169,13 +169,18 @@ class StepMixin(SettleMixin, RecordMixin):
         ``quorum_elected`` is whether it changed) and the step with its controller roles
         (``active``, ``last_active``, ``follower``) replaced by ids, ``active`` being
         DescribeQuorum's leader now (polled, bounded, until there is one)."""
-        if len(self.shape().controller_ids) < 2:
-            return step, {}, None
         from harness.infra.wait import until
         from reference.model.steps import ACTIVE, FOLLOWER, ROLES
 
         roles = {f.name: getattr(step, f.name) for f in dataclasses.fields(step)
                  if getattr(step, f.name) in ROLES}
+        if len(self.shape().controller_ids) < 2:
+            # One controller is the active one and the last active one, up or down (the
+            # loader refuses `follower` there): no quorum to ask.
+            (only,) = self.shape().controller_ids
+            resolved = {name: only for name in roles}
+            concrete = dataclasses.replace(step, **resolved) if resolved else step
+            return concrete, dict(resolved), None
 
         def ask() -> dict[str, Any] | None:
             try:

@@ -22,6 +22,9 @@ def node_ref(c: Reader, node: Node, where: str, cl: ClusterShape) -> S.NodeRef:
         if v not in S.ROLES:
             raise c.fail(node, where, "expected a node id, active, last_active or follower, "
                          f"got {v!r}")
+        if v == S.FOLLOWER and len(cl.controller_ids) < 2:
+            raise c.fail(node, where, "follower names a controller that is not active: "
+                         "this cluster has one controller (set cluster.controllers: 3)")
         return v
     v = c.int_(node, where)
     check_node(c, node, where, v, cl)
