@@ -178,9 +178,8 @@ class StepMixin(SettleMixin, RecordMixin):
             # One controller is the active one and the last active one, up or down (the
             # loader refuses `follower` there): no quorum to ask.
             (only,) = self.shape().controller_ids
-            resolved = {name: only for name in roles}
-            concrete = dataclasses.replace(step, **resolved) if resolved else step
-            return concrete, dict(resolved), None
+            sole = {name: only for name in roles}
+            return (dataclasses.replace(step, **sole) if sole else step), sole, None
 
         def ask() -> dict[str, Any] | None:
             try:
