@@ -146,12 +146,12 @@ def check_file(path: Path, budget: LossBudget | None = None, idempotent: bool | 
                           incarnations=lives.summary())
 
 
-def check_lives(events: Iterable[Mapping[str, Any]], budget: LossBudget | None = None,
+def check_lives(source: Iterable[Mapping[str, Any]], budget: LossBudget | None = None,
                 idempotent: bool | None = None, examples: int = 20
                 ) -> tuple[list[Summary], dict[str, Any] | None]:
     """``check_events`` over a list of events that may delete and create topics, and what
     that did (None: it did neither), as ``check_file`` does."""
-    events = list(events)
+    events = [dict(e) for e in source]
     lives = Incarnations.scan(events)
     if lives is None:
         return check_events(events, budget, idempotent, examples), None
