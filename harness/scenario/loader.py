@@ -41,7 +41,6 @@ from harness.scenario.steps.topics import as_declared, topic_life
 from harness.scenario.traffic import parse_traffic
 from reference import PROFILES, ClusterSpec, TopicSpec
 from reference.model import steps as S
-from reference.model import topics as T
 
 __all__ = ["MAX_FILE_BYTES", "Expectation", "Scenario", "ScenarioError", "ScenarioStep",
            "load_scenario", "parse_scenario"]
