@@ -44,6 +44,8 @@ STOP_GRACE_S = DELIVERY_TIMEOUT_MS / 1000 + 10.0
 #: for DRAIN_QUIET_S, at most DRAIN_S: what was acknowledged last is seen too.
 DRAIN_S = 10.0
 DRAIN_QUIET_S = 1.0
+#: How long a topic's deletion or creation waits for its consumers to act on it.
+TOPIC_LIFE_WAIT_S = 15.0
 #: Consumers poll at most this many records per call, waiting at most POLL_S.
 POLL_BATCH = 1000
 POLL_S = 0.2
@@ -168,6 +170,8 @@ class ProducerLoop:
                  rec: TrafficRecorder) -> None:
         self.name, self.spec, self.partitions, self.rec = name, spec, partitions, rec
         self.sent = self.acked = self.failed = 0
+        #: Failed records by error name (delivery reports and produce() refusals).
+        self.errors: dict[str, int] = {}
         self.config = {**_common(cluster), "acks": spec.acks,
                        "enable.idempotence": spec.idempotent,
                        "linger.ms": 5, "batch.num.messages": 10_000,
@@ -189,7 +193,7 @@ class ProducerLoop:
                 self.acked += 1
                 rec.ack(name, seq, rid, topic, msg.partition(), msg.offset())
             else:
-                self.failed += 1
+                self._failed(err.name())
                 rec.send_error(name, seq, rid, topic, err.name(), msg.partition())
 
         start = time.monotonic()
@@ -206,7 +210,8 @@ class ProducerLoop:
                 rid = f"{name}-{seq}"
                 part = self.key_partitions[k]
                 handed = False
-                while not handed:
+                refused: str | None = None
+                while not handed and refused is None:
                     try:
                         producer.produce(topic, key=self.keys[k], value=f"{rid} {seq}",
                                          partition=part, on_delivery=report)
@@ -215,6 +220,20 @@ class ProducerLoop:
                         producer.poll(0.05)
                         if stop.is_set() or time.monotonic() >= deadline:
                             break
+                    except KafkaException as exc:
+                        # Refused at once by the client (e.g. _UNKNOWN_TOPIC or
+                        # _UNKNOWN_PARTITION while the topic is deleted): a failed send,
+                        # not a crash; the checks count it as an expected error while the
+                        # topic is absent (harness/traffic/incarnations.py).
+                        refused = exc.args[0].name() if exc.args else type(exc).__name__
+                if refused is not None:
+                    rec.send(name, seq, rid, topic, part)
+                    rec.send_error(name, seq, rid, topic, refused, part)
+                    self._failed(refused)
+                    seq += 1
+                    self.sent = seq
+                    producer.poll(0.05)  # no busy loop while the topic is gone
+                    continue
                 if not handed:
                     break
                 # Its reports are served by this thread's poll/flush only: the send line
@@ -231,6 +250,11 @@ class ProducerLoop:
                              f"after {STOP_GRACE_S:g} s (recorded as sent only)")
 
 
+    def _failed(self, error: str) -> None:
+        self.failed += 1
+        self.errors[error] = self.errors.get(error, 0) + 1
+
+
 class ConsumerLoop:
     """One consumer: assigned every partition of its topic from the start, or subscribed
     in a group; records every polled record and (committing) every accepted commit.
@@ -239,8 +263,16 @@ class ConsumerLoop:
     def __init__(self, name: str, spec: ConsumerSpec, partitions: int, cluster: Cluster,
                  rec: TrafficRecorder, run_id: str) -> None:
         self.name, self.spec, self.partitions, self.rec = name, spec, partitions, rec
-        self.group = spec.group or f"kafka-chaos-{run_id}-{name}"
+        self.base_group = self.group = spec.group or f"kafka-chaos-{run_id}-{name}"
         self.session = -1
+        #: The incarnation of its topic to read (None: the topic is deleted, read nothing),
+        #: set by the runner (``Traffic.topic_life``), and the one this thread reads now.
+        #: A new incarnation is read by a new client from its start, in a new session, in
+        #: group mode in a group of its own (``<group>.inc<k>``): the coordinator deletes
+        #: a deleted topic's committed offsets, and a commit racing that must not move the
+        #: new incarnation's start.
+        self.wanted: int | None = 0
+        self.reading: int | None = 0
         self.polled = 0
         #: An asynchronous commit not yet answered. One at a time: with two in flight a
         #: retried earlier one (the coordinator moved) can be answered after a later one,
@@ -259,7 +291,8 @@ class ConsumerLoop:
             return
         for tp in parts:
             if tp.error is None and tp.offset >= 0:
-                self.rec.commit(self.name, self.group, tp.topic, tp.partition, tp.offset)
+                self.rec.commit(self.name, self.group, tp.topic, tp.partition, tp.offset,
+                                incarnation=self.reading or 0)
 
     def _new_session(self, *_: Any) -> None:
         self.session += 1
@@ -309,26 +342,45 @@ class ConsumerLoop:
             if taken < POLL_BATCH:  # never poll a record this batch does not take
                 msg = consumer.poll(0)
 
+    def _open(self, incarnation: int) -> Any:
+        """A client reading ``incarnation`` of its topic from the start (a new session)."""
+        self.group = (self.base_group if incarnation == 0
+                      else f"{self.base_group}.inc{incarnation}")
+        consumer = Consumer({**self.config, "group.id": self.group})
+        if self.spec.mode == "group":
+            consumer.subscribe([self.spec.topic], on_assign=self._assigned,
+                               on_revoke=self._new_session)
+        else:
+            self._new_session()
+            consumer.assign([TopicPartition(self.spec.topic, p, 0)
+                             for p in range(self.partitions)])
+        self.reading = incarnation
+        return consumer
+
     def run(self, stop: threading.Event) -> None:
         spec, rec, name = self.spec, self.rec, self.name
-        consumer = Consumer(self.config)
+        consumer: Any = None
         try:
-            if spec.mode == "group":
-                consumer.subscribe([spec.topic], on_assign=self._assigned,
-                                   on_revoke=self._new_session)
-            else:
-                self._new_session()
-                consumer.assign([TopicPartition(spec.topic, p, 0)
-                                 for p in range(self.partitions)])
             pending: dict[int, int] = {}
             last_commit = time.monotonic()
             since_commit = 0
             while not stop.is_set():
+                wanted = self.wanted
+                if consumer is None or wanted != self.reading:
+                    if consumer is not None:  # its topic was deleted: stop reading it
+                        consumer.close()
+                        consumer, pending, self.committing = None, {}, False
+                        self.reading = None
+                    if wanted is None:
+                        stop.wait(POLL_S)
+                        continue
+                    consumer = self._open(wanted)
                 batch: list[tuple[str, int, int, str]] = []
                 session = self.session
+                inc = self.reading or 0
                 for msg in self._fetch(consumer):
                     if self.session != session:  # a rebalance callback ran before msg
-                        rec.polls(name, session, batch)
+                        rec.polls(name, session, batch, inc)
                         batch, session = [], self.session
                     err = msg.error()
                     if err is not None:
@@ -342,7 +394,7 @@ class ConsumerLoop:
                     pending[part] = offset + 1
                     self.polled += 1
                     since_commit += 1
-                rec.polls(name, session, batch)
+                rec.polls(name, session, batch, inc)
                 if spec.commit and pending and not self.committing and (
                         since_commit >= COMMIT_EVERY
                         or time.monotonic() - last_commit >= COMMIT_S):
@@ -356,7 +408,8 @@ class ConsumerLoop:
                         raise
                     pending, since_commit, last_commit = {}, 0, time.monotonic()
         finally:
-            consumer.close()
+            if consumer is not None:
+                consumer.close()
 
 
 class Traffic:
@@ -383,6 +436,8 @@ class Traffic:
                          + [_Worker(c.name, c.run) for c in self.consumers])
         self._specs: list[ProducerSpec | ConsumerSpec] = (
             [p.spec for p in self.producers] + [c.spec for c in self.consumers])
+        #: Per topic, the incarnation its consumers are to read (None: deleted).
+        self._wanted: dict[str, int | None] = {}
         #: What went wrong with the threads stopped so far (``_stop``).
         self.problems: list[str] = []
         #: When the traffic started, when the producers had stopped, when everything had.
@@ -394,6 +449,9 @@ class Traffic:
         names = []
         for w, spec in zip(self._workers, self._specs, strict=True):
             if spec.from_step == after and w.thread.ident is None:
+                for c in self.consumers:  # a consumer starting late: what exists now
+                    if c.name == w.name:
+                        c.wanted = self._wanted.get(c.spec.topic, 0)
                 if not self.started:
                     self.started = time.monotonic()
                 w.thread.start()
@@ -469,6 +527,39 @@ class Traffic:
                 return
             time.sleep(0.1)
 
+    def topic_life(self, kind: str, topic: str, phase: str) -> list[str]:
+        """A topic deleted or created again (the runner, around a delete_topic /
+        create_topic step): its line in the history (``TrafficRecorder.topic_life``), and
+        the consumers of ``topic`` told: a deletion requested stops their reading of it, a
+        creation settled starts their reading of the new incarnation from its start (a
+        refusal takes the change back). Producers go on: what they send meanwhile fails
+        with the client's errors, counted as expected by the checks. Waits (bounded) for
+        each running consumer to act on it; returns those that did not in time."""
+        self.rec.topic_life(kind, topic, phase)
+        now = self.rec.incarnations.get(topic, 0)
+        wanted: int | None
+        if (kind, phase) == ("topic_deleted", "requested"):
+            wanted = None
+        elif phase == "refused" and kind == "topic_deleted" or phase == "settled" \
+                and kind == "topic_created":
+            wanted = now  # (a refused creation leaves the topic deleted: nothing to do)
+        else:
+            return []
+        self._wanted[topic] = wanted
+        mine = [(c, w) for c, w in zip(self.consumers, self._workers[len(self.producers):],
+                                       strict=True) if c.spec.topic == topic]
+        for c, _ in mine:
+            c.wanted = wanted
+        deadline = time.monotonic() + TOPIC_LIFE_WAIT_S
+        late = []
+        for c, w in mine:
+            while (self._running(w) and w.thread.is_alive() and c.reading != wanted
+                   and time.monotonic() < deadline):
+                time.sleep(0.05)
+            if self._running(w) and w.thread.is_alive() and c.reading != wanted:
+                late.append(c.name)
+        return late
+
     def summary(self) -> dict[str, Any]:
         """Throughput from the first client's start (with windows: over the time from the
         first start to the last producer's stop, pauses included)."""
@@ -480,42 +571,15 @@ class Traffic:
         acked_all = sum(p.acked for p in self.producers if p.spec.acks == "all")
         return {"seconds": round(wall, 2), "producing_s": round(producing, 2), "sent": sent,
                 "acked": acked, "failed": sum(p.failed for p in self.producers),
+                "errors": _merged(p.errors for p in self.producers),
                 "acked_per_s": round(acked / producing, 1),
                 "acked_all_per_s": round(acked_all / producing, 1),
                 "polled": sum(c.polled for c in self.consumers)}
 
 
-def final_read(cluster: Cluster, rec: TrafficRecorder, partitions: Iterable[tuple[str, int]],
-               timeout_s: float = 60.0,
-               on_record: Callable[[str, int, int, str], None] | None = None
-               ) -> dict[tuple[str, int], bool]:
-    """Every partition re-read from its start to its end: a `final_read` line per record,
-    a `final_read_end` per partition (complete: it reached the end within ``timeout_s``).
-    ``on_record(topic, partition, offset, id)`` sees each record too."""
-    out: dict[tuple[str, int], bool] = {}
-    for topic, partition in partitions:
-        consumer = Consumer({**_common(cluster),
-                             "group.id": f"kafka-chaos-{cluster.history.run_id}-final",
-                             "enable.auto.commit": False, "enable.partition.eof": True,
-                             "auto.offset.reset": "earliest",
-                             "isolation.level": "read_uncommitted"})
-        complete = False
-        try:
-            consumer.assign([TopicPartition(topic, partition, 0)])
-            deadline = time.monotonic() + timeout_s
-            while not complete and time.monotonic() < deadline:
-                for msg in consumer.consume(POLL_BATCH, POLL_S):
-                    err = msg.error()
-                    if err is not None:
-                        complete = complete or err.code() == KafkaError._PARTITION_EOF
-                        continue
-                    rid = (msg.value() or b"").decode(errors="replace").partition(" ")[0]
-                    offset = int(msg.offset() or 0)
-                    rec.final_read(topic, partition, offset, rid)
-                    if on_record is not None:
-                        on_record(topic, partition, offset, rid)
-        finally:
-            consumer.close()
-            rec.final_read_end(topic, partition, complete)
-        out[(topic, partition)] = complete
-    return out
+def _merged(counts: Iterable[dict[str, int]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for c in counts:
+        for name, n in c.items():
+            out[name] = out.get(name, 0) + n
+    return dict(sorted(out.items()))

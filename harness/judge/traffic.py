@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import bisect
 from array import array
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -204,6 +204,13 @@ def _judge_safety(safety: AxisVerdict, verdict: TrafficVerdict, budget: LossBudg
                      "polled (liveness, not UNSAFE)")
     if verdict.skipped_lines:
         notes.append(f"traffic: {verdict.skipped_lines} ill-typed line(s) skipped")
+    lives = verdict.incarnations
+    if lives is not None:
+        # Never silently: what the deletions took by request, and what cannot be told.
+        notes.append(f"traffic: topics deleted/created again: {lives['acked_gone_by_request']}"
+                     f" acknowledged record(s) gone by request, {lives['expected_errors']} "
+                     f"expected error(s), {lives['indeterminate']} indeterminate (acked "
+                     "across a deletion and re-creation, in no log that can be read)")
     if findings:
         safety.details = [*safety.details, *findings]
         why = "; ".join(str(f["why"]) for f in findings)
@@ -243,7 +250,8 @@ class _Tally:
 
 
 def _tallies(traffic: Iterable[dict[str, Any]], events: list[dict[str, Any]],
-             losses: list[float]) -> tuple[dict[tuple[str, int], _Tally], bool]:
+             losses_of: Callable[[str], list[float]]
+             ) -> tuple[dict[tuple[str, int], _Tally], bool]:
     """Tallies from the traffic and the scenario's own produce/ack events; whether some
     producer may write one record twice (not idempotent, acks 1 or all)."""
     acks_of: dict[str, str] = {}
@@ -264,7 +272,7 @@ def _tallies(traffic: Iterable[dict[str, Any]], events: list[dict[str, Any]],
         if kind == "send":
             tally.send_t.append(t)
             return
-        epoch = bisect.bisect_right(losses, t)
+        epoch = bisect.bisect_right(losses_of(tp[0]), t)
         prev = top.get(tp)
         best = offset + 1 if prev is None or prev[0] != epoch else max(prev[1], offset + 1)
         top[tp] = (epoch, best)
@@ -303,7 +311,18 @@ def hwm_bound_findings(events: list[dict[str, Any]], traffic_path: Path,
     ordered = sorted(events, key=lambda e: e["seq"])
     losses = sorted(float(e["t_mono"]) for e in ordered if _may_lose_data(e)
                     and e.get("t_mono") is not None)
-    tallies, twice = _tallies(TrafficFile(traffic_path), ordered, losses)
+    # A topic deleted or created again starts a new log: the acks before either say
+    # nothing of the new incarnation's HWM (a reset of the floor, as a data-losing fault).
+    resets: dict[str, list[float]] = {}
+    for e in ordered:
+        if e.get("kind") in ("topic_deleted", "topic_created") and e.get("t_mono") is not None:
+            resets.setdefault(str(e.get("topic")), []).append(float(e["t_mono"]))
+    by_topic = {topic: sorted(losses + times) for topic, times in resets.items()}
+
+    def losses_of(topic: str) -> list[float]:
+        return by_topic.get(topic, losses)
+
+    tallies, twice = _tallies(TrafficFile(traffic_path), ordered, losses_of)
     unclean_topics = {t.name for t in scenario.every_topic()
                       if str(dict(t.config).get("unclean.leader.election.enable",
                                                  "")).lower() == "true"}
@@ -326,8 +345,9 @@ def hwm_bound_findings(events: list[dict[str, Any]], traffic_path: Path,
         t = float(e["t_mono"])
         if step_t is not None and tp[0] not in unclean_topics:
             i = bisect.bisect_left(tally.ack_t, step_t) - 1
-            before = bisect.bisect_left(losses, t)  # the faults before this observation
-            last_loss = losses[before - 1] if before else None
+            faults = losses_of(tp[0])
+            before = bisect.bisect_left(faults, t)  # the faults before this observation
+            last_loss = faults[before - 1] if before else None
             if i >= 0 and (last_loss is None or tally.ack_t[i] > last_loss):
                 floor = tally.ack_top[i]
                 if hwm < floor:

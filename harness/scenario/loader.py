@@ -42,7 +42,6 @@ from harness.scenario.steps.topics import as_declared, topic_life
 from harness.scenario.traffic import parse_traffic
 from reference import PROFILES, ClusterSpec, TopicSpec
 from reference.model import steps as S
-from reference.model import topics as T
 
 __all__ = ["MAX_FILE_BYTES", "Expectation", "Scenario", "ScenarioError", "ScenarioStep",
            "load_scenario", "parse_scenario"]
@@ -228,24 +227,11 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
     if "traffic" in top:
         traffic = parse_traffic(ctx, top["traffic"][1], topics, steps)
         _check_under_traffic(ctx, steps, traffic)
-        _no_traffic_on_deleted(ctx, steps)
     return Scenario(version=version, name=name, description=description, seed=seed,
                     profile=profile, requires=requires, cluster=cluster, topic=topics[0],
                     topics=topics if len(topics) > 1 else (),
                     steps=tuple(steps), path=path, expectations=expectations,
                     traffic=traffic)
-
-
-def _no_traffic_on_deleted(ctx: Reader, steps: list[ScenarioStep]) -> None:
-    """Traffic's checks (harness/traffic) read each topic as one log from its creation:
-    records of a deleted incarnation would read as lost. Until they know incarnations, a
-    scenario with traffic deletes no topic."""
-    for i, loaded in enumerate(steps):
-        if isinstance(loaded.step, T.DeleteTopic):
-            raise ScenarioError(f"{ctx.path}:{loaded.line}: steps[{i}].delete_topic: a "
-                                "scenario with traffic cannot delete a topic yet (traffic's "
-                                "checks do not know a topic's incarnations): leave traffic "
-                                "out or the deletion")
 
 
 def _with_kinds_config(cluster: ClusterShape, steps: list[ScenarioStep]) -> ClusterShape:

@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.traffic.columns import ABSENT
 from harness.traffic.history import TrafficFile
+from harness.traffic.incarnations import Incarnations
 from harness.traffic.index import Smallest, TrafficIndex
 
 Source = Iterable[Mapping[str, Any]] | TrafficIndex
@@ -98,6 +99,9 @@ class TrafficVerdict:
     events: int  # well-typed events read
     skipped_lines: int  # lines that were not (a torn last line, a corrupt one)
     summaries: list[Summary]
+    #: A history that deletes or creates topics: what that did to the traffic
+    #: (incarnations.Incarnations.summary); None for one that does not.
+    incarnations: dict[str, Any] | None = None
 
     @property
     def unsafe(self) -> list[Summary]:
@@ -112,9 +116,12 @@ class TrafficVerdict:
                  "why": f"{s.name}: {_counted(s.counts)} ({s.rule})"} for s in self.unsafe]
 
     def to_json(self) -> dict[str, Any]:
-        return {"engine": self.engine, "events": self.events,
-                "skipped_lines": self.skipped_lines,
-                "checks": [s.to_json() for s in self.summaries]}
+        out = {"engine": self.engine, "events": self.events,
+               "skipped_lines": self.skipped_lines,
+               "checks": [s.to_json() for s in self.summaries]}
+        if self.incarnations is not None:
+            out["incarnations"] = self.incarnations
+        return out
 
 
 def _counted(counts: Mapping[str, int]) -> str:
@@ -123,11 +130,34 @@ def _counted(counts: Mapping[str, int]) -> str:
 
 def check_file(path: Path, budget: LossBudget | None = None, idempotent: bool | None = None,
                examples: int = 20) -> TrafficVerdict:
-    """Every check in this process, streaming the file once."""
+    """Every check in this process, streaming the file once (twice when it deletes or
+    creates topics: their lives first, then each incarnation as a log of its own,
+    incarnations.py)."""
     history = TrafficFile(path)
-    index = TrafficIndex.build(history, examples)
-    return TrafficVerdict("in-process", index.events, history.skipped,
-                          check_events(index, budget, idempotent))
+    lives = Incarnations.scan(history)
+    if lives is None:
+        index = TrafficIndex.build(history, examples)
+        return TrafficVerdict("in-process", index.events, history.skipped,
+                              check_events(index, budget, idempotent))
+    index = TrafficIndex.build(lives.relabel(history), examples)
+    lives.resolve(index)
+    return TrafficVerdict("in-process", index.events + lives.indeterminate, history.skipped,
+                          check_events(index, budget, idempotent, lives=lives),
+                          incarnations=lives.summary())
+
+
+def check_lives(source: Iterable[Mapping[str, Any]], budget: LossBudget | None = None,
+                idempotent: bool | None = None, examples: int = 20
+                ) -> tuple[list[Summary], dict[str, Any] | None]:
+    """``check_events`` over a list of events that may delete and create topics, and what
+    that did (None: it did neither), as ``check_file`` does."""
+    events = [dict(e) for e in source]
+    lives = Incarnations.scan(events)
+    if lives is None:
+        return check_events(events, budget, idempotent, examples), None
+    index = TrafficIndex.build(lives.relabel(events), examples)
+    lives.resolve(index)
+    return check_events(index, budget, idempotent, lives=lives), lives.summary()
 
 
 def index_of(source: Source, examples: int = 20) -> TrafficIndex:
@@ -135,12 +165,15 @@ def index_of(source: Source, examples: int = 20) -> TrafficIndex:
 
 
 def check_events(source: Source, budget: LossBudget | None = None,
-                 idempotent: bool | None = None, examples: int = 20) -> list[Summary]:
-    """Every check over one streamed pass, in CHECKS order."""
+                 idempotent: bool | None = None, examples: int = 20,
+                 lives: Incarnations | None = None) -> list[Summary]:
+    """Every check over one streamed pass, in CHECKS order; ``lives``: the index was built
+    from ``lives.relabel`` (each incarnation of a topic its own log)."""
     index = index_of(source, examples)
-    return [lost_writes(index, budget), duplicates(index, idempotent),
+    gone = lives.gone_logs() if lives is not None else None
+    return [lost_writes(index, budget, gone), duplicates(index, idempotent, lives is not None),
             inconsistent_offsets(index), lost_after_read(index), poll_order(index),
-            commit_order(index), unseen_acked(index)]
+            commit_order(index), unseen_acked(index, gone)]
 
 
 def _topic_partition(index: TrafficIndex, partition: int) -> tuple[str, int]:
@@ -154,14 +187,21 @@ def _record_key(item: Mapping[str, Any]) -> tuple[Any, ...]:
 
 # --- lost writes ---------------------------------------------------------------------------
 
-def lost_writes(source: Source, budget: LossBudget | None = None) -> Summary:
+def lost_writes(source: Source, budget: LossBudget | None = None,
+                gone: set[str] | None = None) -> Summary:
     """Acked, in a partition whose final read is complete, and not in that read. Excused:
     records of a producer without acks=all, and what `budget` covers; the rest count, and
-    more of them than `budget.records` fail."""
+    more of them than `budget.records` fail. ``gone``: logs deleted by request
+    (incarnations.py): their acked records are counted ``gone_by_request``, never lost."""
     index, budget = index_of(source), budget or LossBudget()
     counts = {"acked": 0, "unjudged": 0, "lost": 0, "excused": 0, "counted": 0}
+    if gone is not None:
+        counts["gone_by_request"] = 0
     first = Smallest(index.examples, _lost_key)
     for id_number, partition, offset in index.acked():
+        if gone and index.partitions.keys[partition][0] in gone:
+            counts["gone_by_request"] += 1
+            continue
         if partition not in index.complete:
             counts["unjudged"] += 1
             continue
@@ -190,16 +230,26 @@ def _lost_key(item: Mapping[str, Any]) -> tuple[Any, ...]:
 
 # --- duplicates ----------------------------------------------------------------------------
 
-def duplicates(source: Source, idempotent: bool | None = None) -> Summary:
+def duplicates(source: Source, idempotent: bool | None = None,
+               lives: bool = False) -> Summary:
     """Ids at more than one position. Each fails when its producer is idempotent (as
     declared, else Kafka's default: on), unless `idempotent` overrides the declarations;
-    without idempotence a retry may write a record twice: counted as allowed."""
+    without idempotence a retry may write a record twice: counted as allowed. ``lives``
+    (each incarnation of a topic its own log): an id once in each of several logs is
+    ``across_incarnations``, allowed (written to a log deleted since, its answer lost with
+    the deletion, retried into the new one)."""
     index = index_of(source)
     counts = {"ids": 0, "failures": 0, "allowed_by_retries": 0}
+    if lives:
+        counts["across_incarnations"] = 0
     first = Smallest(index.examples, lambda item: item["id"])
     for id_number, positions in index.positions.more.items():
         strict = index.producer_settings(id_number)[1] if idempotent is None else idempotent
         counts["ids"] += 1
+        logs = [index.partitions.keys[p][0] for p, _ in positions]
+        if lives and len(set(logs)) == len(logs):
+            counts["across_incarnations"] += 1
+            continue
         counts["failures" if strict else "allowed_by_retries"] += 1
         first.add({"id": index.ids.keys[id_number], "idempotent": strict,
                    "positions": sorted([*_topic_partition(index, p), o] for p, o in positions)})
@@ -284,14 +334,17 @@ def commit_order(source: Source) -> Summary:
 
 # --- unseen --------------------------------------------------------------------------------
 
-def unseen_acked(source: Source) -> Summary:
-    """Acked ids no consumer polled, leaving out those lost_writes counts as lost."""
+def unseen_acked(source: Source, gone: set[str] | None = None) -> Summary:
+    """Acked ids no consumer polled, leaving out those lost_writes counts as lost and
+    those of a log deleted by request (``gone``)."""
     index = index_of(source)
     counts = {"acked": 0, "unseen": 0}
     first = Smallest(index.examples, _record_key)
     for id_number, partition, offset in index.acked():
         counts["acked"] += 1
         if index.polled[id_number] == 1 or index.lost(id_number, partition):
+            continue
+        if gone and index.partitions.keys[partition][0] in gone:
             continue
         counts["unseen"] += 1
         topic, number = _topic_partition(index, partition)

@@ -19,7 +19,10 @@ from typing import IO, Any, Literal, NotRequired, TypedDict
 import orjson
 
 TRAFFIC_FILE = "traffic.jsonl"
-TRAFFIC_SCHEMA = "1.0"
+#: 1.1: topic_deleted / topic_created lines, and ``incarnation`` on poll, commit,
+#: final_read and final_read_end lines (docs/TRAFFIC.md "Topics deleted and created again");
+#: a 1.0 history has neither and reads as every topic in its first incarnation.
+TRAFFIC_SCHEMA = "1.1"
 
 
 class Producer(TypedDict):
@@ -79,6 +82,7 @@ class Poll(TypedDict):
     partition: int
     offset: int
     id: str
+    incarnation: NotRequired[int]  # 1.1: the topic's incarnation (absent: 0)
     t: float
 
 
@@ -91,6 +95,7 @@ class Commit(TypedDict):
     topic: str
     partition: int
     offset: int
+    incarnation: NotRequired[int]  # 1.1: the topic's incarnation (absent: 0)
     t: float
 
 
@@ -102,6 +107,7 @@ class FinalRead(TypedDict):
     partition: int
     offset: int
     id: str
+    incarnation: NotRequired[int]  # 1.1: the topic's incarnation (absent: 0)
     t: NotRequired[float]
 
 
@@ -113,8 +119,24 @@ class FinalReadEnd(TypedDict):
     topic: str
     partition: int
     complete: bool
+    incarnation: NotRequired[int]  # 1.1: the topic's incarnation (absent: 0)
     t: float
 
+
+class TopicLife(TypedDict):
+    """A topic deleted or created again while traffic runs (schema 1.1), written by the
+    runner: ``requested`` just before DeleteTopics / CreateTopics is sent, ``refused`` when
+    the controller refused it (the request changed nothing), ``settled`` once the step's
+    observation settled (a created topic: its consumers read it from its start then)."""
+    n: int
+    kind: Literal["topic_deleted", "topic_created"]
+    topic: str
+    phase: str  # "requested", "refused", "settled"
+    t: float
+
+
+#: The kinds of TopicLife lines.
+TOPIC_LIFE = ("topic_deleted", "topic_created")
 
 Event = dict[str, Any]
 
@@ -140,6 +162,10 @@ def _opt_natural(value: Any) -> bool:
     return value is None or _natural(value)
 
 
+def _phase(value: Any) -> bool:
+    return value in ("requested", "refused", "settled")
+
+
 #: per kind, the fields the checks compute with and their types (absent = null)
 FIELDS: dict[str, dict[str, Callable[[Any], bool]]] = {
     "traffic_start": {},
@@ -151,11 +177,15 @@ FIELDS: dict[str, dict[str, Callable[[Any], bool]]] = {
     "send_error": {"producer": _str, "seq": _is_int, "id": _str, "topic": _str,
                    "partition": _opt_natural, "error": _str},
     "poll": {"consumer": _str, "session": _is_int, "topic": _str, "partition": _natural,
-             "offset": _natural, "id": _str},
+             "offset": _natural, "id": _str, "incarnation": _opt_natural},
     "commit": {"consumer": _str, "group": _str, "topic": _str, "partition": _natural,
-               "offset": _natural},
-    "final_read": {"topic": _str, "partition": _natural, "offset": _natural, "id": _str},
-    "final_read_end": {"topic": _str, "partition": _natural, "complete": _bool},
+               "offset": _natural, "incarnation": _opt_natural},
+    "final_read": {"topic": _str, "partition": _natural, "offset": _natural, "id": _str,
+                   "incarnation": _opt_natural},
+    "final_read_end": {"topic": _str, "partition": _natural, "complete": _bool,
+                       "incarnation": _opt_natural},
+    "topic_deleted": {"topic": _str, "phase": _phase},
+    "topic_created": {"topic": _str, "phase": _phase},
 }
 #: fields that must be >= 0 where present (spark.py checks these on top of the types)
 NATURAL = ("partition", "offset")
@@ -212,6 +242,9 @@ class TrafficRecorder:
         self._clock = clock
         self._lock = threading.Lock()
         self._n = 0
+        #: Per topic, its incarnation (0: as created before step 0; +1 at each creation
+        #: again), as the runner's topic_life lines say: the final read's lines carry it.
+        self.incarnations: dict[str, int] = {}
 
     def record(self, kind: str, **fields: Any) -> Event:
         return self._emit({"kind": kind, **fields})
@@ -249,33 +282,52 @@ class TrafficRecorder:
                            "topic": topic, "partition": partition, "error": error})
 
     def poll(self, consumer: str, session: int, topic: str, partition: int, offset: int,
-             id: str) -> Event:
+             id: str, incarnation: int = 0) -> Event:
         return self._emit({"kind": "poll", "consumer": consumer, "session": session,
-                           "topic": topic, "partition": partition, "offset": offset, "id": id})
+                           "topic": topic, "partition": partition, "offset": offset, "id": id,
+                           **_inc(incarnation)})
 
     def polls(self, consumer: str, session: int,
-              records: list[tuple[str, int, int, str]]) -> None:
+              records: list[tuple[str, int, int, str]], incarnation: int = 0) -> None:
         """One `poll` line per (topic, partition, offset, id) a poll returned, in order,
-        numbered under one hold of the lock (a consumer's batch)."""
+        numbered under one hold of the lock (a consumer's batch); ``incarnation``: of the
+        topic the consumer reads (the runner told it, ``Traffic.topic_life``)."""
+        inc = _inc(incarnation)
         with self._lock:
             for topic, partition, offset, id in records:
                 self._sink({"kind": "poll", "consumer": consumer, "session": session,
                             "topic": topic, "partition": partition, "offset": offset,
-                            "id": id, "n": self._n, "t": self._clock()})
+                            "id": id, **inc, "n": self._n, "t": self._clock()})
                 self._n += 1
 
     def commit(self, consumer: str, group: str, topic: str, partition: int,
-               offset: int) -> Event:
+               offset: int, incarnation: int = 0) -> Event:
         return self._emit({"kind": "commit", "consumer": consumer, "group": group,
-                           "topic": topic, "partition": partition, "offset": offset})
+                           "topic": topic, "partition": partition, "offset": offset,
+                           **_inc(incarnation)})
 
     def final_read(self, topic: str, partition: int, offset: int, id: str) -> Event:
         return self._emit({"kind": "final_read", "topic": topic, "partition": partition,
-                           "offset": offset, "id": id})
+                           "offset": offset, "id": id,
+                           **_inc(self.incarnations.get(topic, 0))})
 
     def final_read_end(self, topic: str, partition: int, complete: bool) -> Event:
         return self._emit({"kind": "final_read_end", "topic": topic, "partition": partition,
-                           "complete": complete})
+                           "complete": complete, **_inc(self.incarnations.get(topic, 0))})
+
+    def topic_life(self, kind: str, topic: str, phase: str) -> Event:
+        """A ``topic_deleted`` / ``topic_created`` line (``TopicLife``); a creation
+        requested makes the topic's next incarnation the one the final read names (a
+        refused one takes it back)."""
+        if kind == "topic_created" and phase in ("requested", "refused"):
+            now = self.incarnations.get(topic, 0)
+            self.incarnations[topic] = now + 1 if phase == "requested" else max(now - 1, 0)
+        return self._emit({"kind": kind, "topic": topic, "phase": phase})
+
+
+def _inc(incarnation: int) -> dict[str, int]:
+    """The ``incarnation`` field: left out for a topic's first (a 1.0 reader's view)."""
+    return {"incarnation": incarnation} if incarnation else {}
 
 
 class TrafficWriter(TrafficRecorder):

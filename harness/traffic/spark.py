@@ -47,8 +47,11 @@ def check_history(path: Path, threshold_bytes: int = DEFAULT_THRESHOLD_BYTES,
                   examples: int = 20, spark: SparkSession | None = None) -> TrafficVerdict:
     """Every check over the history at `path`: in this process below `threshold_bytes`,
     on Spark at or above it (the given session, else the harness's local one; a session on
-    a cluster needs `path` on a filesystem its executors share)."""
-    if path.stat().st_size < threshold_bytes:
+    a cluster needs `path` on a filesystem its executors share). A history that deletes or
+    creates topics is checked in process whatever its size: the Spark engine does not
+    know incarnations (docs/TRAFFIC.md "Topics deleted and created again")."""
+    from harness.traffic.incarnations import has_topic_life
+    if path.stat().st_size < threshold_bytes or has_topic_life(path):
         return check_file(path, budget, idempotent, examples)
     if spark is None:
         from harness.infra.spark import session
@@ -108,7 +111,8 @@ TYPES = {"n": LongType(), "kind": StringType(), "producer": StringType(), "seq":
          "id": StringType(), "topic": StringType(), "partition": LongType(),
          "offset": LongType(), "consumer": StringType(), "session": LongType(),
          "group": StringType(), "error": StringType(), "acks": StringType(),
-         "idempotent": BooleanType(), "complete": BooleanType(), "t": DoubleType()}
+         "idempotent": BooleanType(), "complete": BooleanType(), "t": DoubleType(),
+         "incarnation": LongType(), "phase": StringType()}
 #: the columns the checks use (the others are only checked for their types)
 USED = ("n", "kind", "producer", "id", "topic", "partition", "offset", "consumer", "session",
         "group", "acks", "idempotent", "complete")

@@ -53,7 +53,7 @@ class FinalReadMixin(RunnerState):
         """One full re-read of every partition into traffic.jsonl (final_read lines); the
         scenario's own records it finds are also the history's consume events, closed by a
         read event per partition, as the data checks read them."""
-        from harness.client.traffic import final_read
+        from harness.client.traffic_read import final_read
         from harness.infra.history import read_events
         writer, self._traffic_writer = self._traffic_writer, None
         own = {e["record_id"] for e in read_events(history.run_dir) if e["kind"] == "produce"}
@@ -73,7 +73,8 @@ class FinalReadMixin(RunnerState):
                 history.record("consume", record_id=rid, topic=topic, partition=partition,
                                offset=offset)
         try:
-            lanes = [(lm.lane.topic, lm.lane.partition) for lm in self.lockstep.lanes]
+            lanes = [(lm.lane.topic, lm.lane.partition) for lm in self.lockstep.lanes
+                     if not lm.model.topic_deleted()]  # deleted at the end: nothing to read
             done = final_read(session.cluster, writer, lanes, on_record=seen)
             for (topic, partition), complete in done.items():
                 history.record("read", topic=topic, partition=partition,

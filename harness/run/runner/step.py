@@ -26,6 +26,7 @@ from harness.judge.compare import (
 from harness.run.runner.record import RecordMixin, _unsettled
 from harness.run.runner.results import RunResult, StepResult
 from harness.run.runner.settle import SettleMixin
+from harness.run.runner.traffic import topic_life
 from harness.scenario import steps as step_kinds
 from harness.scenario.steps import StepOutcome, Target
 
@@ -73,7 +74,11 @@ class StepMixin(SettleMixin, RecordMixin):
         if unsupported:
             return self._finish_step(history, result, StepResult(
                 index, kind, line, summary, "-", UNSUPPORTED, unsupported))
+        life_topic = self.scenario.steps[index].topic or self.scenario.topic.name
+        topic_life(self._traffic, history, kind, life_topic, "requested")
         outcomes = self._execute(session, index, kind, steps)
+        if any("refused" in (o.note or "") for o in outcomes):
+            topic_life(self._traffic, history, kind, life_topic, "refused")
         # What the execution said besides cluster state (a refusal, a tool's answer): on
         # the step's end event, for the audit and the finding draft.
         noted = {"notes": notes} if (notes := _notes(outcomes)) else {}
@@ -104,6 +109,7 @@ class StepMixin(SettleMixin, RecordMixin):
             ls.resolve(states, outcomes)
         if not blind:
             ls.kip_step(index, steps, states, outcomes, ticks)
+        topic_life(self._traffic, history, kind, life_topic, "settled")
         history.record("step", index=index, phase="end", step={kind: params}, line=line,
                        **noted, **self._builds_at(session, history, index))
         # A cluster the observer could not see at the deadline is a harness fault, not

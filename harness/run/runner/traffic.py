@@ -3,6 +3,8 @@ and stopped between steps by their windows, stopped after the last (FORMAT.md "T
 
 from __future__ import annotations
 
+from typing import Any
+
 from harness.client.session import Session
 from harness.infra import progress
 from harness.infra.history import History
@@ -55,3 +57,24 @@ class TrafficMixin(RunnerState):
                          f"failed, {summary['polled']} polled in {summary['seconds']} s")
         finally:
             self._traffic = None
+
+
+#: The steps whose topic's life the traffic follows, and the kind of line each writes.
+TOPIC_LIFE = {"delete_topic": "topic_deleted", "create_topic": "topic_created"}
+
+
+def topic_life(traffic: Any, history: History, kind: str, topic: str, phase: str) -> None:
+    """Under traffic, a delete_topic / create_topic step's ``phase`` (requested before its
+    request, refused, settled after its observation settled) told to the traffic
+    (``Traffic.topic_life``: its line in traffic.jsonl, the topic's consumers stopped or
+    moved to the new incarnation); consumers that did not act in time are said and
+    recorded (a ``traffic`` event, phase ``topic``)."""
+    line = TOPIC_LIFE.get(kind)
+    if traffic is None or line is None:
+        return
+    late = traffic.topic_life(line, topic, phase)
+    history.record("traffic", phase="topic", topic=topic, life=line, step_phase=phase,
+                   late=late)
+    if late:
+        progress.say(f"traffic: consumer(s) {', '.join(late)} did not act on {line} "
+                     f"{phase} of {topic} in time")

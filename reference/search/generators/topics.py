@@ -28,6 +28,6 @@ def _create_guard(step: object, g: Gen) -> str | None:
 
 
 DELETE_TOPIC = Generator("delete_topic", T.DeleteTopic, 1, lambda g, rng: [T.DeleteTopic()],
-                         _delete_guard, under_traffic=False)
+                         _delete_guard)
 CREATE_TOPIC = Generator("create_topic", T.CreateTopic, 4, lambda g, rng: [T.CreateTopic()],
                          _create_guard)
