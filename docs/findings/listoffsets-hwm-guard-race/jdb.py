@@ -89,7 +89,8 @@ def find_breakpoint(kafka_jar: Path, javap: str = "javap") -> Breakpoint:
                  if (m := _LOCAL.match(b)) and m.group(3) == "lastFetchableOffset")
     stop = [line for bc, line in table if bc == start]
     if not stop:
-        raise Unsupported(f"no line starts where lastFetchableOffset comes into scope (bci {start})")
+        raise Unsupported("no line starts where lastFetchableOffset comes into scope "
+                          f"(bci {start})")
     return Breakpoint(line=stop[0], read1_line=_line_at(table, read_bc),
                       guard_line=_lines(methods[guard])[0][1], method=body_name)
 

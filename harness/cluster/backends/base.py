@@ -28,10 +28,10 @@ from harness.infra.errors import ClusterError
 from harness.infra.history import History
 from harness.infra.toxiproxy import ToxiproxyApi
 
-
 #: Opt-in extra JVM flags for one node, e.g. a JDWP agent to hold a broker thread at a
 #: breakpoint (docs/findings/listoffsets-hwm-guard-race/reproduce.py):
-#: ``KAFKA_CHAOS_JVM_OPTS_NODE2="-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:5005"``.
+#: ``KAFKA_CHAOS_JVM_OPTS_NODE2="-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,``
+#: ``address=127.0.0.1:5005"`` (one line).
 #: Unset (every normal run) adds nothing. Local backend only: the address is a host one.
 DEBUG_JVM_OPTS_ENV = "KAFKA_CHAOS_JVM_OPTS_NODE{node}"
 
