@@ -11,6 +11,8 @@ Everything above (network faults, process faults, observer, workload) goes throu
 from __future__ import annotations
 
 import abc
+import os
+import shlex
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -25,6 +27,18 @@ from harness.infra import procs, progress, startslots
 from harness.infra.errors import ClusterError
 from harness.infra.history import History
 from harness.infra.toxiproxy import ToxiproxyApi
+
+#: Opt-in extra JVM flags for one node, e.g. a JDWP agent to hold a broker thread at a
+#: breakpoint (docs/findings/listoffsets-hwm-guard-race/reproduce.py):
+#: ``KAFKA_CHAOS_JVM_OPTS_NODE2="-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,``
+#: ``address=127.0.0.1:5005"`` (one line).
+#: Unset (every normal run) adds nothing. Local backend only: the address is a host one.
+DEBUG_JVM_OPTS_ENV = "KAFKA_CHAOS_JVM_OPTS_NODE{node}"
+
+
+def debug_jvm_opts(node: int) -> list[str]:
+    """The extra JVM flags of ``DEBUG_JVM_OPTS_ENV`` for ``node`` (shell-split), or []."""
+    return shlex.split(os.environ.get(DEBUG_JVM_OPTS_ENV.format(node=node), ""))
 
 
 class Readiness(Protocol):
@@ -211,7 +225,7 @@ class Cluster(abc.ABC):
         ``extra_opts``: the backend's flags for the node's build (default extra_jvm_opts)."""
         ndir = self.node_dir(node)
         extra = self.extra_jvm_opts if extra_opts is None else extra_opts
-        return [java, *kafkaconfig.JVM_OPTS, *extra,
+        return [java, *kafkaconfig.JVM_OPTS, *extra, *debug_jvm_opts(node),
                 f"-Djdk.net.hosts.file={ndir / 'hosts'}",
                 f"-Dlog4j.configuration=file:{ndir / 'log4j.properties'}",
                 f"-Dlog4j2.configurationFile={ndir / 'log4j2.properties'}",
