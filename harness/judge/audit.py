@@ -147,10 +147,8 @@ def _scenario(run_dir: Path, meta: dict[str, Any], scenarios: Path | None) -> Sc
 
 
 def _elr_enabled(scenario: Scenario, features: list[str]) -> bool:
-    if "elr" not in features:
-        return False
-    wanted = scenario.cluster.elr
-    return ("elr_default_on" in features) if wanted is None else bool(wanted)
+    from harness.cluster.storage import born_with_elr
+    return born_with_elr(scenario.cluster, "elr" in features, "elr_default_on" in features)
 
 
 def _judge(result: AuditResult, scenario: Scenario, meta: dict[str, Any],
