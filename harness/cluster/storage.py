@@ -121,10 +121,11 @@ def born_with_elr(shape: ClusterShape, has_elr: bool, default_on: bool) -> bool:
     default at a given metadata.version (born_elr_default), the build's default."""
     if not has_elr:
         return False
-    level = MV.level_of(shape.metadata_version) if shape.metadata_version else None
+    born_at = getattr(shape, "metadata_version", None)  # a stand-in shape may lack it
+    level = MV.level_of(born_at) if born_at else None
     if not MV.elr_supported(level):
         return False
-    feats = dict(shape.features)
+    feats = dict(getattr(shape, "features", ()))
     if ELR_FEATURE in feats:
         return feats[ELR_FEATURE] >= 1
     if shape.elr is not None:

@@ -36,7 +36,7 @@ def birth_builds(scenario: Scenario) -> dict[int, Build]:
 
 def birth_gap(scenario: Scenario, backend: str) -> str | None:
     """Why this backend cannot give the cluster its birth (the run is UNSUPPORTED)."""
-    if scenario.cluster.builds and backend != "local":
+    if getattr(scenario.cluster, "builds", ()) and backend != "local":
         return ("cluster.builds: nodes born on different builds run on the local backend "
                 f"only (the {backend} backend launches every node on one image)")
     return None

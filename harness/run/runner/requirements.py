@@ -53,8 +53,9 @@ def downgrade_gap(scenario: Scenario, birth: Build) -> str | None:
     bootstrap.checkpoint). Predicted UNSUPPORTED rather than tried; tried anyway (a
     prediction missed), the upgrade's start wait fails at once with the node's log."""
     line = birth.version_tuple[:2]
-    if scenario.cluster.metadata_version:  # born at a given level: its release line
-        line = MV.release_line(MV.BY_NAME[scenario.cluster.metadata_version])
+    born_at = getattr(scenario.cluster, "metadata_version", None)
+    if born_at:  # born at a given level: its release line
+        line = MV.release_line(MV.BY_NAME[born_at])
     for at, version in _upgrades(scenario):
         if version_tuple(version)[:2] < line:
             return (f"step at line {at} starts a node on Kafka {version}, below the cluster's "
@@ -110,4 +111,4 @@ def follows_builds(scenario: Scenario, override: str | None) -> bool:
     ``follow_builds``): the run's profile is the build's own (not pinned by --profile or
     the scenario) and a step runs a node on another build."""
     auto = not override and (not scenario.profile or scenario.profile == "auto")
-    return auto and bool(_upgrades(scenario) or scenario.cluster.builds)
+    return auto and bool(_upgrades(scenario) or getattr(scenario.cluster, "builds", ()))

@@ -116,7 +116,7 @@ class StepMixin(SettleMixin, RecordMixin):
         """A scenario that runs nodes on other builds (``upgrade``): the build of every
         node at the step's end (``builds`` of its end event), and in run.json
         ``node_builds`` each change (the birth builds at step null)."""
-        born = dict(self.scenario.cluster.builds)
+        born = dict(getattr(self.scenario.cluster, "builds", ()))
         if not born and not any(s.kind == "upgrade" for s in self.scenario.steps):
             return {}
         now = {str(n): v for n, v in sorted(session.cluster.builds().items())}
