@@ -127,7 +127,7 @@ def born_with_elr(shape: ClusterShape, has_elr: bool, default_on: bool) -> bool:
         return False
     feats = dict(getattr(shape, "features", ()))
     if ELR_FEATURE in feats:
-        return feats[ELR_FEATURE] >= 1
+        return bool(feats[ELR_FEATURE] >= 1)
     if shape.elr is not None:
         return shape.elr
     return born_elr_default(shape) if level is not None else default_on
