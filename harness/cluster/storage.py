@@ -12,12 +12,16 @@ import re
 import shutil
 import subprocess
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
-from harness.cluster.builds import Build
+from harness.cluster.builds import Build, version_tuple
+from harness.cluster.topology import ClusterShape
 from harness.infra import progress, tools
 from harness.infra.cache import cache_dir, entry_lock
 from harness.infra.errors import BuildError
+from reference.model import metadata_version as MV
+from reference.model.features import ELR as ELR_FEATURE
 
 _TEMPLATE_PROPS = ("process.roles=controller\nnode.id=100\ncontroller.quorum.voters="
                    "100@127.0.0.1:9093\ncontroller.listener.names=CONTROLLER\n"
@@ -36,14 +40,125 @@ def elr_feature_args(build: Build, elr: bool | None) -> list[str]:
     return ["--feature", f"eligible.leader.replicas.version={1 if elr else 0}"]
 
 
-def template(build: Build, elr: bool | None) -> Path:
-    args = elr_feature_args(build, elr)
-    tdir = template_dir(build, "default" if not args else args[-1].replace("=", "-"))
+def unstable_switch(build: Build) -> str:
+    """The property that lets ``build`` take non-production feature levels and
+    metadata.versions, in its storage tool and its servers: ``unstable.feature.versions.enable``
+    from 3.8 (ServerConfigs.UNSTABLE_FEATURE_VERSIONS_ENABLE_CONFIG, read by StorageTool as
+    ``config.unstableFeatureVersionsEnabled``), ``unstable.metadata.versions.enable`` in 3.7
+    (KafkaConfig.UnstableMetadataVersionsEnableProp, StorageTool
+    ``unstableMetadataVersionsEnabled``); 3.6 has none (apache/kafka tags 3.6.0-3.9.0)."""
+    if build.version_tuple >= (3, 8, 0):
+        return "unstable.feature.versions.enable"
+    if build.version_tuple >= (3, 7, 0):
+        return "unstable.metadata.versions.enable"
+    raise BuildError(f"Kafka {build.version} has no switch for non-production feature levels "
+                     "(3.7+): drop `unstable_features: true` or use a newer build")
+
+
+def birth_release(shape: ClusterShape, run_version: tuple[int, int, int]) -> str | None:
+    """The ``--release-version`` a cluster is formatted at: ``metadata_version`` when the
+    scenario gives it; else, when nodes are born on other builds, the release line of the
+    oldest build among every node's ("3.9": that line's newest production
+    metadata.version, MetadataVersion.fromVersionString), which every newer build reads;
+    else None (the build's own default, its newest production level)."""
+    if shape.metadata_version:
+        return shape.metadata_version
+    if not shape.builds:
+        return None
+    oldest = min([run_version] + [version_tuple(v) for _, v in shape.builds])
+    return f"{oldest[0]}.{oldest[1]}"
+
+
+def birth_args(build: Build, shape: ClusterShape, run_version: tuple[int, int, int]
+               ) -> tuple[list[str], list[str]]:
+    """StorageTool flags and extra format-config lines for a node on ``build`` of a cluster
+    of ``shape``: --release-version (birth_release), --feature NAME=LEVEL for each declared
+    feature (and ELR from ``cluster.elr``), the unstable switch when declared. Declared
+    levels go to every node's tool: a build that does not know one refuses, before the
+    cluster starts (harness/run/runner/birth.py)."""
+    args: list[str] = []
+    release = birth_release(shape, run_version)
+    if release:
+        args += ["--release-version", release]
+    feats = dict(shape.features)
+    elr = shape.elr
+    if ELR_FEATURE not in feats and build.features.elr and shape.metadata_version:
+        # At a given metadata.version the ELR level is said, not left to the tool's
+        # default for that level (ELRV_1's bootstrap MV, 4.1-IV0): the model starts from it.
+        feats[ELR_FEATURE] = int(elr) if elr is not None else int(born_elr_default(shape))
+    elif ELR_FEATURE not in feats:
+        args += elr_feature_args(build, elr)
+    for name, level in sorted(feats.items()):
+        args += ["--feature", f"{name}={level}"]
+    props = [f"{unstable_switch(build)}=true"] if shape.unstable_features else []
+    return args, props
+
+
+def line_release(line: tuple[int, int]) -> str:
+    """The metadata.version ``--release-version X.Y`` names: the newest level of that
+    release line (as the line's own releases ship it: 3.9 -> 3.9-IV0, 4.0 -> 4.0-IV3)."""
+    names = [n for n, _, _ in MV.LEVELS if n.startswith(f"{line[0]}.{line[1]}-")]
+    if not names:
+        raise BuildError(f"no metadata.version of release line {line[0]}.{line[1]} is known")
+    return names[-1]
+
+
+def resolve_birth(shape: ClusterShape, run_version: tuple[int, int, int]) -> ClusterShape:
+    """``shape`` with its metadata.version named when nodes are born on other builds and
+    the scenario gives none (birth_release's rule), so the model and every node's tool
+    start from the same level."""
+    release = birth_release(shape, run_version)
+    if release is None or shape.metadata_version:
+        return shape
+    major, minor = release.split(".")
+    return replace(shape, metadata_version=line_release((int(major), int(minor))))
+
+
+def born_with_elr(shape: ClusterShape, has_elr: bool, default_on: bool) -> bool:
+    """Whether a cluster of ``shape`` is born with ELR on, on a build with (``has_elr``)
+    or without the feature whose storage tool turns it on by default (``default_on``):
+    never below metadata.version 4.0-IV1; else the declared level, ``cluster.elr``, the
+    default at a given metadata.version (born_elr_default), the build's default."""
+    if not has_elr:
+        return False
+    born_at = getattr(shape, "metadata_version", None)  # a stand-in shape may lack it
+    level = MV.level_of(born_at) if born_at else None
+    if not MV.elr_supported(level):
+        return False
+    feats = dict(getattr(shape, "features", ()))
+    if ELR_FEATURE in feats:
+        return bool(feats[ELR_FEATURE] >= 1)
+    if shape.elr is not None:
+        return shape.elr
+    return born_elr_default(shape) if level is not None else default_on
+
+
+def born_elr_default(shape: ClusterShape) -> bool:
+    """ELR at a given metadata.version when nothing says: on from 4.1-IV0, as the 4.1+
+    storage tools default it (EligibleLeaderReplicasVersion.ELRV_1 bootstrapMetadataVersion
+    IBP_4_1_IV0)."""
+    level = MV.level_of(shape.metadata_version or "")
+    return level is not None and level >= MV.BY_NAME["4.1-IV0"]
+
+
+def template(build: Build, elr: bool | None, args: list[str] | None = None,
+             props: list[str] | None = None) -> Path:
+    """The formatted storage template of ``build`` with ``args`` (default: the ELR flags
+    for ``elr``) and extra format-config lines ``props``."""
+    args = elr_feature_args(build, elr) if args is None else args
+    props = props or []
+    if not args and not props:
+        key = "default"
+    elif len(args) == 2 and args[0] == "--feature" and not props:
+        key = args[-1].replace("=", "-")  # the key templates had before birth args
+    else:
+        key = "birth-" + hashlib.sha256("\0".join(args + props).encode()).hexdigest()[:12]
+    tdir = template_dir(build, key)
     data = tdir / "data"
     if not (tdir / ".complete").exists():
         with entry_lock(tdir):  # a second process waits, then finds it complete
             if not (tdir / ".complete").exists():
-                _format_template(build, args, tdir)
+                _format_template(build, args, tdir, props)
     return data
 
 
@@ -64,12 +179,13 @@ def _libs_key(build: Build) -> str:
     return digest.hexdigest()[:16]
 
 
-def _format_template(build: Build, args: list[str], tdir: Path) -> None:
+def _format_template(build: Build, args: list[str], tdir: Path,
+                     extra: list[str] | None = None) -> None:
     data = tdir / "data"
     shutil.rmtree(tdir, ignore_errors=True)
     data.mkdir(parents=True)
     props = tdir / "format.properties"
-    props.write_text(_TEMPLATE_PROPS.format(data=data))
+    props.write_text(_TEMPLATE_PROPS.format(data=data) + "".join(f"{x}\n" for x in extra or []))
     cluster_id = _random_uuid()
     java = tools.require_java(build.java_major)
     progress.say(f"formatting a storage template for Kafka {build.version} {' '.join(args)}")
@@ -90,10 +206,12 @@ def new_cluster_id() -> str:
 
 
 def format_node(build: Build, elr: bool | None, node: int, data_dir: Path,
-                cluster_id: str | None = None) -> None:
+                cluster_id: str | None = None, birth: tuple[list[str], list[str]] | None = None
+                ) -> None:
     """Give `data_dir` formatted storage for `node` (a fresh directory.id each time) of the
-    cluster ``cluster_id`` (default: the template's)."""
-    src = template(build, elr)
+    cluster ``cluster_id`` (default: the template's); ``birth``: birth_args' flags and
+    config lines instead of the ELR flags for ``elr``."""
+    src = template(build, elr) if birth is None else template(build, elr, *birth)
     shutil.copytree(src, data_dir, dirs_exist_ok=True)
     meta = data_dir / "meta.properties"
     text = meta.read_text()

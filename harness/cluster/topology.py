@@ -19,6 +19,17 @@ class ClusterShape:
     controllers: int = 1
     elr: bool | None = None  # None: the build's default
     broker_config: dict[str, str] = field(default_factory=dict)
+    #: The cluster's birth (FORMAT.md "The cluster's birth"): the metadata.version it is
+    #: formatted at ("3.9-IV0"; None: the birth builds' rule), feature levels given to the
+    #: storage tool, whether non-production levels are allowed (the build's unstable switch),
+    #: nodes born on another build than the run's ((node, "X.Y.Z"), sorted).
+    metadata_version: str | None = None
+    features: tuple[tuple[str, int], ...] = ()
+    unstable_features: bool = False
+    builds: tuple[tuple[int, str], ...] = ()
+    #: Where the scenario declared each birth key (key -> line), for errors found once the
+    #: builds are resolved.
+    lines: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         if not 1 <= self.brokers <= MAX_BROKERS:
@@ -37,6 +48,14 @@ class ClusterShape:
     @property
     def nodes(self) -> tuple[int, ...]:
         return self.broker_ids + self.controller_ids
+
+    def line(self, key: str) -> int:
+        """The line the scenario declared ``key`` of the cluster on (0: not known)."""
+        return dict(self.lines).get(key, 0)
+
+    def build_version(self, node: int) -> str | None:
+        """The version node is born on (None: the run's build)."""
+        return dict(self.builds).get(node)
 
     def is_controller(self, node: int) -> bool:
         return node >= CONTROLLER_BASE and node != CLIENT

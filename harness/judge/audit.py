@@ -168,10 +168,8 @@ def _with_current_names(scenario: Scenario, current: Path) -> Scenario:
 
 
 def _elr_enabled(scenario: Scenario, features: list[str]) -> bool:
-    if "elr" not in features:
-        return False
-    wanted = scenario.cluster.elr
-    return ("elr_default_on" in features) if wanted is None else bool(wanted)
+    from harness.cluster.storage import born_with_elr
+    return born_with_elr(scenario.cluster, "elr" in features, "elr_default_on" in features)
 
 
 def _birth_if_following(meta: dict[str, Any]) -> str | None:

@@ -30,7 +30,18 @@ def effective_broker_config(shape: ClusterShape) -> dict[str, str]:
 def shape_of(scenario: Scenario) -> ClusterShape:
     c = scenario.cluster
     return ClusterShape(brokers=c.brokers, controllers=c.controllers, elr=c.elr,
-                        broker_config={k: str(v) for k, v in dict(c.broker_config).items()})
+                        broker_config={k: str(v) for k, v in dict(c.broker_config).items()},
+                        metadata_version=getattr(c, "metadata_version", None),
+                        features=tuple(getattr(c, "features", ())),
+                        unstable_features=bool(getattr(c, "unstable_features", False)),
+                        builds=tuple(getattr(c, "builds", ())),
+                        lines=tuple(getattr(c, "lines", ())))
+
+
+def birth_level(shape: ClusterShape) -> int | None:
+    """The metadata.version level the cluster is born at (None: its build's newest)."""
+    from reference.model.metadata_version import level_of
+    return level_of(shape.metadata_version) if shape.metadata_version else None
 
 
 def predicts_hwm_drop(events: list[dict[str, Any]]) -> bool:
@@ -186,7 +197,9 @@ def model_for(scenario: Scenario, profile: Any, elr: bool, follow_builds: bool =
     return Model(profile=profile,
                  cluster=ClusterSpec(brokers=shape.broker_ids,
                                      controllers=shape.controller_ids,
-                                     broker_config=effective_broker_config(shape)),
+                                     broker_config=effective_broker_config(shape),
+                                     metadata_level=birth_level(shape),
+                                     builds=shape.builds),
                  topic=TopicSpec(name=sc.topic.name, replicas=tuple(sc.topic.replicas),
                                  min_insync_replicas=sc.topic.min_insync_replicas,
                                  config=dict(sc.topic.config)),

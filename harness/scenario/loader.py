@@ -19,6 +19,8 @@ from yaml.nodes import Node
 from harness.client.traffic import TrafficSpec
 from harness.cluster.topology import CONTROLLER_COUNTS, MAX_BROKERS, ClusterShape
 from harness.scenario import steps as step_kinds
+from harness.scenario.birth import KEYS as BIRTH_KEYS
+from harness.scenario.birth import parse_birth
 from harness.scenario.declared_names import NAME_KEYS, declared_names
 from harness.scenario.nodes import (
     FEATURES,
@@ -360,7 +362,8 @@ def _requires(ctx: Reader, node: Node) -> Requires:
 
 def _cluster(ctx: Reader, node: Node) -> ClusterShape:
     items = ctx.mapping(node, "cluster")
-    ctx.unknown(items, ("brokers", "controllers", "elr", "broker_config"), "cluster")
+    ctx.unknown(items, ("brokers", "controllers", "elr", "broker_config", *BIRTH_KEYS),
+                "cluster")
     brokers = ctx.int_(ctx.required(items, "brokers", node, "cluster"), "cluster.brokers")
     if not 1 <= brokers <= MAX_BROKERS:
         raise ctx.fail(items["brokers"][1], "cluster.brokers",
@@ -375,7 +378,8 @@ def _cluster(ctx: Reader, node: Node) -> ClusterShape:
     if "broker_config" in items:
         cfg = ctx.props(items["broker_config"][1], "cluster.broker_config")
         check_not_owned(ctx, items["broker_config"][1], "cluster.broker_config", cfg)
-    return ClusterShape(brokers, controllers, elr, cfg)
+    ids = tuple(range(1, brokers + 1)) + tuple(range(100, 100 + controllers))
+    return ClusterShape(brokers, controllers, elr, cfg, **parse_birth(ctx, items, ids, elr))
 
 
 def _topics(ctx: Reader, top: Items, root: Node, cluster: ClusterShape) -> tuple[Topic, ...]:

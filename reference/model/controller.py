@@ -18,6 +18,7 @@ from reference.model.election import (
     recovery_ready,
 )
 from reference.model.elr import update_elr
+from reference.model.metadata_version import elr_supported
 from reference.model.state import Broker, World, evolve
 from reference.releases.profiles import Profile
 
@@ -61,7 +62,12 @@ def elr_on(w: World, ctx: Ctx) -> bool:
     the run began. The controller asks FeatureControlManager.isElrFeatureEnabled()
     (eligible.leader.replicas.version >= 1) at every PartitionChangeBuilder it makes
     (ReplicationControlManager, apache/kafka 4.0.2 and 4.3.1), so a change of the feature
-    acts from the next partition change on (reference/model/features.py)."""
+    acts from the next partition change on (reference/model/features.py). Below
+    metadata.version 4.0-IV1 ELR is off whatever the feature: the KIP guards it by that MV
+    ("Once the MV version is downgraded ... The controller will also ignore the ELR fields")
+    and EligibleLeaderReplicasVersion.ELRV_1 depends on it (metadata_version.py)."""
+    if not elr_supported(w.metadata_level):
+        return False
     return ctx.elr_on if w.elr_live is None else w.elr_live
 
 

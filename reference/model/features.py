@@ -34,13 +34,17 @@ features:
   dependencies), which every 4.x cluster the harness formats has (it formats at the
   build's latest production metadata.version, and no safe downgrade crosses 4.0-IV1,
   whose records changed: ``MetadataVersion.checkIfMetadataChanged``).
-- ``metadata.version``: the model's rules do not depend on it above 3.3-IV3 (the oldest
-  level 4.x accepts), and it does not know the build's range, so it changes nothing here;
-  whether the build refuses it is what the step declares (``refused``, default: accepted).
-  ``FeatureControlManager.updateMetadataVersion`` refuses a downgrade across a level whose
-  metadata changed ("Refusing to perform the requested downgrade because it might delete
-  metadata information"), unsafe or not, and ``reasonNotSupported`` a level above the
-  build's.
+- ``metadata.version``: ``World.metadata_level``. Accepted, it is the new level; refused, nothing
+  changes. Predicted refused (reference/model/metadata_version.py, from
+  ``FeatureControlManager.updateMetadataVersion``, 4.0.2 and 4.3.1): a downgrade across a level
+  whose metadata changed ("Refusing to perform the requested downgrade because it might delete
+  metadata information", unsafe or not), so never below 4.0-IV1 from it or above (a 4.x
+  cluster at its build's newest level, unknown to the model, is above it). Whether a level
+  is above the build's newest the model does not know: the step's ``refused`` says.
+  Raised to 4.0-IV1 or above, ELR may be turned on; below it ELR is off (controller.elr_on)
+  and every registration counts as unclean (KIP-966 "Clean shutdown", protocol/brokers._register).
+- ELR level 1 below metadata.version 4.0-IV1 is refused (ELRV_1's dependency; the controller's
+  ``reasonNotSupported`` / dependency check).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from reference.model import metadata_version as MV
 from reference.model.controller import Ctx, elr_on
 from reference.model.protocol import Outcome, settle
 from reference.model.state import World, evolve
@@ -84,14 +89,20 @@ class Feature:
             out["refused"] = self.refused
         return out
 
-    def predicts_refusal(self, ctx: Ctx) -> bool:
-        """Whether the model predicts the build refuses the update."""
+    def predicts_refusal(self, ctx: Ctx, w: World | None = None) -> bool:
+        """Whether the model predicts the build refuses the update (module docstring)."""
+        level = None if w is None else w.metadata_level
         if self.name == ELR:
-            return elr_refused(ctx)
+            return elr_refused(ctx) or (self.level >= 1 and not MV.elr_supported(level))
+        if w is not None and (MV.downgrade_refused(level, self.level) or (
+                level is None and ctx.profile.elr_feature and self.level < MV.ELR)):
+            return True
         return bool(self.refused)
 
     def transition(self, w: World, ctx: Ctx) -> list[Outcome]:
-        refused = self.predicts_refusal(ctx)
+        refused = self.predicts_refusal(ctx, w)
+        if not refused and self.name == METADATA_VERSION:
+            w = evolve(w, metadata_level=self.level)
         if not refused and self.name == ELR:
             on = self.level >= 1
             if on != elr_on(w, ctx):

@@ -207,6 +207,10 @@ class Model:
         cfg = config_from(cluster, topic, self.profile)
         start = initial_world(tuple(cluster.brokers), tuple(cluster.controllers),
                               tuple(topic.replicas), cfg)
+        if cluster.metadata_level is not None or cluster.builds:
+            # Born at a metadata.version, or with nodes on other builds (cluster.builds).
+            start = replace(start, metadata_level=cluster.metadata_level,
+                            builds=tuple(sorted(cluster.builds)))
         # A quorum of several controllers has elected one of them by the time the topic
         # exists; which one is the observation's to say (Model.resolve).
         self.branches: list[World] = [start] if len(cluster.controllers) == 1 else [

@@ -60,6 +60,11 @@ class ClusterSpec:
     brokers: tuple[int, ...] = (1, 2, 3)
     controllers: tuple[int, ...] = (100,)
     broker_config: Mapping[str, str] = field(default_factory=dict)
+    #: The metadata.version feature level the cluster was formatted at (``cluster.
+    #: metadata_version``); None: the birth build's newest (reference/model/metadata_version.py).
+    metadata_level: int | None = None
+    #: Nodes born on another build than the run's (``cluster.builds``): (node, "X.Y.Z").
+    builds: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,6 +278,11 @@ class World:
     #: (FeatureControlManager.isElrFeatureEnabled, apache/kafka 4.3.1), so it is a state of
     #: the world, not of the run (reference/model/features.py).
     elr_live: bool | None = None
+    #: The finalized metadata.version feature level: as the cluster was formatted
+    #: (``cluster.metadata_version``) or as the latest accepted ``feature`` step on
+    #: metadata.version left it; None: the birth build's newest, above every level the
+    #: model's rules name (reference/model/metadata_version.py).
+    metadata_level: int | None = None
 
     def broker(self, broker_id: int) -> Broker:
         bs = self.brokers

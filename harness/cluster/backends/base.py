@@ -21,7 +21,7 @@ from typing import Protocol
 from harness.cluster import config as kafkaconfig
 from harness.cluster import storage
 from harness.cluster.backends.readiness import wait_log_line
-from harness.cluster.builds import Build
+from harness.cluster.builds import Build, from_maven
 from harness.cluster.topology import CLIENT, ClusterShape, host_alias, node_name
 from harness.infra import procs, progress, startslots
 from harness.infra.errors import ClusterError
@@ -84,6 +84,11 @@ class Cluster(abc.ABC):
         #: Nodes that run another build than ``build`` (the one the cluster was born on,
         #: formatted with): set by ``switch_build`` while the node is down.
         self.node_builds: dict[int, Build] = {}
+        #: Nodes born on another build (``cluster.builds``; resolved, and cached, before
+        #: the run starts a cluster: harness/run/runner/birth.py).
+        for node, version in shape.builds:
+            if version != build.version:
+                self.node_builds[node] = from_maven(version)
 
     # -- lifecycle ------------------------------------------------------------------
     def start(self) -> None:
@@ -193,8 +198,9 @@ class Cluster(abc.ABC):
         peer's name resolves to this node's proxy towards it) and log configs."""
         ndir = self.node_dir(node)
         ndir.mkdir(parents=True, exist_ok=True)
-        storage.format_node(self.build, self.shape.elr, node, self.data_dir(node),
-                            self.cluster_id)
+        build = self.build_of(node)
+        storage.format_node(build, self.shape.elr, node, self.data_dir(node), self.cluster_id,
+                            storage.birth_args(build, self.shape, self.build.version_tuple))
         self._write_properties(node)
         hosts = ["127.0.0.1 localhost"] + [f"{ip} {name}" for name, ip in
                                            self.hosts(node).items()]
@@ -208,9 +214,14 @@ class Cluster(abc.ABC):
             bind_host=self.ip(0, node),
             client_advertised=f"{self.ip(CLIENT, node)}:{kafkaconfig.CLIENT_PORT}",
             observer_advertised=f"{self.ip(0, node)}:{kafkaconfig.OBSERVER_PORT}")
-        (self.node_dir(node) / "server.properties").write_text(kafkaconfig.render(
+        text = kafkaconfig.render(
             node, self.shape, addr, str(self.data_dir(node)), self.shape.broker_config,
-            controller_leader_endpoints=self.build_of(node).version_tuple >= (3, 9, 0)))
+            controller_leader_endpoints=self.build_of(node).version_tuple >= (3, 9, 0))
+        if self.shape.unstable_features:
+            # Born at a non-production level: each server needs the build's switch to
+            # start on it (its supported range ends at latestTesting only with it).
+            text += f"{storage.unstable_switch(self.build_of(node))}=true\n"
+        (self.node_dir(node) / "server.properties").write_text(text)
 
     def hosts(self, node: int) -> dict[str, str]:
         """Name -> address as node sees them: itself directly, every peer via its proxy."""

@@ -14,6 +14,7 @@ from harness.infra import procs, progress
 from harness.infra.errors import HarnessError
 from harness.infra.history import History, new_run_id
 from harness.judge.compare import CONFORMS, ERROR, UNSUPPORTED, with_checks, worst
+from harness.run.runner.birth import birth_builds, birth_gap, check_birth
 from harness.run.runner.final_read import FinalReadMixin
 from harness.run.runner.judging import JudgingMixin
 from harness.run.runner.requirements import requirement_gap, step_builds
@@ -52,7 +53,10 @@ class Runner(StepMixin, TrafficMixin, FinalReadMixin, JudgingMixin):
         t0 = time.monotonic()
         try:
             step_builds(sc)  # every build a step names, resolved before any cluster starts
-            gap = requirement_gap(sc, self.build)
+            born = birth_builds(sc)  # and every build a node is born on
+            gap = requirement_gap(sc, self.build) or birth_gap(sc, self.backend)
+            if not gap:
+                check_birth(sc, self.build, born)  # the builds' tools take the birth
             if gap:
                 self._predict_only(history, result, gap)
             else:

@@ -7,8 +7,10 @@ from typing import Any
 
 from harness.cluster import builds
 from harness.cluster.builds import Build, version_tuple
+from harness.cluster.storage import born_with_elr
 from harness.infra.errors import BuildError
 from harness.scenario.loader import Scenario
+from reference.model import metadata_version as MV
 
 
 def requirement_gap(scenario: Scenario, build: Build) -> str | None:
@@ -51,6 +53,9 @@ def downgrade_gap(scenario: Scenario, birth: Build) -> str | None:
     bootstrap.checkpoint). Predicted UNSUPPORTED rather than tried; tried anyway (a
     prediction missed), the upgrade's start wait fails at once with the node's log."""
     line = birth.version_tuple[:2]
+    born_at = getattr(scenario.cluster, "metadata_version", None)
+    if born_at:  # born at a given level: its release line
+        line = MV.release_line(MV.BY_NAME[born_at])
     for at, version in _upgrades(scenario):
         if version_tuple(version)[:2] < line:
             return (f"step at line {at} starts a node on Kafka {version}, below the cluster's "
@@ -88,10 +93,8 @@ def _as_version(value: Any) -> tuple[int, int, int] | None:
 
 
 def elr_enabled(scenario: Scenario, build: Build) -> bool:
-    if not build.features.elr:
-        return False
-    wanted = scenario.cluster.elr
-    return build.features.elr_default_on if wanted is None else bool(wanted)
+    """ELR at birth (storage.born_with_elr: never below metadata.version 4.0-IV1)."""
+    return born_with_elr(scenario.cluster, build.features.elr, build.features.elr_default_on)
 
 
 def choose_profile(scenario: Scenario, build: Build, override: str | None) -> str:
@@ -108,4 +111,4 @@ def follows_builds(scenario: Scenario, override: str | None) -> bool:
     ``follow_builds``): the run's profile is the build's own (not pinned by --profile or
     the scenario) and a step runs a node on another build."""
     auto = not override and (not scenario.profile or scenario.profile == "auto")
-    return auto and bool(_upgrades(scenario))
+    return auto and bool(_upgrades(scenario) or getattr(scenario.cluster, "builds", ()))

@@ -5,10 +5,12 @@ roles seen so far. The Runner's constructor; every other part of the runner buil
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from harness.cluster.builds import Build
+from harness.cluster.storage import resolve_birth
 from harness.cluster.topology import ClusterShape
 from harness.judge.compare import (
     ack_mismatch,
@@ -32,6 +34,11 @@ class RunnerState:
                  runs_dir: Path = Path("runs"), profile: str | None = None,
                  step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S,
                  on_step: Callable[[StepResult], None] | None = None) -> None:
+        # Nodes born on other builds: the metadata.version the cluster is formatted at is
+        # named (storage.resolve_birth), for the model and every node's tool alike.
+        shape = resolve_birth(scenario.cluster, build.version_tuple)
+        if shape is not scenario.cluster:
+            scenario = replace(scenario, cluster=shape)
         self.scenario, self.build, self.backend = scenario, build, backend
         self.runs_dir, self.step_timeout_s = runs_dir, step_timeout_s
         self.profile = choose_profile(scenario, build, profile)

@@ -122,13 +122,15 @@ class StepMixin(SettleMixin, RecordMixin):
         """A scenario that runs nodes on other builds (``upgrade``): the build of every
         node at the step's end (``builds`` of its end event), and in run.json
         ``node_builds`` each change (the birth builds at step null)."""
-        if not any(s.kind == "upgrade" for s in self.scenario.steps):
+        born = dict(getattr(self.scenario.cluster, "builds", ()))
+        if not born and not any(s.kind == "upgrade" for s in self.scenario.steps):
             return {}
         now = {str(n): v for n, v in sorted(session.cluster.builds().items())}
         seen = history.meta.setdefault("node_builds", [])
-        if not seen:
-            birth = {n: session.cluster.build.version for n in now}
+        if not seen:  # the builds each node was born on (cluster.builds, else the run's)
+            birth = {n: born.get(int(n), session.cluster.build.version) for n in now}
             seen.append({"step": None, "builds": birth})
+            history.write_meta()
         if seen[-1]["builds"] != now:
             seen.append({"step": index, "builds": now})
             history.write_meta()

@@ -25,6 +25,7 @@ from harness.infra.errors import HarnessError
 from harness.scenario.nodes import Items, Reader
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from reference.model import features as F
+from reference.model import metadata_version as MV
 
 TOOL = "org.apache.kafka.tools.FeatureCommand"
 TIMEOUT_S = 60
@@ -78,7 +79,9 @@ def finalized_level(described: str, name: str) -> int | None:
             try:
                 return int(m.group(4))
             except ValueError:
-                return None
+                # metadata.version is described by name ("FinalizedVersionLevel: 4.0-IV3",
+                # FeatureCommand.handleDescribe prints MetadataVersion's version string).
+                return MV.level_of(m.group(4))
     return None
 
 

@@ -31,6 +31,7 @@ from reference.model.controller import (
     partition_change,
     session_ok,
 )
+from reference.model.metadata_version import clean_shutdown_detected
 from reference.model.state import Broker, World, evolve
 
 
@@ -98,7 +99,12 @@ def _first_unfencings(w: World, ctx: Ctx, ready: Sequence[Broker]) -> dict[int, 
 def _register(w: World, ctx: Ctx, b: Broker) -> list[World]:
     # "The controller will verify the broker epoch in the request with its
     # registration record. If it is the same, it is a clean shutdown."
-    clean = (b.clean_shutdown_epoch is not None and b.clean_shutdown_epoch == b.epoch) \
+    # KIP-966 "Clean shutdown": "guarded by a new metadata version. Before that, the
+    # controller will treat all the registrations with unclean shutdowns" (4.0-IV1:
+    # reference/model/metadata_version.py, CLEAN_SHUTDOWN). ELR is off below it too, so
+    # such a registration changes no partition, as Kafka's handleBrokerShutdown does.
+    clean = (b.clean_shutdown_epoch is not None and b.clean_shutdown_epoch == b.epoch
+             and clean_shutdown_detected(w.metadata_level)) \
         or not ctx.profile.unclean_shutdown_detection
     nb = evolve(b, pending_registration=False, fenced=False,
                 epoch=w.next_broker_epoch, clean_shutdown_epoch=None,
