@@ -55,9 +55,10 @@ def schedule(new_model: Callable[[], Any], seed: int, index: int,
 
 def config_of(new_model: Callable[[], Any], cfg: fuzzgen.GenConfig,
               cluster: fuzzgen.Cluster | None) -> fuzzgen.GenConfig:
-    """``cfg`` for a schedule on ``cluster``: its builds' birth the cluster's (born on an
-    older build, or on the run's), as a campaign's model factory knows the builds."""
-    if not isinstance(new_model, CampaignModels):
+    """``cfg`` for a schedule on ``cluster``: with the run's builds (``cfg.builds``, the
+    campaign's: `fuzz` and `hunt` pass them), their birth the cluster's (born on an older
+    build, or on the run's), as a campaign's model factory knows them."""
+    if not isinstance(new_model, CampaignModels) or cfg.builds is None:
         return cfg
     return dataclasses.replace(cfg, builds=new_model.builds_of(cluster))
 
@@ -83,7 +84,10 @@ def repairer(new_model: Callable[[], Any], seed: int | None = None
 
     def repair(steps: Steps) -> Steps | None:
         cluster = CLUSTERS.of(seed) if seed is not None else CLUSTERS.current
-        cfg = config_of(new_model, gen_config(max_count=10_000), cluster)
+        base = gen_config(max_count=10_000)
+        if isinstance(new_model, CampaignModels):  # upgrade and feature steps are kept
+            base = dataclasses.replace(base, builds=new_model.builds_of(None))
+        cfg = config_of(new_model, base, cluster)
         cur = tuple(steps)
         while cur:
             bad = fuzzgen.validate(factory, cur, cfg)
