@@ -83,7 +83,9 @@ def test_every_registered_kind_is_generated_on_generated_clusters() -> None:
     kinds: Counter[str] = Counter()
     for version in BUILDS:
         kinds.update(s.kind for _, steps in campaign(version) for s in steps)
-    assert set(kinds) == set(step_kinds.generators())
+    # upgrade and feature need the run's builds as data, which this campaign does not pass
+    # (`fuzz`/`hunt` do): tests/test_fuzz_upgrades.py generates them.
+    assert set(kinds) == set(step_kinds.generators()) - {"upgrade", "feature"}
     assert {"alter_config", "elect", "reassign", "latency", "bandwidth", "sleep",
             "unregister"} <= set(step_kinds.generators())
 

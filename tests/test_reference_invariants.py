@@ -82,7 +82,9 @@ def test_the_generated_schedules_speak_every_kind_the_registry_generates() -> No
     seen = {s.kind for seed in range(60) for s in generate(
         lambda: Model("kip966", CLUSTER, TopicSpec(replicas=BROKERS, min_insync_replicas=2)),
         seed, GenConfig(length=8))}
-    assert seen == set(ALL)
+    # upgrade and feature are made only with the run's builds as data (GenConfig.builds;
+    # tests/test_fuzz_upgrades.py), which these schedules on one model do not pass.
+    assert seen == set(ALL) - {"upgrade", "feature"}
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

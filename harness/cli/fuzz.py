@@ -64,11 +64,32 @@ def parse_args(args: argparse.Namespace) -> tuple[CampaignConfig, float]:
     return fuzz.CampaignConfig(
         seed=seed, runs=runs, budget_s=budget,
         gen=fuzz.gen_config(length=_int(args.steps, "--steps", 1, 100), weights=weights,
-                            traffic=args.traffic),
+                            traffic=args.traffic,
+                            upgrades=options.upgrade_chance("fuzz", args.upgrades)),
         confirm=_int(args.confirm, "--confirm", 0, 20), shrink=not args.no_shrink,
         shrink_attempts=_int(args.shrink_attempts, "--shrink-attempts", 1, 1000),
         shrink_budget_s=shrink_budget, guided=args.guided,
         targets=_targets(args.target)), step_timeout
+
+
+def with_births(cfg: CampaignConfig, build: Any, births_text: str, command: str
+                ) -> tuple[CampaignConfig, Any]:
+    """The campaign's generator settings with the run's builds (``Builds``: the build,
+    the births --births names or the default ones, resolved) and its model factory."""
+    import dataclasses
+
+    from harness.search import fuzz
+    from reference.search.generators import Builds
+    try:
+        births = fuzz.parse_births(build.version, births_text)
+    except ValueError as exc:
+        raise UsageError(f"{command}: {exc}") from None
+    resolved = fuzz.resolve_births(build, births, cfg.gen.upgrades)
+    new_model = fuzz.model_factory(build, resolved, (build.version, *resolved))
+    gen = dataclasses.replace(cfg.gen, builds=Builds(build.version, build.version,
+                                                     new_model.catalog),
+                              births=tuple(resolved))
+    return dataclasses.replace(cfg, gen=gen), new_model
 
 
 def _targets(text: str) -> tuple[str, ...]:
@@ -90,7 +111,7 @@ def _fuzz(args: argparse.Namespace) -> int:
     options.check_runs_dir(args.runs_dir)
     options.check_master(args.master)
     build = builds.resolve(args.kafka_version, args.kafka_dist)
-    new_model = fuzz.model_factory(build)
+    cfg, new_model = with_births(cfg, build, args.births, "fuzz")
     if args.print_only:
         import itertools
         printer = fuzz.Campaign(cfg, new_model, _no_run, args.runs_dir)
@@ -109,7 +130,9 @@ def _fuzz(args: argparse.Namespace) -> int:
     progress.say(f"fuzz: Kafka {build.version}, seed {cfg.seed}, "
                  + (f"{cfg.runs} runs" if cfg.runs else f"budget {cfg.budget_s:.0f} s")
                  + f", {cfg.gen.length} steps + tail"
-                 + (", under client traffic" if cfg.gen.traffic else "") + ", weights "
+                 + (", under client traffic" if cfg.gen.traffic else "")
+                 + (f", born on {','.join(cfg.gen.births)} with chance {cfg.gen.upgrades}"
+                    if cfg.gen.upgrades and cfg.gen.births else "") + ", weights "
                  + ",".join(f"{k}={v}" for k, v in cfg.gen.weight_of().items()))
     spark = options.spark_runs(args.master)
     try:
@@ -150,7 +173,7 @@ def _make_campaign(args: argparse.Namespace, cfg: CampaignConfig, build: Any, ne
     schedules = out_dir / "schedules"
     if spark is not None:
         run = fuzz.spark_runner(spark, build, args.backend, args.runs_dir.resolve(), schedules,
-                                step_timeout)
+                                step_timeout, births=new_model.births)
         campaign = fuzz.Campaign(cfg, new_model, run, out_dir, say=progress.say,
                                  width=spark.slots)
         campaign.on_interrupt = spark.cancel
@@ -159,7 +182,7 @@ def _make_campaign(args: argparse.Namespace, cfg: CampaignConfig, build: Any, ne
                                           + (f": {st.reason}" if st.reason else ""))
                   ) if args.jobs == 1 else (lambda st: None)
     run = fuzz.real_runner(build, args.backend, args.runs_dir, schedules, step_timeout,
-                           on_step=steps_said)
+                           on_step=steps_said, births=new_model.births)
     return fuzz.Campaign(cfg, new_model, run, out_dir, say=progress.say, width=args.jobs)
 
 

@@ -75,6 +75,8 @@ def parse_args(args: argparse.Namespace) -> tuple[Any, float, tuple[str, ...]]:
                           shrink_attempts=_int(args.shrink_attempts, "--shrink-attempts", 1,
                                                1000),
                           shrink_budget_s=shrink_budget, traffic=args.traffic,
+                          upgrades=options.upgrade_chance("hunt", args.upgrades),
+                          births=args.births,
                           direct_share=_share(args.direct_share, "--direct-share"))
     return cfg, step_timeout, versions
 
@@ -90,6 +92,13 @@ def _hunt(args: argparse.Namespace) -> int:
     options.check_runs_dir(runs_dir)
     options.check_master(args.master)
     resolved = [builds.resolve(v) for v in versions]
+    births: dict[str, dict[str, Any]] = {}
+    for build in resolved:
+        try:
+            wanted = fuzz.parse_births(build.version, cfg.births)
+        except ValueError as exc:
+            raise UsageError(f"hunt: {exc}") from None
+        births[build.version] = fuzz.resolve_births(build, wanted, cfg.upgrades)
     progress.say(f"hunt: builds {', '.join(versions)}, seed {cfg.seed}, budget "
                  f"{cfg.budget_s:.0f} s per build, campaign {campaign_dir}, runs in {runs_dir}")
     spark = options.spark_runs(args.master)
@@ -98,15 +107,17 @@ def _hunt(args: argparse.Namespace) -> int:
         for build in resolved:
             schedules = campaign_dir / build.version / "schedules"
             schedules.mkdir(parents=True, exist_ok=True)
+            born = births[build.version]
+            models = fuzz.model_factory(build, born, (build.version, *born))
             if spark is not None:
                 run = fuzz.spark_runner(spark, build, args.backend, runs_dir.resolve(),
-                                        schedules, step_timeout)
-                plan = hunt.BuildPlan(build.version, fuzz.model_factory(build), run,
+                                        schedules, step_timeout, births=born)
+                plan = hunt.BuildPlan(build.version, models, run,
                                       width=spark.slots, on_interrupt=spark.cancel)
             else:
-                run = fuzz.real_runner(build, args.backend, runs_dir, schedules, step_timeout)
-                plan = hunt.BuildPlan(build.version, fuzz.model_factory(build), run,
-                                      width=args.jobs)
+                run = fuzz.real_runner(build, args.backend, runs_dir, schedules, step_timeout,
+                                       births=born)
+                plan = hunt.BuildPlan(build.version, models, run, width=args.jobs)
             plans.append(plan)
         state = hunt.hunt(cfg, plans, campaign_dir, say=progress.say, state=state)
     finally:

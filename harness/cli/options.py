@@ -13,6 +13,7 @@ from harness.cluster.backends import BACKENDS
 from harness.infra import progress
 from harness.infra.errors import UsageError
 from harness.infra.history import runs_below
+from reference.search.generators import DEFAULT_UPGRADE_CHANCE
 
 if TYPE_CHECKING:
     from harness.run.fanout import SparkRuns
@@ -96,12 +97,34 @@ def add_generation_options(parser: argparse.ArgumentParser, shrink_attempts: int
                         help=f"runs per shrink (default {shrink_attempts})")
     parser.add_argument("--shrink-budget", default=shrink_budget,
                         help=f"time per shrink (default {shrink_budget})")
+    parser.add_argument("--upgrades", default=str(DEFAULT_UPGRADE_CHANCE),
+                        help="chance (0..1) that a schedule's cluster is born on an older "
+                             "build (--births) and its nodes upgraded to the run's build "
+                             "during the schedule, one at a time, with faults in the mixed "
+                             "windows; run.json node_builds and the report name the birth "
+                             f"build (default {DEFAULT_UPGRADE_CHANCE}; 0 turns it off)")
+    parser.add_argument("--births", default="",
+                        help="builds a cluster may be born on, comma-separated, each older "
+                             "than the run's build (default: the newest patch of each older "
+                             "release line of the catalog from 3.9 on)")
     parser.add_argument("--traffic", action="store_true",
                         help="run every schedule under client traffic drawn from its seed: "
                              "a traffic block (1-3 producers, acks all or 1, 50-400 records/s "
                              "each; 1-2 consumers) in its scenario file, so re-runs and the "
                              "minimal scenario keep it; no consume steps (FORMAT.md "
                              "\"Traffic\")")
+
+
+def upgrade_chance(command: str, text: str) -> float:
+    """--upgrades: a chance in [0, 1], or a UsageError naming the command."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise UsageError(f"{command}: --upgrades {text!r}: give a chance between 0 and 1 "
+                         "(e.g. 0.1; 1: every schedule born on an older build)")
+    return value
 
 
 def step_timeout(command: str, text: str) -> float:

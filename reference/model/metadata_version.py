@@ -62,6 +62,11 @@ CHANGED: dict[int, bool] = {level: changed for _, level, changed in LEVELS}
 ELR = BY_NAME["4.0-IV1"]
 CLEAN_SHUTDOWN = ELR
 _NAME = re.compile(r"^\d+\.\d+-IV\d+$")
+#: The level each release line formats a new cluster at (its ``LATEST_PRODUCTION``),
+#: measured from the cached jars of 3.7.2-4.4.0 (3.6 read from the 3.6.2 source).
+NEWEST_PRODUCTION: dict[tuple[int, int], int] = {
+    (3, 6): 14, (3, 7): 19, (3, 8): 20, (3, 9): 21, (4, 0): 25, (4, 1): 27, (4, 2): 29,
+    (4, 3): 30, (4, 4): 33}
 
 
 def level_of(name: str) -> int | None:

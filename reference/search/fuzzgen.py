@@ -53,7 +53,14 @@ lockstep does (``UnderTraffic``), no kind the format refuses there is generated
 After ``length`` such steps the schedule ends with a recovery tail (Jepsen's final heal
 and read): unclean election off, ``resume`` of every paused broker, ``restart`` of every
 controller down, ``heal`` if a link is cut or shaped, ``restart`` of every broker down,
-and ``consume`` if the partition then has a leader the client reaches.
+``upgrade`` of every node not on the run's build (controllers first), and ``consume`` if
+the partition then has a leader the client reaches.
+
+With ``GenConfig.builds`` (the run's builds, as data) a schedule's cluster may be born on
+an older build (``Cluster.birth``, drawn by the caller with ``draw_birth``) and its nodes
+upgraded during the schedule (``upgrade``, generators/upgrade.py), and ``feature`` steps
+(ELR on/off, a metadata.version raise) are made where every node's build takes them
+(generators/features.py).
 """
 
 from __future__ import annotations
@@ -71,6 +78,7 @@ from reference.model.topics import CreateTopic
 from reference.search.generators import (
     ALL,
     UNCLEAN,
+    Builds,
     Config,
     Gen,
     Generator,
@@ -78,12 +86,14 @@ from reference.search.generators import (
     Limits,
     Track,
     UnderTraffic,
+    upgrade_tail,
 )
 from reference.search.transitions import carry_hwm, certain_transitions
 
 __all__ = ["ALL", "DEFAULT_WEIGHTS", "KINDS", "Cluster", "GenConfig", "Generator", "Lanes",
            "PartitionModels", "Track", "TrafficConsumer", "TrafficPlan", "TrafficProducer",
-           "UnderTraffic", "candidates", "draw_cluster", "draw_traffic", "generate",
+           "UnderTraffic", "candidates", "draw_cluster", "draw_traffic", "finish_upgrades",
+           "generate",
            "lane_models", "predicted_transitions", "predicts_acked_loss", "under_traffic",
            "validate", "why_invalid"]
 
@@ -114,6 +124,14 @@ class GenConfig:
     #: Whether each schedule runs under client traffic drawn from its seed
     #: (``draw_traffic``; the caller's model of it ticks: ``under_traffic``).
     traffic: bool = False
+    #: The run's builds (``Builds``: the run's, the schedule's birth, the catalog an
+    #: upgrade may name); None: not known, no ``upgrade`` or ``feature`` step is made.
+    #: The caller sets the birth per schedule (harness/search/fuzz/schedules.py).
+    builds: Builds | None = None
+    #: The chance that a schedule's cluster is born on one of ``births`` (older builds
+    #: of the catalog) and upgraded to the run's build during the schedule.
+    upgrades: float = 0.0
+    births: tuple[str, ...] = ()
 
     def weight_of(self) -> dict[str, int]:
         given = self.weights if self.weights is not None else {
@@ -243,6 +261,9 @@ class Cluster:
     elr: bool | None = None
     #: The schedule's client traffic (None: none; ``draw_traffic``).
     traffic: TrafficPlan | None = None
+    #: The build the cluster is born on when it is not the run's (None: the run's);
+    #: its nodes are upgraded to the run's build during the schedule.
+    birth: str | None = None
 
 
 #: Draws in a row refused by the unclean-loss rule before a schedule ends early.
@@ -254,15 +275,18 @@ MAX_NODES = 6
 
 
 def draw_cluster(seed: int | str, elr_choices: Sequence[bool | None] = (None,),
-                 traffic: bool = False) -> Cluster:
+                 traffic: bool = False, birth: str | None = None) -> Cluster:
     """The cluster of the schedule with this (scenario) seed: 3-5 brokers with one
     controller or 3 brokers with a quorum of 3, replication factor 2-4 (mostly 3),
     1-3 partitions (mostly 1), min ISR 1..RF (mostly 2), unclean election off three times
     in four, ELR one of ``elr_choices`` (what the build allows: both where it can be
     formatted either way), and with ``traffic`` the traffic of ``draw_traffic`` for the
-    same seed. Deterministic for a seed."""
+    same seed. Deterministic for a seed. Born on an older build (``birth``, its ELR one
+    of ``elr_choices`` as that build allows): three controllers (generators/upgrade.py)."""
     rng = random.Random(f"kafka-chaos-cluster:{seed}")
     controllers = rng.choice((1, 1, 3))
+    if birth is not None:
+        controllers = 3
     brokers = rng.choice((3, 3, 4, 5)) if controllers == 1 else 3
     brokers = min(brokers, MAX_NODES - controllers)
     rf = min(brokers, rng.choice((2, 3, 3, 3, 4)))
@@ -272,7 +296,8 @@ def draw_cluster(seed: int | str, elr_choices: Sequence[bool | None] = (None,),
     return Cluster(brokers=brokers, controllers=controllers, replicas=replicas,
                    partitions=partitions, min_isr=min_isr,
                    unclean=rng.random() < 0.25, elr=rng.choice(tuple(elr_choices)),
-                   traffic=draw_traffic(seed, partitions) if traffic else None)
+                   traffic=draw_traffic(seed, partitions) if traffic else None,
+                   birth=birth)
 
 
 class PartitionModels:
@@ -302,7 +327,7 @@ class PartitionModels:
 # -- guards -------------------------------------------------------------------------------
 
 def _gen(model: Lanes, track: Track, cfg: GenConfig) -> Gen:
-    return Gen(model, track, Limits(cfg.max_count, cfg.max_killed))
+    return Gen(model, track, Limits(cfg.max_count, cfg.max_killed, cfg.builds))
 
 
 def new_track(model: Lanes) -> Track:
@@ -415,6 +440,8 @@ def _tail(model: Lanes, track: Track, cfg: GenConfig, lookahead: bool = True
     add(S.Heal())
     for b in sorted(b.id for b in model.branches[0].brokers):
         add(S.Restart(b))
+    for up in upgrade_tail(_gen(model, track, cfg)):
+        add(up)  # every node on the run's build: the run tests that one
     add(CreateTopic())  # a deleted topic back, to be read
     add(S.Consume())
     return out
@@ -472,6 +499,29 @@ def validate(new_model: Callable[[], Lanes], steps: Sequence[S.Step],
         model.apply(step)
         after(step, track, cfg)
     return None
+
+
+def finish_upgrades(new_model: Callable[[], Lanes], steps: Sequence[S.Step],
+                    cfg: GenConfig) -> tuple[S.Step, ...]:
+    """``steps`` with the upgrades that bring every node still on another build to the
+    run's (``upgrade_tail``), before a final ``consume``: what a shrunk or mutated schedule
+    needs when an edit dropped some (the run is a test of the run's build)."""
+    body = list(steps)
+    if cfg.builds is None or not any(
+            s.kind == "upgrade" for s in body) and cfg.builds.birth == cfg.builds.target:
+        return tuple(body)
+    last = body.pop() if body and body[-1].kind == "consume" else None
+    model = new_model()
+    track = new_track(model)
+    for step in body:
+        model.apply(step)
+        after(step, track, cfg)
+    for up in upgrade_tail(_gen(model, track, cfg)):
+        if why_invalid(up, model, track, cfg) is None:
+            model.apply(up)
+            after(up, track, cfg)
+            body.append(up)
+    return tuple(body + ([last] if last is not None else []))
 
 
 def predicts_acked_loss(new_model: Callable[[], Lanes], steps: Sequence[S.Step]) -> bool:

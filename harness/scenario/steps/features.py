@@ -26,6 +26,7 @@ from harness.scenario.nodes import Items, Reader
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from reference.model import features as F
 from reference.model import metadata_version as MV
+from reference.search import generators as G
 
 TOOL = "org.apache.kafka.tools.FeatureCommand"
 TIMEOUT_S = 60
@@ -121,5 +122,5 @@ KINDS = (
              "(upgrade, or downgrade below the finalized level); ELR 1 on, 0 off, from the "
              "next partition change; refused: what the build must answer (the model "
              "predicts ELR's: refused on 3.x)",
-             _parse, _feature),
+             _parse, _feature, generator=G.FEATURE),
 )

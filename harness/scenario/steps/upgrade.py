@@ -22,6 +22,7 @@ from harness.scenario.steps.network import concrete, node_ref
 from harness.scenario.steps.processes import parse_broker, parse_controller
 from reference.model import steps as S
 from reference.model.upgrade import UpgradeBroker, UpgradeController
+from reference.search import generators as G
 
 
 def parse_version(c: Reader, it: Items, n: Node, w: str) -> str:
@@ -76,5 +77,5 @@ KINDS = (
              "X.Y.Z's jars (resolved like --kafka-version) from its same data dir, waited for "
              "as restart; a downgrade to a build older than the cluster's metadata.version "
              "is UNSUPPORTED (local backend only)", _parse, _upgrade,
-             follows=lambda down, step: _comes_back(down, step)),
+             follows=lambda down, step: _comes_back(down, step), generator=G.UPGRADE),
 )

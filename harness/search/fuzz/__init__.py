@@ -31,11 +31,19 @@ from __future__ import annotations
 
 # No import-time registration here: the order of these imports changes nothing.
 from harness.search.fuzz.campaign import Campaign
-from harness.search.fuzz.config import CampaignConfig, gen_config, parse_duration, parse_weights
+from harness.search.fuzz.config import (
+    CampaignConfig,
+    gen_config,
+    parse_births,
+    parse_duration,
+    parse_weights,
+    resolve_births,
+)
 from harness.search.fuzz.outcome import (
     Outcome,
     RunFn,
     axis_names,
+    born_on,
     prefer_for,
     real_runner,
     reasons,
@@ -54,6 +62,7 @@ from harness.search.fuzz.scenario import (
 )
 from harness.search.fuzz.schedules import (
     CampaignModels,
+    config_of,
     model_factory,
     models_of,
     repairer,
@@ -64,8 +73,9 @@ from harness.search.fuzz.schedules import (
 
 __all__ = [
     "BASE", "CLUSTERS", "Campaign", "CampaignConfig", "CampaignModels", "CampaignResult",
-    "Clusters", "Failure", "Outcome", "RunFn", "axis_names", "base_scenario", "cluster_doc",
-    "gen_config", "model_factory", "models_of", "parse_duration", "parse_weights",
+    "Clusters", "Failure", "Outcome", "RunFn", "axis_names", "base_scenario", "born_on",
+    "cluster_doc", "config_of", "gen_config", "model_factory", "models_of", "parse_births",
+    "parse_duration", "parse_weights", "resolve_births",
     "prefer_for", "real_runner", "reasons", "repairer", "scenario_yaml", "schedule",
     "schedule_seed", "signature", "signature_text", "spark_runner", "target_predicate",
 ]

@@ -105,7 +105,8 @@ class Campaign:
         self.result.run_seconds += out.seconds
         if out.error is not None:
             self.result.errors.append({"schedule": name, "run": str(out.run_dir or ""),
-                                       "error": out.error})
+                                       "error": out.error}
+                                      | ({"birth": out.birth} if out.birth else {}))
         elif out.signature is None:
             self.result.as_expected += 1
         return out
@@ -133,7 +134,10 @@ class Campaign:
         self.result.generated += 1
         what = ("ERROR: " + (out.error or "")) if out.error else \
             "as expected" if out.signature is None else signature_text(out.signature)
-        self.say(f"fuzz: {name} ({len(steps)} steps, {out.seconds:.0f} s): {what}")
+        born = f", born on {out.birth}" if out.birth else ""
+        if out.birth:
+            self.result.births[name] = out.birth
+        self.say(f"fuzz: {name} ({len(steps)} steps{born}, {out.seconds:.0f} s): {what}")
         if out.error is None and out.signature is not None:
             self._failure(name, seed, steps, out)
         self._progress()

@@ -57,6 +57,44 @@ def parse_duration(text: str) -> float:
     return value
 
 
+def parse_births(target: str, text: str) -> tuple[str, ...]:
+    """--births for a run on ``target``: the builds a generated cluster may be born on,
+    each of the catalog (harness.cluster.builds DEFAULT_MATRIX_VERSIONS and the cached
+    patch releases a version names) and of an older release line than the target's
+    whose metadata.version level the generator knows; empty: the default
+    (``default_births``: the newest patch of each older line of the catalog from 3.9 on)."""
+    from harness.cluster.builds import DEFAULT_MATRIX_VERSIONS
+    from reference.search.generators import default_births
+    from reference.search.generators.upgrade import line_of, mv_level
+    names = [v.strip() for v in text.split(",") if v.strip()]
+    if not names:
+        return default_births(target, DEFAULT_MATRIX_VERSIONS)
+    tl = line_of(target)
+    out: list[str] = []
+    for v in names:
+        line = line_of(v)
+        if line is None:
+            raise ValueError(f"--births {v!r} is not a version like 3.9.2")
+        if tl is None or line >= tl:
+            raise ValueError(f"--births {v}: not of an older release line than the run's "
+                             f"build {target} (a cluster is upgraded to the run's build)")
+        if mv_level(v) is None:
+            raise ValueError(f"--births {v}: its metadata.version level is not known "
+                             "(reference/search/generators/upgrade.py MV_LEVELS)")
+        if v not in out:
+            out.append(v)
+    return tuple(out)
+
+
+def resolve_births(target: Any, births: tuple[str, ...], upgrades: float) -> dict[str, Any]:
+    """The birth builds resolved (downloaded and cached on first use) before any cluster
+    starts, version -> Build; none when --upgrades is 0."""
+    from harness.cluster import builds
+    if upgrades <= 0:
+        return {}
+    return {v: builds.from_maven(v) for v in births if v != target.version}
+
+
 def parse_weights(text: str) -> dict[str, int]:
     """'produce=5,kill=2' over the defaults; unknown kinds and bad numbers are errors."""
     kinds = step_kinds.generators()

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.search.fuzz.scenario import scenario_yaml
+from harness.search.fuzz.scenario import CLUSTERS, scenario_yaml
 from harness.search.shrink import Signature, Steps
 from reference.search import fuzzgen
 
@@ -88,6 +88,9 @@ class Outcome:
     #: Why: the reasons of the axes not as expected (``reasons``; a traffic loss names
     #: the lost ids there), "" when every axis is.
     reason: str = ""
+    #: The build the run's cluster was born on when it is not the campaign's (its nodes
+    #: upgraded to the campaign's build by the schedule; run.json ``node_builds``).
+    birth: str | None = None
 
 
 #: (scenario name, scenario seed, steps) -> the run's outcome.
@@ -96,29 +99,44 @@ RunFn = Callable[[str, int, Steps], Outcome]
 
 # --- the real run ----------------------------------------------------------------------
 
+def born_on(build: Any, births: Mapping[str, Any], seed: int) -> tuple[Any, str | None]:
+    """The build the schedule with scenario seed ``seed`` is started on (``--kafka-version``
+    of its run): its cluster's birth build when it was drawn on an older one, else
+    ``build``; and that birth's version (None: the campaign's build)."""
+    cluster = CLUSTERS.of(seed)
+    birth = cluster.birth if cluster is not None else None
+    if birth is None or birth not in births:
+        return build, None
+    return births[birth], birth
+
+
 def real_runner(build: Any, backend: str, runs_dir: Path, schedules_dir: Path,
-                step_timeout_s: float, on_step: Callable[[Any], None] = lambda s: None) -> RunFn:
+                step_timeout_s: float, on_step: Callable[[Any], None] = lambda s: None,
+                births: Mapping[str, Any] | None = None) -> RunFn:
     """Each schedule written as a scenario file, loaded by `run`'s loader, run by the
-    Runner on a fresh cluster and judged on every axis."""
+    Runner on a fresh cluster (born on its birth build: ``born_on``) and judged on every
+    axis."""
     from harness.run.runner import Runner
     from harness.scenario.loader import load_scenario
 
     def run(name: str, seed: int, steps: Steps) -> Outcome:
         sc = load_scenario(_write_schedule(schedules_dir, name, seed, steps))
-        return _outcome(Runner(sc, build, backend, runs_dir, step_timeout_s=step_timeout_s,
-                               on_step=on_step).run())
+        born, birth = born_on(build, births or {}, seed)
+        return _outcome(Runner(sc, born, backend, runs_dir, step_timeout_s=step_timeout_s,
+                               on_step=on_step).run(), birth)
     return run
 
 
 def spark_runner(spark: Any, build: Any, backend: str, runs_dir: Path, schedules_dir: Path,
-                 step_timeout_s: float) -> RunFn:
+                 step_timeout_s: float, births: Mapping[str, Any] | None = None) -> RunFn:
     """As real_runner, with each run a task on the Spark executors (harness.run.fanout)."""
     from harness.run.fanout import spec_for
 
     def run(name: str, seed: int, steps: Steps) -> Outcome:
         path = _write_schedule(schedules_dir, name, seed, steps)
-        return _outcome(spark.run(spec_for(path, build, backend, runs_dir, None,
-                                           step_timeout_s)))
+        born, birth = born_on(build, births or {}, seed)
+        return _outcome(spark.run(spec_for(path, born, backend, runs_dir, None,
+                                           step_timeout_s)), birth)
     return run
 
 
@@ -128,9 +146,9 @@ def _write_schedule(schedules_dir: Path, name: str, seed: int, steps: Steps) -> 
     return path
 
 
-def _outcome(result: Any) -> Outcome:
+def _outcome(result: Any, birth: str | None = None) -> Outcome:
     from harness.judge.compare import ERROR
     if result.verdict == ERROR:
-        return Outcome(None, result.reason or "ERROR", result.run_dir)
+        return Outcome(None, result.reason or "ERROR", result.run_dir, birth=birth)
     return Outcome(signature(result.axes), None, result.run_dir,
-                   reason=reasons(result.axes))
+                   reason=reasons(result.axes), birth=birth)

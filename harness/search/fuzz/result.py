@@ -75,6 +75,9 @@ class CampaignResult:
     seconds: float = 0.0
     run_seconds: float = 0.0
     shrink_seconds: float = 0.0
+    #: The generated runs whose cluster was born on an older build: name -> that build
+    #: (the others were born on the campaign's build).
+    births: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"runs": self.runs, "generated": self.generated,
@@ -86,4 +89,5 @@ class CampaignResult:
                 "runs_per_hour": round(3600 * self.runs / self.run_seconds, 1)
                 if self.run_seconds else None,
                 "runs_per_hour_wall": round(3600 * self.runs / self.seconds, 1)
-                if self.seconds else None, "stopped": self.stopped}
+                if self.seconds else None, "stopped": self.stopped,
+                "births": dict(self.births)}

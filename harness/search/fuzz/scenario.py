@@ -66,7 +66,11 @@ def cluster_doc(cluster: fuzzgen.Cluster) -> dict[str, Any]:
         topic["partitions"] = c.partitions
     topic["min_insync_replicas"] = c.min_isr
     topic["config"] = {"unclean.leader.election.enable": "true" if c.unclean else "false"}
-    out = {"cluster": shape, "topic": topic}
+    out: dict[str, Any] = {"cluster": shape, "topic": topic}
+    if c.birth is not None:
+        # Born on an older build: the file runs with --kafka-version BIRTH (the run's
+        # build is the one its upgrade steps go to); any other build is UNSUPPORTED.
+        out["requires"] = {"min_version": c.birth, "max_version": c.birth}
     if c.traffic is not None:
         out["traffic"] = c.traffic.to_dict()
     return out
@@ -77,13 +81,17 @@ def scenario_yaml(name: str, seed: int, steps: Steps, description: str = "",
     """The scenario file of a schedule (FORMAT.md), as `kafka-chaos run` reads it: on
     ``cluster``, else the cluster generated for ``seed`` (``schedule``), else BASE."""
     doc: dict[str, Any] = {"version": 1, "name": name}
-    if description:
-        doc["description"] = description
-    doc["seed"] = seed
     if cluster is None:
         cluster = CLUSTERS.of(seed)
         if cluster is not None:
             CLUSTERS.current = cluster
+    if cluster is not None and cluster.birth is not None:
+        description = (f"{description}; " if description else "") + (
+            f"born on Kafka {cluster.birth} (run it with --kafka-version {cluster.birth}), "
+            "its nodes upgraded by its steps")
+    if description:
+        doc["description"] = description
+    doc["seed"] = seed
     doc.update(cluster_doc(cluster) if cluster is not None
                else {k: v for k, v in BASE.items() if k != "version"})
     doc["steps"] = [S.step_to_dict(s) for s in steps]

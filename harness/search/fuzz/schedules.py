@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from harness.search.fuzz.config import gen_config
 from harness.search.fuzz.scenario import CLUSTERS, base_scenario, scenario_yaml
 from harness.search.shrink import Steps
 from reference.search import fuzzgen
+from reference.search.generators import Builds, draw_birth
 
 
 def schedule_seed(seed: int, index: int) -> int:
@@ -36,7 +37,9 @@ def schedule(new_model: Callable[[], Any], seed: int, index: int,
     drawn: int | str = sseed if variant == 0 else f"{sseed}:{variant}"
     cluster = None
     if cfg.clusters and isinstance(new_model, CampaignModels):
-        cluster = fuzzgen.draw_cluster(drawn, new_model.elr_choices, traffic=cfg.traffic)
+        birth = new_model.draw_birth(drawn, cfg)
+        cluster = fuzzgen.draw_cluster(drawn, new_model.elr_choices_of(birth),
+                                       traffic=cfg.traffic, birth=birth)
     elif cfg.traffic:
         cluster = dataclasses.replace(fuzzgen.BASE_CLUSTER, traffic=fuzzgen.draw_traffic(
             drawn, fuzzgen.BASE_CLUSTER.partitions))
@@ -46,7 +49,18 @@ def schedule(new_model: Callable[[], Any], seed: int, index: int,
         CLUSTERS.current = None
         return fuzzgen.generate(new_model, stream, cfg)
     CLUSTERS.by_seed[sseed] = CLUSTERS.current = cluster
-    return fuzzgen.generate(models_of(new_model, sseed), stream, cfg)
+    return fuzzgen.generate(models_of(new_model, sseed), stream, config_of(new_model, cfg,
+                                                                           cluster))
+
+
+def config_of(new_model: Callable[[], Any], cfg: fuzzgen.GenConfig,
+              cluster: fuzzgen.Cluster | None) -> fuzzgen.GenConfig:
+    """``cfg`` for a schedule on ``cluster``: with the run's builds (``cfg.builds``, the
+    campaign's: `fuzz` and `hunt` pass them), their birth the cluster's (born on an older
+    build, or on the run's), as a campaign's model factory knows them."""
+    if not isinstance(new_model, CampaignModels) or cfg.builds is None:
+        return cfg
+    return dataclasses.replace(cfg, builds=new_model.builds_of(cluster))
 
 
 def models_of(new_model: Callable[[], Any], seed: int | None) -> Callable[[], Any]:
@@ -66,15 +80,21 @@ def repairer(new_model: Callable[[], Any], seed: int | None = None
     """Drop the steps a shrink candidate made invalid, until the generator's rules hold
     (no count bound: merged produces may exceed the generator's counts). ``seed``: the
     schedule's scenario seed (its cluster's model; see ``models_of``)."""
-    cfg = gen_config(max_count=10_000)
-    new_model = models_of(new_model, seed)
+    factory = models_of(new_model, seed)
 
     def repair(steps: Steps) -> Steps | None:
+        cluster = CLUSTERS.of(seed) if seed is not None else CLUSTERS.current
+        base = gen_config(max_count=10_000)
+        if isinstance(new_model, CampaignModels):  # upgrade and feature steps are kept
+            base = dataclasses.replace(base, builds=new_model.builds_of(None))
+        cfg = config_of(new_model, base, cluster)
         cur = tuple(steps)
         while cur:
-            bad = fuzzgen.validate(new_model, cur, cfg)
+            bad = fuzzgen.validate(factory, cur, cfg)
             if bad is None:
-                return cur
+                # The nodes an edit left on an older build brought to the run's again.
+                done = fuzzgen.finish_upgrades(factory, cur, cfg)
+                return done if fuzzgen.validate(factory, done, cfg) is None else cur
             cur = cur[:bad[0]] + cur[bad[0] + 1:]
         return None
     return repair
@@ -104,22 +124,45 @@ class CampaignModels:
     harness/judge/lanes.py). Called without a cluster: the model of the schedule the
     campaign works on now (``CLUSTERS.current``; BASE before any)."""
 
-    def __init__(self, build: Any) -> None:
+    def __init__(self, build: Any, births: Mapping[str, Any] | None = None,
+                 catalog: Sequence[str] = ()) -> None:
         self.build = build
+        #: The older builds a cluster may be born on (resolved: version -> Build), and
+        #: every version an upgrade may name (the run's and the births at least).
+        self.births: dict[str, Any] = dict(births or {})
+        self.catalog = tuple(dict.fromkeys((*catalog, build.version, *self.births)))
         self._scenarios: dict[fuzzgen.Cluster, tuple[Any, str, bool]] = {}
+
+    def builds_of(self, cluster: fuzzgen.Cluster | None) -> Builds:
+        """The builds of a schedule on ``cluster`` (born on its birth build or the run's)."""
+        birth = cluster.birth if cluster is not None and cluster.birth else self.build.version
+        return Builds(self.build.version, birth, self.catalog)
+
+    def draw_birth(self, drawn: int | str, cfg: fuzzgen.GenConfig) -> str | None:
+        """The older build the schedule ``drawn`` is born on (None: the run's)."""
+        births = [v for v in cfg.births if v in self.births]
+        return draw_birth(drawn, births, cfg.upgrades)
+
+    def build_of(self, birth: str | None) -> Any:
+        return self.births[birth] if birth else self.build
 
     @property
     def elr_choices(self) -> tuple[bool | None, ...]:
         """ELR on and off where the build can be formatted either way (4.0+), else its
         default (the build decides: `cluster.elr` on a build without it is refused)."""
-        return (True, False) if self.build.features.elr else (None,)
+        return self.elr_choices_of(None)
+
+    def elr_choices_of(self, birth: str | None) -> tuple[bool | None, ...]:
+        """``elr_choices`` of the build the cluster is born on."""
+        return (True, False) if self.build_of(birth).features.elr else (None,)
 
     def _scenario(self, cluster: fuzzgen.Cluster) -> tuple[Any, str, bool]:
         from harness.run.runner import choose_profile, elr_enabled
         if cluster not in self._scenarios:
             sc = base_scenario("fuzz-model", cluster)
-            self._scenarios[cluster] = (sc, choose_profile(sc, self.build, None),
-                                        elr_enabled(sc, self.build))
+            born = self.build_of(cluster.birth)
+            self._scenarios[cluster] = (sc, choose_profile(sc, born, None),
+                                        elr_enabled(sc, born))
         return self._scenarios[cluster]
 
     def for_cluster(self, cluster: fuzzgen.Cluster) -> Any:
@@ -128,10 +171,14 @@ class CampaignModels:
         from harness.judge.lanes import lanes, single
         from harness.run.runner import Runner
         sc, profile, elr = self._scenario(dataclasses.replace(cluster, traffic=None))
+        # Born on an older build: the rules follow the active controller's build, as the
+        # run's model does once its steps upgrade nodes (runner.follows_builds).
+        follow = cluster.birth is not None
         if single(sc):
-            model = Runner.model_for(sc, profile, elr)
+            model = Runner.model_for(sc, profile, elr, follow_builds=follow)
         else:
-            model = fuzzgen.PartitionModels([Runner.model_for(ln.scenario, profile, elr)
+            model = fuzzgen.PartitionModels([Runner.model_for(ln.scenario, profile, elr,
+                                                              follow_builds=follow)
                                              for ln in lanes(sc)])
         return fuzzgen.under_traffic(lambda: model, cluster.traffic)()
 
@@ -139,7 +186,9 @@ class CampaignModels:
         return self.for_cluster(CLUSTERS.current or fuzzgen.BASE_CLUSTER)
 
 
-def model_factory(build: Any) -> CampaignModels:
+def model_factory(build: Any, births: Mapping[str, Any] | None = None,
+                  catalog: Sequence[str] = ()) -> CampaignModels:
     """The runner's model of the base scenario on this build (profile and ELR as a run
-    of it would have them), and of each generated cluster (``CampaignModels``)."""
-    return CampaignModels(build)
+    of it would have them), and of each generated cluster (``CampaignModels``), born on
+    the build or one of ``births`` (resolved older builds)."""
+    return CampaignModels(build, births, catalog)

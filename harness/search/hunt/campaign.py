@@ -30,6 +30,7 @@ reader are parameters (``BuildPlan``); the command gives the real ones.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 import threading
@@ -62,6 +63,7 @@ from harness.search.hunt.summary import write_summary
 from harness.search.shrink import Signature, Steps
 from reference.model import steps as S
 from reference.search import fuzzgen
+from reference.search.generators import Builds
 
 #: Candidates a directed index looks at (about 30 ms of model time each on 2 cores).
 DIRECT_PROBES = 100
@@ -146,9 +148,20 @@ class BuildHunt:
             kept.append(e)
         self.state.corpus = kept
 
+    def gen(self) -> Any:
+        """The generator's settings on this build: the hunt's, with the build's catalog
+        (its births, resolved by the command: ``fuzz.CampaignModels``)."""
+        gen = self.cfg.gen()
+        models = self.plan.new_model
+        if not isinstance(models, fuzz.CampaignModels):
+            return gen
+        return dataclasses.replace(gen, builds=Builds(models.build.version,
+                                                      models.build.version, models.catalog),
+                                   births=tuple(models.births))
+
     # -- hooks the Campaign calls ---------------------------------------------------------
     def source(self, index: int) -> Steps:
-        fresh = fuzz.schedule(self.plan.new_model, self.cfg.seed, index, self.cfg.gen())
+        fresh = fuzz.schedule(self.plan.new_model, self.cfg.seed, index, self.gen())
         rng = random.Random(f"kafka-chaos-hunt:{self.cfg.seed}:{self.plan.version}:{index}")
         with self.lock:
             corpus = [e for e in self.state.corpus if e.steps]
@@ -177,7 +190,7 @@ class BuildHunt:
             wanted = frozenset(TRANSITION_NAMES) - frozenset(self.state.transitions())
         if not wanted:
             return None
-        sseed, gen = fuzz.schedule_seed(self.cfg.seed, index), self.cfg.gen()
+        sseed, gen = fuzz.schedule_seed(self.cfg.seed, index), self.gen()
         kept = fuzz.CLUSTERS.kept(sseed)
         for variant in range(1, DIRECT_PROBES + 1):
             steps = fuzz.schedule(self.plan.new_model, self.cfg.seed, index, gen, variant)
@@ -202,7 +215,8 @@ class BuildHunt:
         self._ended[name] = self._base[4] + self.clock() - self._t0
         with self.lock:
             self.state.run_log.append({"run": name, "ended_s": round(self._ended[name], 1),
-                                       "error": out.error is not None})
+                                       "error": out.error is not None}
+                                      | ({"birth": out.birth} if out.birth else {}))
         if out.error is None:
             try:
                 reach = self.plan.reach(out)
@@ -252,7 +266,8 @@ class BuildHunt:
         def said(line: str) -> None:
             self.say(f"hunt {version}:" + line[len("fuzz:"):] if line.startswith("fuzz:")
                      else line)
-        camp = fuzz.Campaign(self.cfg.campaign(), self.plan.new_model, self.run_one,
+        camp = fuzz.Campaign(dataclasses.replace(self.cfg.campaign(), gen=self.gen()),
+                             self.plan.new_model, self.run_one,
                              self.out_dir, say=said, clock=self.clock, width=self.plan.width)
         camp.source, camp.first_index = self.source, self.state.next_index
         camp.after_generated = self.after_generated

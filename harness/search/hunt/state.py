@@ -97,16 +97,24 @@ class HuntConfig:
     runs: int | None = None
     #: Every schedule under client traffic drawn from its seed (``--traffic``).
     traffic: bool = False
+    #: The chance that a schedule's cluster is born on an older build (``--upgrades``),
+    #: and the births asked for (``--births``; "" the default of each build).
+    upgrades: float = 0.0
+    births: str = ""
 
     def schedule_settings(self) -> dict[str, Any]:
         """What shapes the schedules: a resumed campaign must have the same."""
-        return {"seed": self.seed, "steps": self.length,
-                "weights": dict(sorted((self.weights or {}).items())),
-                "mutate_share": self.mutate_share, "direct_share": self.direct_share,
-                "traffic": self.traffic}
+        out = {"seed": self.seed, "steps": self.length,
+               "weights": dict(sorted((self.weights or {}).items())),
+               "mutate_share": self.mutate_share, "direct_share": self.direct_share,
+               "traffic": self.traffic}
+        if self.upgrades:  # a campaign from before births resumes with them off
+            out.update(upgrades=self.upgrades, births=self.births)
+        return out
 
     def gen(self) -> Any:
-        return fuzz.gen_config(length=self.length, weights=self.weights, traffic=self.traffic)
+        return fuzz.gen_config(length=self.length, weights=self.weights, traffic=self.traffic,
+                               upgrades=self.upgrades)
 
     def campaign(self) -> fuzz.CampaignConfig:
         return fuzz.CampaignConfig(seed=self.seed, runs=self.runs, budget_s=self.budget_s,

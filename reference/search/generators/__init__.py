@@ -27,8 +27,10 @@ from reference.search.generators.admin import (
     UNCLEAN,
     Config,
 )
+from reference.search.generators.features import FEATURE
 from reference.search.generators.generator import (
     After,
+    Builds,
     Exploration,
     Gen,
     Generator,
@@ -61,15 +63,24 @@ from reference.search.generators.timing import (
     SNAPSHOT,
 )
 from reference.search.generators.topics import CREATE_TOPIC, DELETE_TOPIC
+from reference.search.generators.upgrade import (
+    DEFAULT_UPGRADE_CHANCE,
+    UPGRADE,
+    default_births,
+    draw_birth,
+    upgrade_tail,
+)
 
 __all__ = ["ACKS", "ALL", "ALTER_CONFIG", "BANDWIDTH", "CONSUME", "CREATE_TOPIC", "CUT",
-           "DELETE_TOPIC", "ELECT", "ELECTIONS",
+           "DEFAULT_UPGRADE_CHANCE", "DELETE_TOPIC", "ELECT", "ELECTIONS", "FEATURE",
            "FETCH_MAX_BYTES", "FETCH_WAIT_MAX_MS", "HEAL", "ISOLATE", "KILL", "LATENCY",
            "LOSE_UNFLUSHED", "MARGIN_MS", "MIN_ISR", "PARTITION", "PAUSE", "PRODUCE",
            "REASSIGN", "REQUEST_TIMEOUT_MS", "RESTART", "RESUME", "SLEEP", "SLEEPS", "SNAPSHOT",
            "STOP",
-           "UNCLEAN", "UNREGISTER", "After", "Config", "Exploration", "Gen", "Generator",
-           "Guard", "Lanes", "Limits", "Move", "Steps", "Track", "UnderTraffic"]
+           "UNCLEAN", "UNREGISTER", "UPGRADE", "After", "Builds", "Config", "Exploration",
+           "Gen", "Generator",
+           "Guard", "Lanes", "Limits", "Move", "Steps", "Track", "UnderTraffic",
+           "default_births", "draw_birth", "upgrade_tail"]
 
 #: Every generator of this package, by kind: what harness/scenario/steps/ names (a test
 #: checks that the registry names exactly these) and the pure default for this package.
@@ -78,4 +89,4 @@ __all__ = ["ACKS", "ALL", "ALTER_CONFIG", "BANDWIDTH", "CONSUME", "CREATE_TOPIC"
 ALL: Mapping[str, Generator] = {g.kind: g for g in (
     PRODUCE, CONSUME, ISOLATE, CUT, PARTITION, HEAL, PAUSE, RESUME, KILL, STOP, RESTART,
     LOSE_UNFLUSHED, UNREGISTER, ALTER_CONFIG, ELECT, REASSIGN, LATENCY, BANDWIDTH, SLEEP,
-    SNAPSHOT, DELETE_TOPIC, CREATE_TOPIC)}
+    SNAPSHOT, DELETE_TOPIC, CREATE_TOPIC, UPGRADE, FEATURE)}

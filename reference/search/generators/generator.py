@@ -83,6 +83,21 @@ class Track:
     #: The lowest min ISR the schedule has had (alter_config may lower it): the fault
     #: budget is the lowest min ISR - 1 (the safety axis judges with the run's lowest).
     min_isr_floor: int | None = None
+    #: The cluster's finalized metadata.version feature level once a ``feature`` step
+    #: raised it (None: the level its birth build formatted it at).
+    mv: int | None = None
+
+
+@dataclass(frozen=True)
+class Builds:
+    """The builds a schedule's nodes may run, as data (the harness resolves the versions:
+    harness/search/fuzz/): ``target`` is the run's build, the one every node ends on;
+    ``birth`` the one its cluster was born on (``target`` when it is not upgraded);
+    ``catalog`` every version an ``upgrade`` step may name (the target and birth too)."""
+
+    target: str
+    birth: str
+    catalog: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -91,6 +106,8 @@ class Limits:
 
     max_count: int
     max_killed: int | None
+    #: The run's builds (None: not known; no ``upgrade`` or ``feature`` step is made).
+    builds: Builds | None = None
 
 
 @dataclass
@@ -121,6 +138,18 @@ class Gen:
             return int(self.model.cluster.broker_config.get(key, default))
         except ValueError:
             return default
+
+    def build_of(self, node: int) -> str | None:
+        """The version ``node`` runs (the same in every branch: only steps change it), its
+        cluster's birth build until an ``upgrade`` moved it; None: the builds are not
+        known (``Limits.builds``)."""
+        b = self.limits.builds
+        if b is None:
+            return None
+        for n, v in self.model.branches[0].builds if self.model.branches else ():
+            if n == node:
+                return v
+        return b.birth
 
     def every(self, ok: Callable[[World], bool]) -> bool:
         return bool(self.model.branches) and all(ok(w) for w in self.model.branches)
