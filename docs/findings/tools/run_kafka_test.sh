@@ -10,11 +10,17 @@
 # QuorumControllerTest). Needs a JDK 17, mvn, and network access to Maven Central. Nothing of
 # kafka-chaos is used.
 #
-#   METHODS_FILE=F METHODS="m1 m2(boolean)" tools/run_kafka_test.sh VERSION [--libs DIR] [--all | --class C ...]
+#   METHODS_FILE=F METHODS="m1 m2(boolean)" tools/run_kafka_test.sh VERSION [--libs DIR] [--sed EXPR ...] [--all | --class C ...]
 #
 # VERSION: the release whose test sources and test jars are used (4.3 API: 4.3.x, 4.4.x).
 # --libs DIR: the build's jars (default: kafka-chaos's cache of VERSION, or a distribution's
 # libs/, e.g. the patched one a finding's fix/build_fixed_dist.sh makes).
+# --sed EXPR (repeatable): a sed expression applied to the pasted ReplicationControlManagerTest
+# source before it is compiled, for running one release's tests against a later build's jars
+# whose test jars Maven Central does not serve (4.3.1's against 4.4.0's: --sed
+# 's/org\.apache\.kafka\.common\.utils\.LogContext/org.apache.kafka.common.utils.internals.LogContext/',
+# LogContext having moved in 4.4). Only that one source file is changed; the test jars' classes
+# (e.g. PartitionChangeBuilderTest, QuorumControllerTest) run as published.
 # Exit status: the launcher's (0 every test passed, 1 a test failed), 2 on a setup error.
 set -eu
 : "${METHODS_FILE:?set METHODS_FILE to the test methods to paste}" "${METHODS:?set METHODS}"
@@ -23,10 +29,13 @@ shift
 LIBS=${KAFKA_CHAOS_CACHE:-$HOME/.cache/kafka-chaos}/kafka/$VERSION/libs
 ALL=
 CLASSES=
+SEDS=
 while [ $# -gt 0 ]; do
   case "$1" in
     --libs) LIBS=$2; shift 2 ;;
     --all) ALL=1; shift ;;
+    --sed) SEDS="$SEDS$2
+"; shift 2 ;;
     --class) CLASSES="$CLASSES --select-class org.apache.kafka.controller.$2"; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
@@ -50,6 +59,11 @@ last=$(grep -n '^}' "$WORK/$TEST" | tail -1 | cut -d: -f1)
 { head -n $((last - 1)) "$WORK/$TEST"; cat "$METHODS_FILE"; echo "}"; } \
   > "$WORK/pasted.java"
 mv "$WORK/pasted.java" "$WORK/$TEST"
+if [ -n "$SEDS" ]; then
+  printf '%s' "$SEDS" > "$WORK/adapt.sed"
+  sed -f "$WORK/adapt.sed" "$WORK/$TEST" > "$WORK/adapted.java"
+  mv "$WORK/adapted.java" "$WORK/$TEST"
+fi
 CP="$WORK/jars/*:$LIBS/*"
 mkdir -p "$WORK/classes"
 javac -proc:none -nowarn -encoding UTF-8 -cp "$CP" -d "$WORK/classes" "$WORK/$TEST"

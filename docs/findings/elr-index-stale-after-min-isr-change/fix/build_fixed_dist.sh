@@ -5,7 +5,9 @@
 #
 #   docs/findings/elr-index-stale-after-min-isr-change/fix/build_fixed_dist.sh [VERSION] [OUT]
 #
-# VERSION (default 4.3.1) must be in kafka-chaos's build cache; OUT defaults to
+# VERSION (default 4.3.1; 4.4.0 too: its sources jar is not served, so the 4.3.1 source is made
+# into 4.4.0's by docs/findings/tools/reconstruct/4.4.0/ and checked against the 4.4.0 class
+# files before the patch is applied) must be in kafka-chaos's build cache; OUT defaults to
 # /tmp/kafka-VERSION-elr-index-fix.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
