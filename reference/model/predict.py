@@ -196,6 +196,9 @@ class Model:
         cfg = config_from(cluster, topic, self.profile)
         start = initial_world(tuple(cluster.brokers), tuple(cluster.controllers),
                               tuple(topic.replicas), cfg)
+        if topic.absent:  # created by a step: not there before it
+            from reference.model.topics import unborn
+            start = unborn(start)
         # A quorum of several controllers has elected one of them by the time the topic
         # exists; which one is the observation's to say (Model.resolve).
         self.branches: list[World] = [start] if len(cluster.controllers) == 1 else [
