@@ -431,6 +431,8 @@ def _steps(ctx: Reader, node: Node, cluster: ClusterShape, declared: tuple[Topic
         if wrong:
             raise ctx.fail(item, where, wrong)
         topics = plan.now()
+        if isinstance(step, T.CreateTopic) and step.config and topic is not None:
+            step = replace(step, topic=topic)  # a new topic: its params say it all
         step = as_declared(step, topic, topics, cluster.broker_ids)
         hit = [t for t in topics if topic in (None, t.name)]
         records += kind.records(step) * (1 if partition is not None else
@@ -524,8 +526,8 @@ def _target(ctx: Reader, params: Items, where: str, kind: step_kinds.StepKind,
             return name, None  # a topic the scenario does not declare (steps.topics.grow)
         if not found:
             raise ctx.fail(tnode, f"{where}.topic", f"no topic {name!r} (topics: "
-                           f"{', '.join(t.name for t in topics)}; a topic create_topic "
-                           "makes is named only after that step)")
+                           f"{', '.join(t.name for t in topics)}): a topic create_topic "
+                           "makes is named only after that step")
         topic = found[0]
     if "partition" not in params:
         return name, None

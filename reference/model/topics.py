@@ -155,9 +155,20 @@ class CreateTopic:
     partitions: int = field(default=0, compare=False)
     #: The lane's possible replica lists with ``placed_rf`` (harness/judge/lanes.py).
     choices: tuple[tuple[int, ...], ...] = field(default=(), compare=False)
+    #: A topic the scenario does not declare: its name (its step's mapping says the rest).
+    topic: str = field(default="", compare=False)
 
     def params(self) -> dict[str, Any]:
-        return {}
+        if not self.topic:
+            return {}
+        cfg = dict(self.config)
+        out: dict[str, Any] = {"topic": self.topic}
+        if self.placed_rf:
+            out.update(replication_factor=self.placed_rf, partitions=self.partitions)
+        else:
+            out["assignment"] = [list(r) for r in self.assignment]
+        out["min_insync_replicas"] = int(cfg.pop("min.insync.replicas"))
+        return {**out, "config": cfg} if cfg else out
 
     def transition(self, w: World, ctx: Ctx) -> World | list[Outcome]:
         if not w.deleted:

@@ -129,13 +129,15 @@ class StepMixin(SettleMixin, RecordMixin):
         return {"builds": now}
 
     def _execute(self, session: Session, index: int, kind: str, steps: list[Any],
-                 step: Any) -> list[Any]:
+                 step: Any = None) -> list[Any]:
         """Each lane's outcome: a step on partitions runs once per partition it names (the
         others' outcome is empty), any other step once (``step``: as the scenario says it,
         its controller roles resolved), its outcome every lane's."""
         if not step_kinds.KINDS[kind].on_partitions:
             topic = self.scenario.steps[index].topic or self.scenario.topic.name
-            outcome = step_kinds.execute(session, Target(topic), kind, step)
+            outcome = step_kinds.execute(session, Target(topic), kind,
+                                         self.scenario.steps[index].step if step is None
+                                         else step)
             return [outcome] * len(steps)
         targeted = self.lockstep.targeted(index)
         runs = {i: partial(step_kinds.execute, session, Target(lm.lane.topic, lm.lane.partition),

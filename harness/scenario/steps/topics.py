@@ -264,5 +264,5 @@ KINDS = (
              _parse_create, _create, on_topic=True, generator=G.CREATE_TOPIC),
     StepKind("add_partitions", "add_partitions: {count: N, assignment: [[...]]}: "
              "CreatePartitions (without assignment: Kafka's placer)", _parse_add, _add,
-             on_topic=True),
+             on_topic=True, generator=G.ADD_PARTITIONS),
 )
