@@ -265,3 +265,11 @@ def test_generated_schedules_create_a_new_topic_and_add_partitions_that_load() -
     assert any(isinstance(s, T.CreateTopic) and s.topic and s.assignment for s in seen)
     assert any(isinstance(s, T.AddPartitions) and s.assignment for s in seen)
     assert any(isinstance(s, T.AddPartitions) and not s.assignment for s in seen)
+
+
+def test_an_existing_partitions_lane_sees_add_partitions_as_an_empty_await() -> None:
+    sc = load("add_partitions: {count: 3, assignment: [[2, 3, 1], [3, 1, 2]]}")
+    by = {ln.label: ln.scenario.steps[0] for ln in lanes(sc)}
+    assert by["t-0"].kind == "await"
+    assert isinstance(by["t-2"].step, T.AddPartitions)
+    assert by["t-2"].step.choices == ((3, 1, 2),)  # its own row of the assignment
