@@ -249,9 +249,8 @@ def test_replay_forgets_a_deleted_topic() -> None:
 
 
 def test_replay_shows_a_partition_not_created_yet_absent() -> None:
-    """A topic the log holds without the partition (add_partitions has not added it), or a
-    topic the log does not hold while it holds others (create_topic has not made it): absent,
-    as brokers show it, so a step settles with no broker to ask."""
+    """A topic the log holds without the partition (add_partitions has not added it):
+    absent, as brokers show it, so a step settles with no broker to ask."""
     records = [{"type": "TOPIC_RECORD", "data": {"name": "t", "topicId": "a"}},
                {"type": "PARTITION_RECORD", "data": {"partitionId": 0, "topicId": "a",
                                                      "replicas": [1], "isr": [1],
@@ -259,6 +258,6 @@ def test_replay_shows_a_partition_not_created_yet_absent() -> None:
     absent = {"leader": -1, "leader_epoch": None, "replicas": [], "isr": [], "elr": [],
               "last_known_elr": [], "fenced": [1]}
     assert metadata_log.replay(records, "t", 1, (1,)) == absent
-    assert metadata_log.replay(records, "u", 0, (1,)) == absent
+    assert metadata_log.replay(records, "u", 0, (1,)) is None  # no such topic: unknown
     state = metadata_log.replay(records, "t", 0, (1,))
     assert state is not None and state["leader"] == 1

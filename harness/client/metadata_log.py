@@ -121,11 +121,10 @@ def replay(records: list[dict[str, Any]], topic: str, partition: int,
                 state.update(elr=[], last_known_elr=[])
         else:
             _apply_broker(fenced, kind, data)
-    # A partition the log does not hold while it holds topics (the topic without it: not
-    # added yet, add_partitions; or no such topic: not created yet) is absent, as brokers
-    # show it; a log with no topic at all says nothing (None).
-    if state is None and (removed or topic_id is not None
-                          or any(r.get("type") == "TOPIC_RECORD" for r in records)):
+    # A partition of a topic the log holds without it (add_partitions has not added it)
+    # is absent, as brokers show it. A topic the log does not hold says nothing (None): the
+    # log read may not reach its creation.
+    if state is None and (removed or topic_id is not None):
         state = {"leader": -1, "leader_epoch": None, "replicas": [], "isr": [], "elr": [],
                  "last_known_elr": []}
     if state is None:
