@@ -273,3 +273,26 @@ def test_an_existing_partitions_lane_sees_add_partitions_as_an_empty_await() -> 
     assert by["t-0"].kind == "await"
     assert isinstance(by["t-2"].step, T.AddPartitions)
     assert by["t-2"].step.choices == ((3, 1, 2),)  # its own row of the assignment
+
+
+def test_no_unclean_election_is_generated_once_partitions_were_created_by_steps() -> None:
+    """The unclean-loss rule reads the schedule's model, of the declared topic's first
+    partitions only: after add_partitions or a new topic no unclean election (ElectLeaders,
+    or unclean.leader.election.enable on) is generated, nor partitions added with it on."""
+    from reference import Model
+    from reference.model import steps as S
+    from reference.search import fuzzgen
+    from reference.search.generators.generator import Track
+
+    sc0 = load("consume: {}")
+    model = Model("kafka-4.3", sc0.cluster_spec(), sc0.topic_spec(), elr_enabled=True)
+    cfg = fuzzgen.GenConfig()
+    for track in (Track(added_partitions=1), Track(new_topic=True)):
+        assert "created by steps" in str(
+            fuzzgen.why_invalid(S.Elect("unclean"), model, track, cfg))
+    on = S.AlterConfig("topic", {"unclean.leader.election.enable": "true"})
+    assert "partitions were added" in str(
+        fuzzgen.why_invalid(on, model, Track(added_partitions=1), cfg))
+    model.apply(on)
+    assert "unclean election is on" in str(
+        fuzzgen.why_invalid(T.AddPartitions(2, ((2, 3, 1),)), model, Track(), cfg))

@@ -63,6 +63,9 @@ def _create_guard(step: object, g: Gen) -> str | None:
             return "a new topic was created already (one per schedule)"
         if any(w.deleted for w in g.model.branches):
             return "the topic is deleted (create_topic would have to name it)"
+        if any(w.config.unclean_leader_election for w in g.model.branches):
+            return ("unclean election is on: a cluster-wide default could elect uncleanly on "
+                    "the new topic, which the schedule's model does not hold")
         return _active_request(g, "CreateTopics")
     if not g.every(lambda w: w.deleted):
         return "the topic exists"
@@ -114,6 +117,9 @@ def _add_guard(step: object, g: Gen) -> str | None:
         return "not an add_partitions step"
     if g.track.new_topic:  # the file would have to name the topic (several topics)
         return "a topic was created by a step: add_partitions would name its topic"
+    if any(w.config.unclean_leader_election for w in g.model.branches):
+        return ("unclean election is on: the model of the first partitions cannot rule out "
+                "an unclean loss on a new one")
     if step.count != _lanes(g) + g.track.added_partitions + 1:
         return "the topic has another partition count"
     return _active_request(g, "CreatePartitions")
