@@ -122,12 +122,13 @@ def test_keys_are_raised_until_they_cover_every_partition() -> None:
 
 def test_no_step_the_format_refuses_under_traffic_is_generated() -> None:
     """The kinds the loader refuses under traffic are declared so by their generator (the
-    registry's): consume (delete_topic no longer: the traffic checks judge each incarnation
-    of a topic apart, harness/traffic/incarnations.py); every generated schedule loads, and
+    registry's): consume and add_partitions (the clients take a topic's partitions when they
+    start; delete_topic no longer: the traffic checks judge each incarnation of a topic
+    apart, harness/traffic/incarnations.py); every generated schedule loads, and
     lose_unflushed cuts at offset 0 (the one batch boundary known in advance under
     traffic)."""
     refused = {k for k, g in step_kinds.generators().items() if not g.under_traffic}
-    assert refused == {"consume"}
+    assert refused == {"consume", "add_partitions"}
     kinds: set[str] = set()
     for version in ("3.9.1", "4.3.1"):
         for _, _, steps, text in shared(version, 25 if version == "3.9.1" else 40):

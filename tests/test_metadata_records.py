@@ -246,3 +246,18 @@ def test_replay_forgets_a_deleted_topic() -> None:
                 partition("new", [1, 2])]
     state = metadata_log.replay(records, "t", 0, (1, 2))
     assert state is not None and (state["isr"], state["elr"]) == ([1, 2], [])
+
+
+def test_replay_shows_a_partition_not_created_yet_absent() -> None:
+    """A topic the log holds without the partition (add_partitions has not added it):
+    absent, as brokers show it, so a step settles with no broker to ask."""
+    records = [{"type": "TOPIC_RECORD", "data": {"name": "t", "topicId": "a"}},
+               {"type": "PARTITION_RECORD", "data": {"partitionId": 0, "topicId": "a",
+                                                     "replicas": [1], "isr": [1],
+                                                     "leader": 1}}]
+    absent = {"leader": -1, "leader_epoch": None, "replicas": [], "isr": [], "elr": [],
+              "last_known_elr": [], "fenced": [1]}
+    assert metadata_log.replay(records, "t", 1, (1,)) == absent
+    assert metadata_log.replay(records, "u", 0, (1,)) is None  # no such topic: unknown
+    state = metadata_log.replay(records, "t", 0, (1,))
+    assert state is not None and state["leader"] == 1

@@ -9,6 +9,7 @@ import kafka.errors as kafka_errors
 from kafka.admin import ConfigResourceType, NewTopic
 from kafka.protocol.admin import (
     AlterPartitionReassignmentsRequest,
+    CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteTopicsRequest,
     ElectionType,
@@ -168,12 +169,16 @@ def delete_topic(observer: Observer, name: str) -> str | None:
 
 def create_topic_at_controller(observer: Observer, name: str,
                                assignment: Sequence[Sequence[int]],
-                               config: Mapping[str, str]) -> str | None:
-    """CreateTopics of ``name`` with every partition's replicas, through a broker that
-    reaches the active controller (as ``delete_topic``); the error (name and message) when
-    the controller refused it, else None."""
+                               config: Mapping[str, str], partitions: int = -1,
+                               replication_factor: int = -1) -> str | None:
+    """CreateTopics of ``name`` with every partition's replicas (or, with no
+    ``assignment``, ``partitions`` placed ``replication_factor`` times by the controller's
+    placer), through a broker that reaches the active controller (as ``delete_topic``);
+    the error (name and message) when the controller refused it, else None."""
     C = CreateTopicsRequest.CreatableTopic
-    topic = C(name=name, num_partitions=-1, replication_factor=-1,
+    placed = not assignment
+    topic = C(name=name, num_partitions=partitions if placed else -1,
+              replication_factor=replication_factor if placed else -1,
               assignments=[C.CreatableReplicaAssignment(partition_index=p, broker_ids=list(r))
                            for p, r in enumerate(assignment)],
               configs=[C.CreatableTopicConfig(name=k, value=str(v)) for k, v in config.items()])
@@ -183,6 +188,22 @@ def create_topic_at_controller(observer: Observer, name: str,
     refused = [f"{kafka_errors.for_code(t.error_code).__name__}: "
                f"{getattr(t, 'error_message', None) or ''}".rstrip(": ")
                for t in response.topics if t.error_code]
+    return "; ".join(refused) or None
+
+
+def create_partitions(observer: Observer, name: str, count: int,
+                      assignment: Sequence[Sequence[int]]) -> str | None:
+    """CreatePartitions: ``name`` grows to ``count`` partitions, the new ones on
+    ``assignment`` (empty: where the controller's placer puts them), through a broker that
+    reaches the active controller (as ``delete_topic``); the error when refused."""
+    T = CreatePartitionsRequest.CreatePartitionsTopic
+    rows = [T.CreatePartitionsAssignment(broker_ids=list(r)) for r in assignment] or None
+    request = CreatePartitionsRequest(topics=[T(name=name, count=count, assignments=rows)],
+                                      timeout_ms=TOPIC_CHANGE_TIMEOUT_MS, validate_only=False)
+    response = to_controller(observer, request, f"adding partitions to {name}")
+    refused = [f"{kafka_errors.for_code(r.error_code).__name__}: "
+               f"{getattr(r, 'error_message', None) or ''}".rstrip(": ")
+               for r in response.results if r.error_code]
     return "; ".join(refused) or None
 
 

@@ -121,7 +121,10 @@ def replay(records: list[dict[str, Any]], topic: str, partition: int,
                 state.update(elr=[], last_known_elr=[])
         else:
             _apply_broker(fenced, kind, data)
-    if state is None and removed:
+    # A partition of a topic the log holds without it (add_partitions has not added it)
+    # is absent, as brokers show it. A topic the log does not hold says nothing (None): the
+    # log read may not reach its creation.
+    if state is None and (removed or topic_id is not None):
         state = {"leader": -1, "leader_epoch": None, "replicas": [], "isr": [], "elr": [],
                  "last_known_elr": []}
     if state is None:

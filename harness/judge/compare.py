@@ -202,5 +202,6 @@ def model_for(scenario: Scenario, profile: Any, elr: bool, follow_builds: bool =
                                      builds=shape.builds),
                  topic=TopicSpec(name=sc.topic.name, replicas=tuple(sc.topic.replicas),
                                  min_insync_replicas=sc.topic.min_insync_replicas,
-                                 config=dict(sc.topic.config)),
+                                 config=dict(sc.topic.config),
+                                 absent=sc.topic.born_at(0) is not None),
                  elr_enabled=elr, seed=sc.seed, follow_builds=follow_builds)

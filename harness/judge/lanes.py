@@ -21,6 +21,7 @@ from typing import Any
 
 from harness.judge.axes import AxisVerdict
 from harness.scenario.loader import Scenario
+from harness.scenario.steps.topics import for_lane
 from reference.model import steps as S
 
 #: What a step on partitions is to a lane it does not name: nothing happens to the lane's
@@ -62,19 +63,24 @@ def single(scenario: Scenario) -> bool:
 def lane_scenario(scenario: Scenario, topic: str, partition: int) -> Scenario:
     """The scenario as a single-partition one on ``partition`` of ``topic``."""
     (named,) = [t for t in scenario.every_topic() if t.name == topic]
-    own = replace(named, replicas=named.replicas_of(partition), assignment=())
+    own = replace(named, replicas=named.replicas_of(partition), assignment=(),
+                  born=(named.born_at(partition),),
+                  placed=frozenset({0}) if partition in named.placed else frozenset())
     return replace(scenario, topic=own, topics=(),
                    steps=tuple(lane_step(s, topic, partition) for s in scenario.steps))
 
 
 def lane_step(loaded: Any, topic: str, partition: int) -> Any:
     """One scenario step as the lane of ``partition`` of ``topic`` runs it."""
-    if not loaded.names_lanes():
+    named = not loaded.names_lanes() or loaded.targets(partition, topic)
+    own = for_lane(loaded.step, partition) if named else None  # add_partitions: the new
+    if not loaded.names_lanes() and own is loaded.step:          # partitions' own
         return loaded
-    if not loaded.targets(partition, topic):
+    if own is None:
         return replace(loaded, step=UNTOUCHED, kind="await", mapping={"await": {}},
-                       partition=None, topic=None)
-    return replace(loaded, mapping=_without_target(loaded.mapping), partition=None, topic=None)
+                       partition=None, topic=None, exists=None)
+    return replace(loaded, step=own, mapping=_without_target(loaded.mapping), partition=None,
+                   topic=None, exists=None)
 
 
 def _without_target(mapping: Mapping[str, Any]) -> dict[str, Any]:

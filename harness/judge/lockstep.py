@@ -13,6 +13,7 @@ from harness.judge.axes import KipJudge, Mismatch, ObservedStep, read_of, upgrad
 from harness.judge.lanes import Lane, lanes
 from harness.scenario import steps as step_kinds
 from harness.scenario.loader import Scenario
+from harness.scenario.steps.topics import for_lane
 
 
 @dataclass
@@ -64,9 +65,10 @@ class Lockstep:
         loaded = self.scenario.steps[index]
         kind = step_kinds.KINDS[loaded.kind]
         if not loaded.names_lanes():
-            return [step] * len(self.lanes)
+            return [self._own(step, lm, index) for lm in self.lanes]
         if not kind.on_partitions:  # a step on one topic: the other topics' lanes await
-            return [step if loaded.targets(lm.lane.partition, lm.lane.topic)
+            return [self._own(step, lm, index)
+                    if loaded.targets(lm.lane.partition, lm.lane.topic)
                     else lm.lane.scenario.steps[index].step for lm in self.lanes]
         count = kind.records(loaded.step)
         steps: list[Any] = []
@@ -78,6 +80,13 @@ class Lockstep:
                 taken += count
             steps.append(own)
         return steps
+
+    @staticmethod
+    def _own(step: Any, lm: LaneModel, index: int) -> Any:
+        """``step`` as the lane runs it (add_partitions: a new partition's own replicas; an
+        existing partition's lane does not see it: its own step, an empty await)."""
+        own = for_lane(step, lm.lane.partition)
+        return lm.lane.scenario.steps[index].step if own is None else own
 
     def targeted(self, index: int) -> list[Lane]:
         """The lanes step ``index`` acts on (a step not on partitions: the first, where it

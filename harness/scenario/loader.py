@@ -10,7 +10,7 @@ never another exception. Nothing here touches a cluster.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,60 +25,41 @@ from harness.scenario.declared_names import NAME_KEYS, declared_names
 from harness.scenario.nodes import (
     FEATURES,
     MAX_FILE_BYTES,
-    MAX_INT,
     MAX_LONG,
     MAX_NAME,
     MAX_RECORDS,
     MAX_STEPS,
-    MAX_TOPIC_NAME,
     NAME_RE,
-    TOPIC_RE,
     Composer,
     Items,
     Reader,
     ScenarioError,
-    broker_list,
     check_not_owned,
 )
-from harness.scenario.steps.topics import as_declared, topic_life
+from harness.scenario.steps.topics import as_declared, grow, topic_life, with_topic
+from harness.scenario.topic_spec import (
+    MAX_LANES,
+    MAX_PARTITIONS,
+    MAX_TOPICS,
+    Topic,
+    TopicPlan,
+    spread_assignment,
+)
+from harness.scenario.topic_spec import topic as _topic
 from harness.scenario.traffic import parse_traffic
 from reference import PROFILES, ClusterSpec, TopicSpec
 from reference.model import steps as S
+from reference.model import topics as T
 
-__all__ = ["MAX_FILE_BYTES", "Expectation", "Scenario", "ScenarioError", "ScenarioStep",
-           "load_scenario", "parse_scenario"]
+__all__ = ["MAX_FILE_BYTES", "MAX_LANES", "MAX_PARTITIONS", "MAX_TOPICS", "Expectation",
+           "Scenario", "ScenarioError", "ScenarioStep", "Topic", "load_scenario",
+           "parse_scenario", "spread_assignment"]
 
 @dataclass(frozen=True)
 class Requires:
     min_version: tuple[int, int, int] | None = None
     max_version: tuple[int, int, int] | None = None
     features: tuple[str, ...] = ()
-
-
-#: At most this many partitions per topic: every partition is a model of its own (each
-#: with up to 256 branches) and one more state per observation.
-MAX_PARTITIONS = 24
-#: At most this many topics, and this many partitions over all of them (each a model).
-MAX_TOPICS = 8
-MAX_LANES = 24
-
-
-@dataclass(frozen=True)
-class Topic:
-    name: str
-    #: Partition 0's replicas (its first is its preferred leader).
-    replicas: tuple[int, ...]
-    min_insync_replicas: int
-    config: Mapping[str, str] = field(default_factory=dict)
-    #: Every partition's replicas, partition 0 first (empty: one partition, ``replicas``).
-    assignment: tuple[tuple[int, ...], ...] = ()
-
-    @property
-    def partitions(self) -> int:
-        return len(self.assignment) or 1
-
-    def replicas_of(self, partition: int) -> tuple[int, ...]:
-        return self.assignment[partition] if self.assignment else self.replicas
 
 
 AXIS_VERDICTS = {"release": ("CONFORMS", "DIVERGES"),
@@ -124,6 +105,9 @@ class ScenarioStep:
     #: The step's ``name`` (None: unnamed): what a traffic entry's ``from``/``until``
     #: names (FORMAT.md "Traffic").
     name: str | None = None
+    #: Each topic's partition count once the step is done (None: every partition of
+    #: every topic exists from step 0): a step on partitions that names none acts on those.
+    exists: Mapping[str, int] | None = None
 
     def names_lanes(self) -> bool:
         """Whether the step acts on some partitions only (a step on partitions, or a step
@@ -134,6 +118,9 @@ class ScenarioStep:
     def targets(self, partition: int, topic: str | None = None) -> bool:
         """Whether the step acts on (or, an await, expects something of) ``partition`` of
         ``topic`` (None: the scenario's only topic)."""
+        if (self.exists is not None and topic is not None
+                and partition >= self.exists.get(topic, 0)):
+            return False  # not created yet (create_topic, add_partitions)
         return ((self.partition is None or self.partition == partition)
                 and (self.topic is None or topic is None or self.topic == topic))
 
@@ -172,7 +159,8 @@ class Scenario:
     def topic_spec(self) -> TopicSpec:
         return TopicSpec(name=self.topic.name, replicas=self.topic.replicas,
                          min_insync_replicas=self.topic.min_insync_replicas,
-                         config=dict(self.topic.config))
+                         config=dict(self.topic.config),
+                         absent=self.topic.born_at(0) is not None)
 
 
 # --- loader ----------------------------------------------------------------------
@@ -222,18 +210,32 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
     requires = _requires(ctx, top["requires"][1]) if "requires" in top else Requires()
     cluster = _cluster(ctx, ctx.required(top, "cluster", root, ""))
     topics = _topics(ctx, top, root, cluster)
-    steps = _steps(ctx, ctx.required(top, "steps", root, ""), cluster, topics)
+    steps, topics = _steps(ctx, ctx.required(top, "steps", root, ""), cluster, topics)
     cluster = _with_kinds_config(cluster, steps)
     expectations = _expectations(ctx, top["expect"][1]) if "expect" in top else ()
     traffic = None
     if "traffic" in top:
         traffic = parse_traffic(ctx, top["traffic"][1], topics, steps)
         _check_under_traffic(ctx, steps, traffic)
+        _no_traffic_on_grown(ctx, steps)
     return Scenario(version=version, name=name, description=description, seed=seed,
                     profile=profile, requires=requires, cluster=cluster, topic=topics[0],
                     topics=topics if len(topics) > 1 else (),
                     steps=tuple(steps), path=path, expectations=expectations,
                     traffic=traffic)
+
+
+def _no_traffic_on_grown(ctx: Reader, steps: list[ScenarioStep]) -> None:
+    """Traffic's clients take a topic's partitions when they start: a scenario with
+    traffic creates no topic and adds no partition (yet)."""
+    for i, loaded in enumerate(steps):
+        params = dict(loaded.mapping[loaded.kind] or {})
+        if isinstance(loaded.step, T.AddPartitions) or (
+                isinstance(loaded.step, T.CreateTopic) and set(params) - {"topic"}):
+            raise ScenarioError(f"{ctx.path}:{loaded.line}: steps[{i}].{loaded.kind}: a "
+                                "scenario with traffic cannot create a topic or add "
+                                "partitions yet (traffic's clients take a topic's partitions "
+                                "when they start): leave traffic out or the step")
 
 
 def _with_kinds_config(cluster: ClusterShape, steps: list[ScenarioStep]) -> ClusterShape:
@@ -405,88 +407,30 @@ def _topics(ctx: Reader, top: Items, root: Node, cluster: ClusterShape) -> tuple
     return tuple(out)
 
 
-def _topic(ctx: Reader, node: Node, cluster: ClusterShape, where: str) -> Topic:
-    items = ctx.mapping(node, where)
-    ctx.unknown(items, ("name", "replicas", "partitions", "assignment", "min_insync_replicas",
-                        "config"), where)
-    name = _topic_name(ctx, ctx.required(items, "name", node, where), f"{where}.name")
-    assignment = _assignment(ctx, node, items, cluster, where)
-    mir = ctx.int_(ctx.required(items, "min_insync_replicas", node, where),
-                   f"{where}.min_insync_replicas", 1, MAX_INT)
-    cfg = ctx.props(items["config"][1], f"{where}.config") if "config" in items else {}
-    if "min.insync.replicas" in cfg:
-        raise ctx.fail(items["config"][1], f"{where}.config",
-                       f"set min.insync.replicas with {where}.min_insync_replicas")
-    return Topic(name, assignment[0], mir, cfg, assignment if len(assignment) > 1 else ())
-
-
-def _assignment(ctx: Reader, node: Node, items: Items, cluster: ClusterShape, where: str
-                ) -> tuple[tuple[int, ...], ...]:
-    """Every partition's replicas: ``assignment`` as written, or ``replicas`` for partition
-    0 and a spread (``spread_assignment``) for the rest."""
-    count = ctx.int_(items["partitions"][1], f"{where}.partitions", 1, MAX_PARTITIONS) \
-        if "partitions" in items else None
-    if "assignment" not in items:
-        replicas = broker_list(ctx, ctx.required(items, "replicas", node, where),
-                               f"{where}.replicas", cluster)
-        return spread_assignment(replicas, cluster.broker_ids, count or 1)
-    anode = items["assignment"][1]
-    rows = ctx.sequence(anode, f"{where}.assignment", MAX_PARTITIONS)
-    if not rows:
-        raise ctx.fail(anode, f"{where}.assignment", "lists no partition")
-    out = tuple(broker_list(ctx, row, f"{where}.assignment[{i}]", cluster)
-                for i, row in enumerate(rows))
-    if len({len(r) for r in out}) > 1:
-        raise ctx.fail(anode, f"{where}.assignment", "every partition needs the same number "
-                       "of replicas (Kafka's CreateTopics takes one replication factor)")
-    if count is not None and count != len(out):
-        raise ctx.fail(items["partitions"][1], f"{where}.partitions", f"{count} partitions "
-                       f"but {where}.assignment lists {len(out)}: leave one out or make them "
-                       "agree")
-    if "replicas" in items:
-        replicas = broker_list(ctx, items["replicas"][1], f"{where}.replicas", cluster)
-        if replicas != out[0]:
-            raise ctx.fail(items["replicas"][1], f"{where}.replicas", "differs from "
-                           f"{where}.assignment[0]: leave it out, the assignment says it")
-    return out
-
-
-def spread_assignment(replicas: tuple[int, ...], brokers: tuple[int, ...], partitions: int
-                      ) -> tuple[tuple[int, ...], ...]:
-    """Partition p's replicas: the replication factor's worth of brokers from the cycle
-    ``replicas`` then the other brokers, starting p places along, so that leaders and
-    followers spread over every broker as Kafka's own assignment spreads them."""
-    cycle = list(replicas) + [b for b in brokers if b not in replicas]
-    n, rf = len(cycle), len(replicas)
-    return tuple(tuple(cycle[(p + i) % n] for i in range(rf)) for p in range(partitions))
-
-
-def _topic_name(ctx: Reader, node: Node, where: str = "topic.name") -> str:
-    """Kafka's rule: 1..249 of [a-zA-Z0-9._-], and not '.' or '..'."""
-    name = ctx.str_(node, where)
-    if not TOPIC_RE.fullmatch(name) or name in (".", "..") or len(name) > MAX_TOPIC_NAME:
-        raise ctx.fail(node, where, f"invalid topic name {name[:MAX_TOPIC_NAME + 1]!r}: "
-                       f"Kafka takes 1..{MAX_TOPIC_NAME} of letters, digits, '.', '_' and '-', "
-                       "not '.' or '..'")
-    return name
-
-
-def _steps(ctx: Reader, node: Node, cluster: ClusterShape, topics: tuple[Topic, ...]
-           ) -> list[ScenarioStep]:
+def _steps(ctx: Reader, node: Node, cluster: ClusterShape, declared: tuple[Topic, ...]
+           ) -> tuple[list[ScenarioStep], tuple[Topic, ...]]:
+    """The steps, and every topic with the partitions steps create (``TopicPlan``)."""
     out: list[ScenarioStep] = []
     down: set[int] = set()
     deleted: dict[str, int] = {}  # topic -> the step that deleted it
+    plan = TopicPlan(declared)
     records = 0
     named: dict[str, int] = {}
     for i, item in enumerate(ctx.sequence(node, "steps", MAX_STEPS)):
         where = f"steps[{i}]"
         step_name = _step_name(ctx, item, where, named)
+        topics = plan.now()
         kind, step, topic, partition = _step(ctx, item, where, cluster, topics)
+        step = with_topic(step, topic, plan, cluster.broker_ids)
         wrong = (kind.follows(down, step) or _config_target(step, topic, topics)
-                 or topic_life(kind, step, topic, topics, deleted, i))
+                 or grow(step, topic, plan, i)
+                 or topic_life(kind, step, topic, plan.now(), deleted, i))
         if wrong:
             raise ctx.fail(item, where, wrong)
-        step = as_declared(step, topic, topics)
+        topics = plan.now()
+        if isinstance(step, T.CreateTopic) and step.config and topic is not None:
+            step = replace(step, topic=topic)  # a new topic: its params say it all
+        step = as_declared(step, topic, topics, cluster.broker_ids)
         hit = [t for t in topics if topic in (None, t.name)]
         records += kind.records(step) * (1 if partition is not None else
                                          sum(t.partitions for t in hit))
@@ -495,10 +439,14 @@ def _steps(ctx: Reader, node: Node, cluster: ClusterShape, topics: tuple[Topic, 
                            f"most {MAX_RECORDS}")
         mapping = {k: v for k, v in ctx.plain(item).items() if k != STEP_NAME_KEY}
         out.append(ScenarioStep(step, kind.name, mapping, item.start_mark.line + 1,
-                                partition, topic, step_name))
+                                partition, topic, step_name,
+                                {t.name: t.partitions for t in topics}))
     if not out:
         raise ctx.fail(node, "steps", "no steps")
-    return out
+    final = plan.now()
+    if final == declared:  # nothing created: every partition exists throughout
+        out = [replace(s, exists=None) for s in out]
+    return out, final
 
 
 def _config_target(step: S.Step, topic: str | None, topics: tuple[Topic, ...]
@@ -571,9 +519,12 @@ def _target(ctx: Reader, params: Items, where: str, kind: step_kinds.StepKind,
         tnode = params.pop("topic")[1]
         name = ctx.str_(tnode, f"{where}.topic")
         found = [t for t in topics if t.name == name]
+        if not found and kind.name == "create_topic":
+            return name, None  # a topic the scenario does not declare (steps.topics.grow)
         if not found:
             raise ctx.fail(tnode, f"{where}.topic", f"no topic {name!r} (topics: "
-                           f"{', '.join(t.name for t in topics)})")
+                           f"{', '.join(t.name for t in topics)}): a topic create_topic "
+                           "makes is named only after that step")
         topic = found[0]
     if "partition" not in params:
         return name, None

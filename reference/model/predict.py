@@ -211,6 +211,9 @@ class Model:
             # Born at a metadata.version, or with nodes on other builds (cluster.builds).
             start = replace(start, metadata_level=cluster.metadata_level,
                             builds=tuple(sorted(cluster.builds)))
+        if topic.absent:  # created by a step: not there before it
+            from reference.model.topics import unborn
+            start = unborn(start)
         # A quorum of several controllers has elected one of them by the time the topic
         # exists; which one is the observation's to say (Model.resolve).
         self.branches: list[World] = [start] if len(cluster.controllers) == 1 else [

@@ -76,6 +76,9 @@ class TopicSpec:
     replicas: tuple[int, ...] = (1, 2, 3)
     min_insync_replicas: int = 2
     config: Mapping[str, str] = field(default_factory=dict)
+    #: The partition is created by a step (``create_topic`` of an undeclared topic,
+    #: ``add_partitions``): it does not exist before (reference.model.topics.unborn).
+    absent: bool = False
 
 
 @dataclass(frozen=True, slots=True)

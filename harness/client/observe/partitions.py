@@ -137,6 +137,8 @@ class PartitionViews(Connection):
                 return absent_view()
             if t.error_code:
                 raise ObserveError(f"{topic}: Metadata error {t.error_code} on broker {node}")
+            if all(p.partition_index != partition for p in t.partitions):
+                return absent_view()  # a partition not created yet (add_partitions)
             for p in t.partitions:
                 if p.partition_index != partition:
                     continue
@@ -170,4 +172,8 @@ class PartitionViews(Connection):
                         "elr": sorted(p.eligible_leader_replicas or []),
                         "last_known_elr": sorted(p.last_known_elr or []),
                     }
+            if t.name == topic and not getattr(t, "error_code", 0) and t.partitions:
+                # The topic without this partition: not created yet (add_partitions). Only
+                # a complete answer says so (response_partition_limit 2000 > 24 partitions).
+                return absent_view()
         raise ObserveError(f"{topic}-{partition} not found on broker {node}")

@@ -163,10 +163,15 @@ class Runner(StepMixin, TrafficMixin, FinalReadMixin, JudgingMixin):
 
     def _create_topic(self, session: Session) -> None:
         for topic in self.scenario.every_topic():
+            have = topic.initial_partitions()  # the others a step creates
+            if not have:
+                continue
             config = {"min.insync.replicas": str(topic.min_insync_replicas),
                       **{k: str(v) for k, v in dict(topic.config).items()}}
             admin.create_topic(session.observer, topic.name, list(topic.replicas), config,
-                               [list(r) for r in topic.assignment[1:]])
+                               [list(topic.replicas_of(p)) for p in range(1, have)])
         for lm in self.lockstep.lanes:
+            if lm.lane.scenario.topic.born_at(0) is not None:
+                continue
             self._poll(session, lm.lane.topic, lm.lane.partition,
                        _fully_replicated(lm.lane.scenario.topic.replicas), self.step_timeout_s)

@@ -76,7 +76,7 @@ class StepMixin(SettleMixin, RecordMixin):
                 index, kind, line, summary, "-", UNSUPPORTED, unsupported))
         life_topic = self.scenario.steps[index].topic or self.scenario.topic.name
         topic_life(self._traffic, history, kind, life_topic, "requested")
-        outcomes = self._execute(session, index, kind, steps)
+        outcomes = self._execute(session, index, kind, steps, step)
         if any("refused" in (o.note or "") for o in outcomes):
             topic_life(self._traffic, history, kind, life_topic, "refused")
         # What the execution said besides cluster state (a refusal, a tool's answer): on
@@ -136,14 +136,16 @@ class StepMixin(SettleMixin, RecordMixin):
             history.write_meta()
         return {"builds": now}
 
-    def _execute(self, session: Session, index: int, kind: str, steps: list[Any]
-                 ) -> list[Any]:
+    def _execute(self, session: Session, index: int, kind: str, steps: list[Any],
+                 step: Any = None) -> list[Any]:
         """Each lane's outcome: a step on partitions runs once per partition it names (the
-        others' outcome is empty), any other step once, its outcome every lane's."""
+        others' outcome is empty), any other step once (``step``: as the scenario says it,
+        its controller roles resolved), its outcome every lane's."""
         if not step_kinds.KINDS[kind].on_partitions:
             topic = self.scenario.steps[index].topic or self.scenario.topic.name
             outcome = step_kinds.execute(session, Target(topic), kind,
-                                         steps[self._first_named(index)])
+                                         self.scenario.steps[index].step if step is None
+                                         else step)
             return [outcome] * len(steps)
         targeted = self.lockstep.targeted(index)
         runs = {i: partial(step_kinds.execute, session, Target(lm.lane.topic, lm.lane.partition),
@@ -156,12 +158,6 @@ class StepMixin(SettleMixin, RecordMixin):
         else:
             done = {i: run() for i, run in runs.items()}
         return [done.get(i, StepOutcome()) for i in range(len(steps))]
-
-    def _first_named(self, index: int) -> int:
-        """The lane whose step ``index`` a step run once executes (a step on one topic: the
-        first lane of that topic; the others' is an empty await)."""
-        (lane,) = self.lockstep.targeted(index)
-        return next(i for i, lm in enumerate(self.lockstep.lanes) if lm.lane == lane)
 
     def _outcome_mismatch(self, preds: list[Any], outcomes: list[Any]) -> str | None:
         for lm, pred, outcome in zip(self.lockstep.lanes, preds, outcomes, strict=True):

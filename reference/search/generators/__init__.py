@@ -62,7 +62,7 @@ from reference.search.generators.timing import (
     SLEEPS,
     SNAPSHOT,
 )
-from reference.search.generators.topics import CREATE_TOPIC, DELETE_TOPIC
+from reference.search.generators.topics import ADD_PARTITIONS, CREATE_TOPIC, DELETE_TOPIC
 from reference.search.generators.upgrade import (
     DEFAULT_UPGRADE_CHANCE,
     UPGRADE,
@@ -71,7 +71,8 @@ from reference.search.generators.upgrade import (
     upgrade_tail,
 )
 
-__all__ = ["ACKS", "ALL", "ALTER_CONFIG", "BANDWIDTH", "CONSUME", "CREATE_TOPIC", "CUT",
+__all__ = ["ACKS", "ADD_PARTITIONS", "ALL", "ALTER_CONFIG", "BANDWIDTH", "CONSUME",
+           "CREATE_TOPIC", "CUT",
            "DEFAULT_UPGRADE_CHANCE", "DELETE_TOPIC", "ELECT", "ELECTIONS", "FEATURE",
            "FETCH_MAX_BYTES", "FETCH_WAIT_MAX_MS", "HEAL", "ISOLATE", "KILL", "LATENCY",
            "LOSE_UNFLUSHED", "MARGIN_MS", "MIN_ISR", "PARTITION", "PAUSE", "PRODUCE",
@@ -89,4 +90,4 @@ __all__ = ["ACKS", "ALL", "ALTER_CONFIG", "BANDWIDTH", "CONSUME", "CREATE_TOPIC"
 ALL: Mapping[str, Generator] = {g.kind: g for g in (
     PRODUCE, CONSUME, ISOLATE, CUT, PARTITION, HEAL, PAUSE, RESUME, KILL, STOP, RESTART,
     LOSE_UNFLUSHED, UNREGISTER, ALTER_CONFIG, ELECT, REASSIGN, LATENCY, BANDWIDTH, SLEEP,
-    SNAPSHOT, DELETE_TOPIC, CREATE_TOPIC, UPGRADE, FEATURE)}
+    SNAPSHOT, DELETE_TOPIC, CREATE_TOPIC, UPGRADE, FEATURE, ADD_PARTITIONS)}

@@ -43,6 +43,10 @@ def _alter_guard(step: S.Step, g: Gen) -> str | None:
     value differs from the current one in every branch, and a lower min ISR keeps the
     brokers killed so far within the fault budget (min ISR - 1)."""
     assert isinstance(step, S.AlterConfig)
+    if g.track.new_topic:  # the file would have to name the topic (several topics)
+        return "a topic was created by a step: a topic's config change would name it"
+    if g.track.added_partitions and step.config.get(UNCLEAN) == "true":
+        return "partitions were added: the model cannot rule out an unclean loss on them"
     if step.scope != "topic" or len(step.config) != 1 or \
             not set(step.config) <= {MIN_ISR, UNCLEAN}:
         return f"a generated alter_config sets one topic config: {MIN_ISR} or {UNCLEAN}"
@@ -98,6 +102,10 @@ def _elect_guard(step: S.Step, g: Gen) -> str | None:
         if g.every(lambda w: w.partition.leader == w.partition.replicas[0]):
             return "the preferred replica leads already in every branch"
         return None
+    if g.track.added_partitions or g.track.new_topic:
+        # The unclean-loss rule sees only the declared topic's first partitions.
+        return ("partitions were created by steps: the model cannot rule out an unclean "
+                "loss on them")
     if g.every(lambda w: w.partition.leader is not None):
         return "the partition has a leader in every branch (nothing to elect uncleanly)"
     return None

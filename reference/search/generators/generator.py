@@ -83,6 +83,10 @@ class Track:
     #: The lowest min ISR the schedule has had (alter_config may lower it): the fault
     #: budget is the lowest min ISR - 1 (the safety axis judges with the run's lowest).
     min_isr_floor: int | None = None
+    #: Partitions add_partitions added to the topic (the model knows only its first ones).
+    added_partitions: int = 0
+    #: create_topic made a topic the scenario does not declare (once per schedule).
+    new_topic: bool = False
     #: The cluster's finalized metadata.version feature level once a ``feature`` step
     #: raised it (None: the level its birth build formatted it at).
     mv: int | None = None
