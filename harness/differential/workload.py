@@ -44,12 +44,16 @@ DELETE_WEIGHT, RECREATE_WEIGHT, FEATURE_WEIGHT = 0.2, 2.0, 0.0
 
 class RandomEvents:
     def __init__(self, rng: random.Random, brokers: Sequence[int], topics: Sequence[str],
-                 max_min_isr: int = 3, elr_feature: bool = False) -> None:
+                 max_min_isr: int = 3, elr_feature: bool = False,
+                 feature_weight: float | None = None) -> None:
         self.rng = rng
         self.brokers = list(brokers)
         self.topics = list(topics)
         self.max_min_isr = max_min_isr
         self.elr_feature = elr_feature
+        #: The ELR toggle's weight (``kafka-chaos diff --feature-weight``); None: the
+        #: module's ``FEATURE_WEIGHT``.
+        self.feature_weight = feature_weight
 
     def setup(self, replication: int = 3) -> list[dict[str, Any]]:
         """The topics, each with one partition on `replication` brokers, striped."""
@@ -82,8 +86,9 @@ class RandomEvents:
             choices.append((DELETE_WEIGHT, lambda t=life: p.delete_topic(t)))
         else:
             choices.append((RECREATE_WEIGHT, lambda t=life: self._recreate(t)))
-        if self.elr_feature and FEATURE_WEIGHT > 0:
-            choices.append((FEATURE_WEIGHT,
+        toggle = FEATURE_WEIGHT if self.feature_weight is None else self.feature_weight
+        if self.elr_feature and toggle > 0:
+            choices.append((toggle,
                             lambda: p.update_feature(p.ELR_FEATURE, rng.choice((0, 1)))))
         if keys:
             key = rng.choice(keys)
