@@ -32,13 +32,38 @@ class KnownBug:
     #: Differential findings (harness/differential/compare.py signatures ``axis:name:op``,
     #: the profile left out) that name it on an affected release: those it was seen as.
     diff_signatures: frozenset[str] = frozenset()
+    #: When set, a differential finding names it only if its detail contains one of these
+    #: (the same signature can have another cause: e.g. a LastKnownELR of [-1] or a
+    #: removed replica outside the replicas). Entries with it are looked at first.
+    diff_details: tuple[str, ...] = ()
 
     def affects(self, version: Version) -> bool:
         return self.first_affected <= version and (
             self.fixed_in is None or version < self.fixed_in)
 
 
+#: The reassignment-capable ops where the LastKnownELR [-1] of 4.1+ shows (any change that
+#: drops a replica of a leaderless partition: the request, its completion by an ISR change,
+#: its cancellation, and the changes fencing or registration make, which can complete it).
+_MINUS_ONE_OPS = ("reassign", "cancelReassignment", "alterPartition", "completeReassignment",
+                  "fence", "controlledShutdown", "register", "unfence", "unregister", "tick",
+                  "electLeaders")
+
 KNOWN_BUGS: tuple[KnownBug, ...] = (
+    KnownBug(
+        "last-known-elr-minus-one",
+        "a change that writes the leader field of a leaderless partition whose LastKnownELR "
+        "is empty (the leader epoch bump of a reassignment that drops a replica) records "
+        "the leader it had, -1, as the last known leader: LastKnownELR [-1], outside the "
+        "replicas (PartitionChangeBuilder.maybeUpdateLastKnownLeader with "
+        "triggerLeaderEpochBumpForReplicaReassignmentIfNeeded, 4.1+)",
+        "docs/findings/last-known-elr-minus-one.md",
+        # Read in the 4.1.2 and 4.3.1 sources (apache/kafka PR 20629's rule); 4.0.x writes
+        # [-1] by its own rule, named there by KAFKA-19522's consequence below.
+        (4, 1, 0), None, frozenset(),
+        frozenset({f"release:lastKnownElr:{op}" for op in _MINUS_ONE_OPS}
+                  | {f"invariant:IsrElrWithinReplicas:{op}" for op in _MINUS_ONE_OPS}),
+        diff_details=("build [-1]", "[-1] in ISR")),
     KnownBug(
         "elr-keeps-removed-replica",
         "the ELR keeps a replica that a reassignment (completed, cancelled or shrinking) "
@@ -96,8 +121,14 @@ def affecting(version: Version) -> tuple[KnownBug, ...]:
     return tuple(b for b in KNOWN_BUGS if b.affects(version))
 
 
-def naming_diff_finding(version: Version, signature: str) -> KnownBug | None:
+def naming_diff_finding(version: Version, signature: str, detail: str | None = None
+                        ) -> KnownBug | None:
     """The known bug of ``version`` that a differential finding's signature
-    (``axis:name:op:profile``) names, if any."""
+    (``axis:name:op:profile``) names, if any; a bug with ``diff_details`` only when the
+    finding's ``detail`` contains one of them (None: the detail is not known, those bugs
+    are left out)."""
     key = ":".join(signature.split(":")[:3])
-    return next((b for b in affecting(version) if key in b.diff_signatures), None)
+    bugs = sorted(affecting(version), key=lambda b: not b.diff_details)
+    return next((b for b in bugs if key in b.diff_signatures and (
+        not b.diff_details or (detail is not None and any(d in detail
+                                                          for d in b.diff_details)))), None)
