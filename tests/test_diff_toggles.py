@@ -151,3 +151,30 @@ def test_an_expiring_session_fences_a_fenced_broker_again() -> None:
     # 3.x fences only unfenced brokers (deviation session-ends-when-fenced).
     pre = get_profile("pre-elr")
     assert _only(evolve(c, elr_live=None), pre, p.fence(1)).partitions["t-0"].isr == {3}
+
+
+def test_a_removed_last_known_leader_is_named_by_its_known_bug() -> None:
+    """The controller's fault when an election asks about a LastKnownELR member that is no
+    longer a replica, and the invariant that shows such a member, are named by
+    last-known-leader-not-a-replica; a removed replica kept in the ELR stays the other bug,
+    and [-1] the third."""
+    v = (4, 3, 1)
+    fault = naming_diff_finding(v, "fault:IllegalArgumentException:unfence:kafka-4.3",
+                                "the controller threw java.lang.IllegalArgumentException: "
+                                "Replica 1 is not assigned to this partition. (...)")
+    assert fault is not None and fault.id == "last-known-leader-not-a-replica"
+    assert naming_diff_finding(v, "fault:IllegalArgumentException:unfence:kafka-4.3",
+                               "java.lang.IllegalArgumentException: something else") is None
+    lke = "k7t1-0: [72] in ISR [73] / ELR [] / LastKnownELR [72] but not in replicas [75, 73]"
+    for op in ("unfence", "tick", "alterPartition"):
+        bug = naming_diff_finding(v, f"invariant:IsrElrWithinReplicas:{op}:kafka-4.3", lke)
+        assert bug is not None and bug.id == "last-known-leader-not-a-replica", op
+    elr = "k6t0-0: [62] in ISR [61, 65] / ELR [62] / LastKnownELR [] but not in replicas [61]"
+    bug = naming_diff_finding(v, "invariant:IsrElrWithinReplicas:alterPartition:kafka-4.3", elr)
+    assert bug is not None and bug.id == "elr-keeps-removed-replica"
+    assert naming_diff_finding(v, "invariant:IsrElrWithinReplicas:unfence:kafka-4.3", elr) is None
+    minus = "k2t1-0: [-1] in ISR [22] / ELR [] / LastKnownELR [-1] but not in replicas [22]"
+    bug = naming_diff_finding(v, "invariant:IsrElrWithinReplicas:tick:kafka-4.3", minus)
+    assert bug is not None and bug.id == "last-known-elr-minus-one"
+    assert naming_diff_finding((4, 0, 2), "fault:IllegalArgumentException:unfence:x",
+                               "Replica 1 is not assigned to this partition") is None

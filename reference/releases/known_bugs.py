@@ -11,6 +11,7 @@ up.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 Version = tuple[int, int, int]
@@ -32,9 +33,10 @@ class KnownBug:
     #: Differential findings (harness/differential/compare.py signatures ``axis:name:op``,
     #: the profile left out) that name it on an affected release: those it was seen as.
     diff_signatures: frozenset[str] = frozenset()
-    #: When set, a differential finding names it only if its detail contains one of these
-    #: (the same signature can have another cause: e.g. a LastKnownELR of [-1] or a
-    #: removed replica outside the replicas). Entries with it are looked at first.
+    #: When set, a differential finding names it only if its detail matches one of these
+    #: regular expressions (the same signature can have another cause: e.g. a LastKnownELR
+    #: of [-1], or a removed replica kept in the ELR or in LastKnownELR). Entries with
+    #: them are looked at first, in catalog order.
     diff_details: tuple[str, ...] = ()
 
     def affects(self, version: Version) -> bool:
@@ -42,12 +44,11 @@ class KnownBug:
             self.fixed_in is None or version < self.fixed_in)
 
 
-#: The reassignment-capable ops where the LastKnownELR [-1] of 4.1+ shows (any change that
-#: drops a replica of a leaderless partition: the request, its completion by an ISR change,
-#: its cancellation, and the changes fencing or registration make, which can complete it).
-_MINUS_ONE_OPS = ("reassign", "cancelReassignment", "alterPartition", "completeReassignment",
-                  "fence", "controlledShutdown", "register", "unfence", "unregister", "tick",
-                  "electLeaders")
+#: The differential ops that run a PartitionChangeBuilder, where the LastKnownELR bugs below
+#: show (a change that drops a replica; an election of a leaderless partition).
+_CHANGE_OPS = ("reassign", "cancelReassignment", "alterPartition", "completeReassignment",
+               "fence", "controlledShutdown", "register", "unfence", "unregister", "tick",
+               "electLeaders", "alterConfig")
 
 KNOWN_BUGS: tuple[KnownBug, ...] = (
     KnownBug(
@@ -61,9 +62,26 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         # Read in the 4.1.2 and 4.3.1 sources (apache/kafka PR 20629's rule); 4.0.x writes
         # [-1] by its own rule, named there by KAFKA-19522's consequence below.
         (4, 1, 0), None, frozenset(),
-        frozenset({f"release:lastKnownElr:{op}" for op in _MINUS_ONE_OPS}
-                  | {f"invariant:IsrElrWithinReplicas:{op}" for op in _MINUS_ONE_OPS}),
-        diff_details=("build [-1]", "[-1] in ISR")),
+        frozenset({f"release:lastKnownElr:{op}" for op in _CHANGE_OPS}
+                  | {f"invariant:IsrElrWithinReplicas:{op}" for op in _CHANGE_OPS}),
+        diff_details=(r"build \[-1\]", r"\[-1\] in ISR")),
+    KnownBug(
+        "last-known-leader-not-a-replica",
+        "LastKnownELR keeps a broker that a reassignment removed while ELR was off (nothing "
+        "writes LastKnownELR then); with ELR on again, an election of the leaderless "
+        "partition asks LeaderAcceptor about it, PartitionRegistration.directory throws "
+        "IllegalArgumentException ('Replica N is not assigned to this partition') and the "
+        "controller faults (renounces) at every attempt, e.g. that broker's unfencing",
+        "docs/findings/last-known-leader-not-a-replica.md",
+        # Measured with the builds' own controller classes on 4.1.2, 4.2.2, 4.3.1, 4.4.0;
+        # 4.0.2 clears LastKnownELR at the first change with ELR on (its own rule).
+        (4, 1, 0), None, frozenset(),
+        frozenset({f"fault:IllegalArgumentException:{op}" for op in _CHANGE_OPS}
+                  | {f"invariant:IsrElrWithinReplicas:{op}" for op in _CHANGE_OPS}),
+        # the fault's message, or the invariant with the LastKnownELR member (one: the
+        # last leader) as what is outside the replicas
+        diff_details=(r"is not assigned to this partition",
+                      r"\[(\d+)\] in ISR .* / LastKnownELR \[\1\] but not in replicas")),
     KnownBug(
         "elr-keeps-removed-replica",
         "the ELR keeps a replica that a reassignment (completed, cancelled or shrinking) "
@@ -130,5 +148,5 @@ def naming_diff_finding(version: Version, signature: str, detail: str | None = N
     key = ":".join(signature.split(":")[:3])
     bugs = sorted(affecting(version), key=lambda b: not b.diff_details)
     return next((b for b in bugs if key in b.diff_signatures and (
-        not b.diff_details or (detail is not None and any(d in detail
-                                                          for d in b.diff_details)))), None)
+        not b.diff_details or (detail is not None and any(
+            re.search(d, detail) for d in b.diff_details)))), None)
