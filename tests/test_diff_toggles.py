@@ -178,3 +178,12 @@ def test_a_removed_last_known_leader_is_named_by_its_known_bug() -> None:
     assert bug is not None and bug.id == "last-known-elr-minus-one"
     assert naming_diff_finding((4, 0, 2), "fault:IllegalArgumentException:unfence:x",
                                "Replica 1 is not assigned to this partition") is None
+
+
+def test_kafka_19522_names_the_fenced_last_known_leader_of_a_preferred_election() -> None:
+    """4.0.2's electPreferredLeader asks the same canElectLastKnownLeader that elects a
+    fenced last known leader (KAFKA-19522): met with live toggles; 4.1+ has the fix."""
+    for op in ("electLeaders", "tick"):
+        bug = naming_diff_finding((4, 0, 2), f"invariant:LeaderIsLive:{op}:kafka-4.0-elr")
+        assert bug is not None and bug.id == "KAFKA-19522"
+        assert naming_diff_finding((4, 3, 1), f"invariant:LeaderIsLive:{op}:kafka-4.3") is None
