@@ -47,8 +47,8 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     cmd.add_argument("--feature-weight", default=None,
                      help="weight of a live ELR toggle (updateFeature "
                           "eligible.leader.replicas.version 0 or 1) per lane event, where the "
-                          "build has the feature (other events weigh 0.2-3; default: "
-                          "workload.FEATURE_WEIGHT)")
+                          "build has the feature (other events weigh 0.2-3; default 0.05, "
+                          "workload.FEATURE_WEIGHT; 0: no toggles)")
     cmd.add_argument("--shrink-budget", default="90s", help="time per finding's shrink")
     cmd.add_argument("--shrink-attempts", default="400",
                      help="candidate sequences replayed per shrink (default 400)")
