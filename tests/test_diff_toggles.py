@@ -187,3 +187,14 @@ def test_kafka_19522_names_the_fenced_last_known_leader_of_a_preferred_election(
         bug = naming_diff_finding((4, 0, 2), f"invariant:LeaderIsLive:{op}:kafka-4.0-elr")
         assert bug is not None and bug.id == "KAFKA-19522"
         assert naming_diff_finding((4, 3, 1), f"invariant:LeaderIsLive:{op}:kafka-4.3") is None
+
+
+def test_last_known_elr_minus_one_is_named_on_4_0_by_its_detail() -> None:
+    """4.0.2 writes [-1] when a leaderless partition's ISR empties, whether KAFKA-19522 or ELR
+    off left it leaderless with an ISR: the [-1] names last-known-elr-minus-one; without the
+    detail the signature stays KAFKA-19522's."""
+    sig = "release:lastKnownElr:register:kafka-4.0-elr"
+    bug = naming_diff_finding((4, 0, 2), sig, "k0t0-1 lastKnownElr: model [], build [-1]")
+    assert bug is not None and bug.id == "last-known-elr-minus-one"
+    bug = naming_diff_finding((4, 0, 2), sig)
+    assert bug is not None and bug.id == "KAFKA-19522"

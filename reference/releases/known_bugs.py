@@ -53,15 +53,19 @@ _CHANGE_OPS = ("reassign", "cancelReassignment", "alterPartition", "completeReas
 KNOWN_BUGS: tuple[KnownBug, ...] = (
     KnownBug(
         "last-known-elr-minus-one",
-        "a change that writes the leader field of a leaderless partition whose LastKnownELR "
-        "is empty (the leader epoch bump of a reassignment that drops a replica) records "
-        "the leader it had, -1, as the last known leader: LastKnownELR [-1], outside the "
-        "replicas (PartitionChangeBuilder.maybeUpdateLastKnownLeader with "
-        "triggerLeaderEpochBumpForReplicaReassignmentIfNeeded, 4.1+)",
+        "PartitionChangeBuilder.maybeUpdateLastKnownLeader records the leader a leaderless "
+        "partition had, -1, as its last known leader: LastKnownELR [-1], outside the "
+        "replicas. 4.1+: a change that writes the leader field of a leaderless partition "
+        "whose LastKnownELR is empty (the epoch bump of a change that drops a replica); "
+        "4.0.x: a change that empties the ISR of a leaderless partition",
         "docs/findings/last-known-elr-minus-one.md",
-        # Read in the 4.1.2 and 4.3.1 sources (apache/kafka PR 20629's rule); 4.0.x writes
-        # [-1] by its own rule, named there by KAFKA-19522's consequence below.
-        (4, 1, 0), None, frozenset(),
+        # 4.1+ read in the 4.1.2 and 4.3.1 sources (apache/kafka PR 20629's rule) and
+        # measured with the driver on 4.1.2-4.4.0; 4.0.2's own rule (lines 495-505) writes
+        # it when a leaderless partition's ISR empties: a partition left leaderless with an
+        # ISR by KAFKA-19522 (confirmed on a 4.0.2 cluster, bench/RESULTS-diff.md) or by ELR
+        # off (measured with the driver: the live toggles). Named by the detail ([-1]), so
+        # it comes before KAFKA-19522, which names the same signatures without it.
+        (4, 0, 0), None, frozenset(),
         frozenset({f"release:lastKnownElr:{op}" for op in _CHANGE_OPS}
                   | {f"invariant:IsrElrWithinReplicas:{op}" for op in _CHANGE_OPS}),
         diff_details=(r"build \[-1\]", r"\[-1\] in ISR")),
