@@ -245,11 +245,12 @@ def _state(deleted: bool) -> tuple[dict[str, Any], dict[str, Any]]:
     return parts, brokers(IDS)
 
 
-def test_the_generator_deletes_recreates_and_toggles_elr_where_it_can(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_generator_deletes_recreates_and_toggles_elr_where_it_can() -> None:
     from harness.differential import workload
-    assert workload.FEATURE_WEIGHT == 0  # off by default until its signatures are triaged
-    monkeypatch.setattr(workload, "FEATURE_WEIGHT", 0.05)
+    assert workload.FEATURE_WEIGHT == 0.05  # on since its signatures were triaged
+    off = RandomEvents(random.Random(5), IDS, ["a", "b"], elr_feature=True, feature_weight=0)
+    parts0, regs0 = _state(True)
+    assert not any(off.next(parts0, regs0)["op"] == "updateFeature" for _ in range(2000))
 
     def run(deleted: bool, elr_feature: bool) -> list[dict[str, Any]]:
         gen = RandomEvents(random.Random(5), IDS, ["a", "b"], elr_feature=elr_feature)

@@ -44,6 +44,11 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     cmd.add_argument("--mutate-share", default="50",
                      help="with --coverage: percent of lanes that run a mutation of corpus "
                           "entries (0..100, default 50)")
+    cmd.add_argument("--feature-weight", default=None,
+                     help="weight of a live ELR toggle (updateFeature "
+                          "eligible.leader.replicas.version 0 or 1) per lane event, where the "
+                          "build has the feature (other events weigh 0.2-3; default 0.05, "
+                          "workload.FEATURE_WEIGHT; 0: no toggles)")
     cmd.add_argument("--shrink-budget", default="90s", help="time per finding's shrink")
     cmd.add_argument("--shrink-attempts", default="400",
                      help="candidate sequences replayed per shrink (default 400)")
@@ -52,6 +57,18 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 def _int(text: str, flag: str, lo: int, hi: int) -> int:
     return options.whole_number("diff", flag, text, lo, hi)
+
+
+def _weight(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        weight = float(text)
+    except ValueError:
+        weight = -1.0
+    if not 0 <= weight <= 100:
+        raise UsageError(f"diff: --feature-weight must be a number from 0 to 100, not {text!r}")
+    return weight
 
 
 def parse_config(args: argparse.Namespace) -> object:
@@ -72,7 +89,8 @@ def parse_config(args: argparse.Namespace) -> object:
                   elr={"on": True, "off": False}.get(args.elr), elr_both=args.elr == "both",
                   shrink=not args.no_shrink,
                   shrink_attempts=_int(args.shrink_attempts, "--shrink-attempts", 1, 10_000),
-                  shrink_budget_s=shrink_budget, coverage=args.coverage)
+                  shrink_budget_s=shrink_budget, coverage=args.coverage,
+                  feature_weight=_weight(args.feature_weight))
 
 
 def for_build(cfg: Any, elr_flag: str, build_runs_either: bool) -> Any:

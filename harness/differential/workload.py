@@ -36,20 +36,26 @@ MIN_RF, MAX_RF = 2, 5
 #: an existing topic deleted; a deleted one created again (soon: the lane's topics are
 #: few); the ELR level set (0 or 1, the same as now too: a FeatureLevelRecord that changes
 #: nothing). A feature change reaches every lane (its log holds it: lanes.lane_of_event).
-#: ELR toggles are off by default (0): with them, 4.3.1 campaigns report 21 signatures not
-#: triaged yet (bench/RESULTS-diff.md, 2026-11-28), which would be noise in every campaign
-#: until each is a cited rule or a Kafka candidate. Raise it to look at them.
-DELETE_WEIGHT, RECREATE_WEIGHT, FEATURE_WEIGHT = 0.2, 2.0, 0.0
+#: ELR toggles were off (0) until the 21 signatures they showed on 4.3.1 were triaged; now
+#: each is a cited model rule or named by a known bug (bench/RESULTS-diff.md, "The 21
+#: signatures of live ELR toggles, triaged"), and they reach what no other event does (an
+#: ELR left from before, a LastKnownELR outliving its replica), so they are on.
+#: ``kafka-chaos diff --feature-weight W`` overrides it (0: none).
+DELETE_WEIGHT, RECREATE_WEIGHT, FEATURE_WEIGHT = 0.2, 2.0, 0.05
 
 
 class RandomEvents:
     def __init__(self, rng: random.Random, brokers: Sequence[int], topics: Sequence[str],
-                 max_min_isr: int = 3, elr_feature: bool = False) -> None:
+                 max_min_isr: int = 3, elr_feature: bool = False,
+                 feature_weight: float | None = None) -> None:
         self.rng = rng
         self.brokers = list(brokers)
         self.topics = list(topics)
         self.max_min_isr = max_min_isr
         self.elr_feature = elr_feature
+        #: The ELR toggle's weight (``kafka-chaos diff --feature-weight``); None: the
+        #: module's ``FEATURE_WEIGHT``.
+        self.feature_weight = feature_weight
 
     def setup(self, replication: int = 3) -> list[dict[str, Any]]:
         """The topics, each with one partition on `replication` brokers, striped."""
@@ -82,8 +88,9 @@ class RandomEvents:
             choices.append((DELETE_WEIGHT, lambda t=life: p.delete_topic(t)))
         else:
             choices.append((RECREATE_WEIGHT, lambda t=life: self._recreate(t)))
-        if self.elr_feature and FEATURE_WEIGHT > 0:
-            choices.append((FEATURE_WEIGHT,
+        toggle = FEATURE_WEIGHT if self.feature_weight is None else self.feature_weight
+        if self.elr_feature and toggle > 0:
+            choices.append((toggle,
                             lambda: p.update_feature(p.ELR_FEATURE, rng.choice((0, 1)))))
         if keys:
             key = rng.choice(keys)

@@ -19,7 +19,7 @@ from reference.model.election import (
 )
 from reference.model.elr import update_elr
 from reference.model.metadata_version import elr_supported
-from reference.model.state import Broker, World, evolve
+from reference.model.state import Broker, Partition, World, evolve
 from reference.releases.profiles import Profile
 
 
@@ -211,7 +211,10 @@ def choose_leader(w: World, ctx: Ctx, isr: frozenset[int], elr: frozenset[int],
     if wins:
         return [Choice(x) for x in wins]
     if election == "preferred":
-        return [Choice(None)]
+        # electPreferredLeader tries canElectLastKnownLeader too, after the replicas
+        # (PartitionChangeBuilder 4.0.2 line 251, 4.3.1 line 246): met when the last known
+        # leader was unfenced while ELR was off and ELR is on again.
+        return _last_leader(w, ctx, isr, elr) or [Choice(None)]
     if not isr and on and prof.unclean_recovery:
         if cfg.unclean_recovery_manager:
             strategy = cfg.unclean_recovery_strategy
@@ -235,14 +238,43 @@ def choose_leader(w: World, ctx: Ctx, isr: frozenset[int], elr: frozenset[int],
             # "elect the LastKnownLeader once it is unfenced": ISR := [it].
             return [Choice(lkl, unclean=True)]
         return [Choice(None)]
-    if (on and prof.last_known_elr == "last-leader" and not isr and not elr
+    last = _last_leader(w, ctx, isr, elr)
+    if last:
+        return last
+    if unclean_config or election == "unclean":
+        return random_unclean(w, ctx)
+    return [Choice(None)]
+
+
+def _last_leader(w: World, ctx: Ctx, isr: frozenset[int], elr: frozenset[int]) -> list[Choice]:
+    """PartitionChangeBuilder.canElectLastKnownLeader (4.0.2, 4.3.1): with ELR on, the
+    ISR and ELR empty and LastKnownELR one acceptable replica, it is elected uncleanly."""
+    p = w.partition
+    if (elr_on(w, ctx) and ctx.profile.last_known_elr == "last-leader" and not isr and not elr
             and len(p.last_known_elr) == 1):
         (last,) = tuple(p.last_known_elr)
         if last in p.replicas and acceptable(w.broker(last)):
             return [Choice(last, unclean=True)]
-    if unclean_config or election == "unclean":
-        return random_unclean(w, ctx)
-    return [Choice(None)]
+    return []
+
+
+def last_known_leader(p: Partition, leader: int | None, written: bool) -> frozenset[int]:
+    """LastKnownELR after a change with ELR on, as 4.1+ keeps it
+    (PartitionChangeBuilder.maybeUpdateLastKnownLeader, 4.3.1 lines 491-500; apache/kafka
+    PR 20629 'MINOR: simplify last known elr update', in 4.1.2): it changes only when the
+    record writes the leader field (``written``: a new leader, or the same one for the epoch
+    bump of a reassignment that drops a replica): written as none while LastKnownELR is
+    empty, the leader it had is recorded; written as a replica while it is not empty, it is
+    cleared. Any other change keeps it (maybeUpdateRecordElr never writes it while
+    useLastKnownLeaderInBalancedRecovery), e.g. one left from before ELR was turned off
+    and on again (deviation elr-disable-keeps-fields). A partition that had no leader
+    either keeps an empty one here; 4.1+ records the leader it had, -1, there (a Kafka
+    defect, known_bugs ``last-known-elr-minus-one``, that no profile adopts)."""
+    if written and leader is None and not p.last_known_elr and p.leader is not None:
+        return frozenset((p.leader,))
+    if written and leader is not None and p.last_known_elr:
+        return frozenset()
+    return p.last_known_elr
 
 
 def _another(replicas: Sequence[int], x: int) -> int:
@@ -365,6 +397,9 @@ def partition_change(
     if choices is None:
         choices = choose_leader(w, ctx, target if election_isr is None else election_isr,
                                 elr, election)
+    # triggerLeaderEpochBumpForReplicaReassignmentIfNeeded: a replica list that does
+    # not contain every old replica bumps the leader epoch even if the leader stays.
+    shrunk = not set(p.replicas) <= set(a.replicas)
     out: list[World] = []
     for ch in choices:
         isr2, elr2, lk2 = target, elr, lk
@@ -382,12 +417,16 @@ def partition_change(
             if prof.last_known_elr != "kip":
                 lk2 = frozenset()
         lkl = p.last_known_leader
-        if on and prof.last_known_elr == "last-leader":
+        if on and prof.last_known_elr == "last-leader" and prof.last_known_leader_rewritten:
+            # 4.0.2 maybeUpdateLastKnownLeader: the leader recorded at every change that
+            # empties the ISR, cleared at every change that leaves a leader.
             if not ch.unclean and leader is None and len(p.last_known_elr) == 1:
                 lk2 = p.last_known_elr
             if isr2 != p.isr and not isr2 and p.leader is not None \
                     and p.last_known_elr != frozenset((p.leader,)):
                 lk2 = frozenset((p.leader,))
+        elif on and prof.last_known_elr == "last-leader":
+            lk2 = last_known_leader(p, leader, leader != p.leader or shrunk)
         if on and prof.last_known_elr == "kip":
             # "The controller will record the last ISR member (the leader) when it is
             # fenced. It will be cleaned when a new leader is elected."
@@ -408,9 +447,6 @@ def partition_change(
             # consequence of reassignment-ignores-min-isr.
             elr2 = elr2 & frozenset(a.replicas)
             lk2 = lk2 & frozenset(a.replicas)
-        # triggerLeaderEpochBumpForReplicaReassignmentIfNeeded: a replica list that does
-        # not contain every old replica bumps the leader epoch even if the leader stays.
-        shrunk = not set(p.replicas) <= set(a.replicas)
         leader_epoch = p.leader_epoch + (1 if leader != p.leader or shrunk else 0)
         np = evolve(p, leader=leader, leader_epoch=leader_epoch, isr=isr2, elr=elr2,
                      last_known_elr=lk2, last_known_leader=lkl, recovering=recovering,

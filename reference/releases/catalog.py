@@ -85,10 +85,13 @@ KAFKA_38 = release("kafka-3.8", _SHIPPED + _NO_ELR + _ALL_TARGET + _NO_UNCLEAN_C
                    (_ELR_NOT_PRODUCTION, _UNCLEAN_SHUTDOWN_DETECTION))
 PRE_ELR = release("pre-elr", _SHIPPED + _NO_ELR + _ALL_TARGET + _NO_PRE_VOTE + _SESSION_3X,
                   (_ELR_NOT_PRODUCTION, _UNCLEAN_SHUTDOWN_DETECTION))
-KAFKA_40_ELR = release("kafka-4.0-elr", _SHIPPED + _ELR_4X + _ALL_TARGET)
+#: 4.0 keeps LastKnownELR by its own rule (PartitionChangeBuilder 4.0.2; PR 20629 in 4.1).
+_LKE_40 = ("last-known-leader-rewritten",)
+KAFKA_40_ELR = release("kafka-4.0-elr", _SHIPPED + _ELR_4X + _LKE_40 + _ALL_TARGET)
 #: 4.0 formatted without ELR: off until a ``feature`` step turns it on, which then follows
 #: the 4.0 code's rules (LastKnownELR is the last leader: PartitionChangeBuilder 4.0.2).
-KAFKA_40_NOELR = release("kafka-4.0-noelr", _SHIPPED + ("no-elr",) + _ELR_4X + _ALL_TARGET)
+KAFKA_40_NOELR = release("kafka-4.0-noelr", _SHIPPED + ("no-elr",) + _ELR_4X + _LKE_40
+                         + _ALL_TARGET)
 #: ELR follows the cluster: on for clusters formatted by 4.1+, off on upgraded ones.
 KAFKA_41 = release("kafka-4.1", _SHIPPED + _ELR_4X + ("elr-follows-cluster",) + _ALL_TARGET)
 KAFKA_43 = release("kafka-4.3", _SHIPPED + _ELR_4X + (

@@ -96,6 +96,13 @@ KNOWN_DEVIATIONS: tuple[Deviation, ...] = (
               "clears the ELR, and LastKnownELR is never cleared (PartitionChangeBuilder "
               "4.0.2-4.3.1: targetElr starts as the partition's, maybeUpdateRecordElr "
               "returns before LastKnownElr); the KIP ignores and removes both"),
+    Deviation("last-known-leader-rewritten", "last_known_leader_rewritten", True,
+              "4.0: LastKnownELR (the last leader) is rewritten at every change that empties "
+              "the ISR and cleared at every change that leaves a leader "
+              "(PartitionChangeBuilder.maybeUpdateLastKnownLeader 4.0.2); 4.1+ records it "
+              "once, when a record makes the partition leaderless, and clears it only when a "
+              "record names a leader (apache/kafka PR 20629): they differ after ELR was "
+              "turned off and on again"),
     Deviation("reassignment-ignores-min-isr", "reassignment_needs_min_isr", False,
               "a reassignment completes (or is cancelled) without the KIP's ISR >= min ISR "
               "condition, and a removed replica can stay in the ELR (4.3.1 "

@@ -11,6 +11,7 @@ up.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 Version = tuple[int, int, int]
@@ -32,13 +33,59 @@ class KnownBug:
     #: Differential findings (harness/differential/compare.py signatures ``axis:name:op``,
     #: the profile left out) that name it on an affected release: those it was seen as.
     diff_signatures: frozenset[str] = frozenset()
+    #: When set, a differential finding names it only if its detail matches one of these
+    #: regular expressions (the same signature can have another cause: e.g. a LastKnownELR
+    #: of [-1], or a removed replica kept in the ELR or in LastKnownELR). Entries with
+    #: them are looked at first, in catalog order.
+    diff_details: tuple[str, ...] = ()
 
     def affects(self, version: Version) -> bool:
         return self.first_affected <= version and (
             self.fixed_in is None or version < self.fixed_in)
 
 
+#: The differential ops that run a PartitionChangeBuilder, where the LastKnownELR bugs below
+#: show (a change that drops a replica; an election of a leaderless partition).
+_CHANGE_OPS = ("reassign", "cancelReassignment", "alterPartition", "completeReassignment",
+               "fence", "controlledShutdown", "register", "unfence", "unregister", "tick",
+               "electLeaders", "alterConfig")
+
 KNOWN_BUGS: tuple[KnownBug, ...] = (
+    KnownBug(
+        "last-known-elr-minus-one",
+        "PartitionChangeBuilder.maybeUpdateLastKnownLeader records the leader a leaderless "
+        "partition had, -1, as its last known leader: LastKnownELR [-1], outside the "
+        "replicas. 4.1+: a change that writes the leader field of a leaderless partition "
+        "whose LastKnownELR is empty (the epoch bump of a change that drops a replica); "
+        "4.0.x: a change that empties the ISR of a leaderless partition",
+        "docs/findings/last-known-elr-minus-one.md",
+        # 4.1+ read in the 4.1.2 and 4.3.1 sources (apache/kafka PR 20629's rule) and
+        # measured with the driver on 4.1.2-4.4.0; 4.0.2's own rule (lines 495-505) writes
+        # it when a leaderless partition's ISR empties: a partition left leaderless with an
+        # ISR by KAFKA-19522 (confirmed on a 4.0.2 cluster, bench/RESULTS-diff.md) or by ELR
+        # off (measured with the driver: the live toggles). Named by the detail ([-1]), so
+        # it comes before KAFKA-19522, which names the same signatures without it.
+        (4, 0, 0), None, frozenset(),
+        frozenset({f"release:lastKnownElr:{op}" for op in _CHANGE_OPS}
+                  | {f"invariant:IsrElrWithinReplicas:{op}" for op in _CHANGE_OPS}),
+        diff_details=(r"build \[-1\]", r"\[-1\] in ISR")),
+    KnownBug(
+        "last-known-leader-not-a-replica",
+        "LastKnownELR keeps a broker that a reassignment removed while ELR was off (nothing "
+        "writes LastKnownELR then); with ELR on again, an election of the leaderless "
+        "partition asks LeaderAcceptor about it, PartitionRegistration.directory throws "
+        "IllegalArgumentException ('Replica N is not assigned to this partition') and the "
+        "controller faults (renounces) at every attempt, e.g. that broker's unfencing",
+        "docs/findings/last-known-leader-not-a-replica.md",
+        # Measured with the builds' own controller classes on 4.1.2, 4.2.2, 4.3.1, 4.4.0;
+        # 4.0.2 clears LastKnownELR at the first change with ELR on (its own rule).
+        (4, 1, 0), None, frozenset(),
+        frozenset({f"fault:IllegalArgumentException:{op}" for op in _CHANGE_OPS}
+                  | {f"invariant:IsrElrWithinReplicas:{op}" for op in _CHANGE_OPS}),
+        # the fault's message, or the invariant with the LastKnownELR member (one: the
+        # last leader) as what is outside the replicas
+        diff_details=(r"is not assigned to this partition",
+                      r"\[(\d+)\] in ISR .* / LastKnownELR \[\1\] but not in replicas")),
     KnownBug(
         "elr-keeps-removed-replica",
         "the ELR keeps a replica that a reassignment (completed, cancelled or shrinking) "
@@ -64,8 +111,11 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         # fixtures/scenarios/diff-last-known-elr-minus-one.yaml): a leaderless partition's
         # LastKnownELR becomes [-1], outside the replicas, and an unclean election is then
         # refused where the model elects.
+        # register and unfence, and (met with live ELR toggles: a fenced last known
+        # leader left from ELR off) the preferred election, by ElectLeaders or the periodic
+        # task: 4.0.2's electPreferredLeader asks the same canElectLastKnownLeader.
         frozenset({f"{check}:{op}" for check in ("invariant:LeaderIsLive", "release:leader")
-                   for op in ("register", "unfence")}
+                   for op in ("register", "unfence", "electLeaders", "tick")}
                   | {"release:lastKnownElr:register", "invariant:IsrElrWithinReplicas:register",
                      "release:accepted:electLeaders"})),
     KnownBug(
@@ -106,8 +156,14 @@ def affecting(version: Version) -> tuple[KnownBug, ...]:
     return tuple(b for b in KNOWN_BUGS if b.affects(version))
 
 
-def naming_diff_finding(version: Version, signature: str) -> KnownBug | None:
+def naming_diff_finding(version: Version, signature: str, detail: str | None = None
+                        ) -> KnownBug | None:
     """The known bug of ``version`` that a differential finding's signature
-    (``axis:name:op:profile``) names, if any."""
+    (``axis:name:op:profile``) names, if any; a bug with ``diff_details`` only when the
+    finding's ``detail`` contains one of them (None: the detail is not known, those bugs
+    are left out)."""
     key = ":".join(signature.split(":")[:3])
-    return next((b for b in affecting(version) if key in b.diff_signatures), None)
+    bugs = sorted(affecting(version), key=lambda b: not b.diff_details)
+    return next((b for b in bugs if key in b.diff_signatures and (
+        not b.diff_details or (detail is not None and any(
+            re.search(d, detail) for d in b.diff_details)))), None)

@@ -105,6 +105,14 @@ class Profile:
     #: elr-disable-keeps-fields (4.x): that next change still elects from the ELR when the
     #: ISR is empty, and LastKnownELR is never cleared (PartitionChangeBuilder).
     elr_disable_keeps_fields: bool = False
+    #: With ``last_known_elr`` "last-leader": 4.0 rewrites LastKnownELR at every change that
+    #: empties the ISR and clears it at every change that leaves a leader
+    #: (PartitionChangeBuilder.maybeUpdateLastKnownLeader 4.0.2); 4.1+ (False, the same in
+    #: every state a cluster reaches with ELR on throughout) records it only when the record
+    #: makes the partition leaderless and clears it only when a record names a leader
+    #: (apache/kafka PR 20629). They differ once ELR was turned off and on again.
+    #: Deviation last-known-leader-rewritten (4.0).
+    last_known_leader_rewritten: bool = False
 
     def elr_on(self, elr_enabled: bool) -> bool:
         return elr_enabled if self.elr is None else self.elr

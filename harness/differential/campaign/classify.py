@@ -66,7 +66,8 @@ class Classifier(CampaignState):
         set of cited deviations cannot explain a state with the bug's difference in it,
         and the kip finding is named after the first differing field, which may be
         another)."""
-        own = {f.signature: naming_diff_finding(self.build.version_tuple, f.signature)
+        own = {f.signature: naming_diff_finding(self.build.version_tuple, f.signature,
+                                                f.detail)
                for f in findings}
         release = next((b for f in findings if f.axis == "release"
                         and (b := own[f.signature]) is not None), None)

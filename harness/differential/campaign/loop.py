@@ -77,7 +77,8 @@ class Campaign(Classifier, Feedback, Shrinker, Writer):
             for k in range(cfg.lanes):
                 lane_rng = random.Random(rng.getrandbits(63))
                 gen = RandomEvents(lane_rng, lane_brokers(k), lane_topics(k),
-                                   elr_feature=s.ready.elr_feature)
+                                   elr_feature=s.ready.elr_feature,
+                                   feature_weight=cfg.feature_weight)
                 if feedback and self.corpus.entries and lane_rng.random() < cfg.mutate_share:
                     plan, how = mutate(lane_rng, self.corpus.entries, cfg.lane_events)
                     gens.append(Planned([rename(e, 0, k) for e in plan], gen, clock_broker(k),

@@ -94,6 +94,9 @@ class Config:
     mutate_share: float = 0.5
     #: With coverage: at most this often, JaCoCo's branch report of the sessions so far.
     coverage_report_s: float = 60.0
+    #: Weight of the live ELR toggle (``updateFeature``) per lane event where the build has
+    #: the feature (``--feature-weight``); None: workload.FEATURE_WEIGHT.
+    feature_weight: float | None = None
 
 
 class CampaignState:

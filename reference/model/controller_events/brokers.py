@@ -46,11 +46,14 @@ def _remove_broker(c: Cluster, ctx: Ctx, b: int, elr_too: bool) -> list[Cluster]
     return _each(c, _keys_with(c, b, elr_too), change)
 
 
-def _fence_one(c: Cluster, ctx: Ctx, b: int) -> list[Cluster]:
+def _fence_one(c: Cluster, ctx: Ctx, b: int, again: bool = False) -> list[Cluster]:
+    """handleBrokerFenced; ``again``: also for a broker already fenced (its session
+    expired after it was fenced, see ``_fence``)."""
     reg = c.brokers.get(b)
-    if reg is None or reg.fenced:
+    if reg is None or (reg.fenced and not again):
         return [c]
-    c = _with_broker(c, b, evolve(reg, fenced=True))
+    if not reg.fenced:
+        c = _with_broker(c, b, evolve(reg, fenced=True))
     # Only the partitions with the broker in the ISR (handleBrokerFenced:
     # brokersToIsrs.partitionsWithBrokerInIsr in 3.6.2-4.4.0, sources or bytecode): a
     # fenced ELR member stays in the ELR and its partitions get no change.
@@ -112,11 +115,27 @@ def _fence(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction:
     """The broker's session expires; the stale-broker task fences it and every other
     registered broker whose process is not running (their sessions expired too)."""
     b = int(e["broker"])
-    order = [b] + sorted(x for x, r in c.brokers.items()
-                         if x != b and not r.alive and not r.fenced)
+    # 4.0+ fences by session, not by state: maybeFenceOneStaleBroker takes the expired
+    # (id, epoch) of BrokerHeartbeatTracker.maybeRemoveExpired, blind to fencing, and runs
+    # handleBrokerFenced for it (ReplicationControlManager 4.3.1 lines 1739-1766;
+    # KAFKA-17793). So a broker already fenced whose session was still open (a completed
+    # controlled shutdown, SHUTDOWN_NOW, is fenced but its last heartbeat stays tracked; a
+    # registered broker not yet unfenced heartbeats) is fenced again when it expires: taken
+    # out of the ISRs it is still in. Only ELR off keeps a fenced broker in an ISR (its last
+    # member); with ELR turned on since, that second fencing moves it to the ELR. 3.x
+    # fences only unfenced brokers (findOneStaleBroker over the unfenced list).
+    outlives = ctx.profile.session_outlives_fencing
+
+    def expires(x: int, r: Reg) -> bool:
+        if x == b:
+            return outlives and (r.alive or not r.expired)
+        return not r.alive and (not r.fenced or (outlives and not r.expired))
+    order = [b] + sorted(x for x, r in c.brokers.items() if x != b and expires(x, r))
     states = [c]
     for x in order:
-        states = [y for s in states for y in _fence_one(s, ctx, x)][:MAX_BRANCHES]
+        reg = c.brokers.get(x)
+        again = reg is not None and expires(x, reg)
+        states = [y for s in states for y in _fence_one(s, ctx, x, again)][:MAX_BRANCHES]
     out: list[Cluster] = []
     for s in states:
         regs = {x: (evolve(r, alive=False, expired=True) if x == b or not r.alive else r)
