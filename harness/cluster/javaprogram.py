@@ -139,7 +139,7 @@ def check_sources(sources: Path | Sequence[Path]) -> list[Path]:
     """The files to compile together: a .java file alone, every .java file under a
     directory (sorted by path), or a list of .java files; a UsageError names a bad one."""
     if isinstance(sources, Path):
-        if sources.is_dir():
+        if sources.is_dir() and sources.suffix != ".java":  # X.java/: "not a file", as before
             found = sorted(sources.rglob("*.java"))
             if not found:
                 raise UsageError(f"{sources}: a directory with no .java file")

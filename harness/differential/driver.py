@@ -3,8 +3,9 @@ events on stdin, answering on stdout (harness/differential/README.md).
 
 ``ControllerDriver.for_build(build, settings)`` compiles the sources in java/ (main class
 ControllerDriver; the files by job in its header) together against the build's jars
-(harness/cluster/javaprogram.py: once per sources, build and JDK, cached beside the build) and gives a driver to ``start()``; ``send(event)`` answers one
-event, ``send_many(events)`` pipelines many (written while answers are read, so neither
+(harness/cluster/javaprogram.py: once per sources, build and JDK, cached beside the
+build) and gives a driver to ``start()``; ``send(event)`` answers one event,
+``send_many(events)`` pipelines many (written while answers are read, so neither
 pipe fills). Every wait is bounded; a driver that dies, hangs or answers out of protocol is
 a DriverError carrying its exit status and the tail of its stderr (a log file, not a pipe:
 a chatty JVM cannot block on it). ``close()`` (and leaving the ``with`` block) ends it:
