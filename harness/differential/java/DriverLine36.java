@@ -6,7 +6,7 @@
  * - ClusterControlManager.registerBroker(request, offset, finalizedFeatures); the request
  *   has no PreviousBrokerEpoch and no log directories.
  * - No shutdown handler: the controller does nothing about an unclean shutdown.
- * - FeatureControlManager.updateFeatures(updates, upgradeTypes, brokerSupportedVersions,
+ * - FeatureControlManager.updateFeatures(updates, upgradeTypes, brokerFeatures,
  *   validateOnly), answering an ApiError per feature.
  * - createTopics(context, request, describable), incrementalAlterConfigs(configChanges,
  *   newlyCreatedResource); CreateTopicsRequestData.CreateableTopicConfig.
