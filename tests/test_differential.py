@@ -173,7 +173,7 @@ def test_every_helper_makes_an_event_the_check_accepts() -> None:
 
 
 def test_python_ops_are_the_java_drivers_ops() -> None:
-    text = driver_mod.SOURCE.read_text()
+    text = (driver_mod.SOURCES / f"{driver_mod.MAIN}.java").read_text()
     body = text[text.index("ObjectNode dispatch("):]
     body = body[:body.index("\n    }\n")]
     assert set(re.findall(r'case "(\w+)":', body)) == set(p.OPS)

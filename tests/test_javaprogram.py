@@ -147,6 +147,86 @@ def test_bad_paths_are_usage_errors(tmp_path: Path, fake_build: Build) -> None:
         javaprogram.compile_program(tmp_path / "Dir.java", fake_build)
 
 
+# -- several sources compiled together ---------------------------------------------------
+GREETER = """
+package demo;
+
+final class Greeter {
+    static String greet(String who) {
+        return "hi " + who;
+    }
+}
+"""
+APP = """
+package demo;
+
+public class App {
+    public static void main(String[] args) {
+        System.out.println(Greeter.greet(String.join(",", args)));
+    }
+}
+"""
+
+
+def _project(folder: Path) -> tuple[Path, Path]:
+    return _source(folder, APP, "App.java"), _source(folder, GREETER, "Greeter.java")
+
+
+@needs_javac
+def test_a_directory_compiles_together_and_its_main_class_is_found(
+        tmp_path: Path, fake_build: Build) -> None:
+    _project(tmp_path / "src")
+    program = javaprogram.compile_program(tmp_path / "src", fake_build)
+    assert program.compiled and program.main_class == "demo.App"
+    assert program.source.name == "App.java" and len(program.sources) == 2
+    assert (program.classes / "demo" / "Greeter.class").is_file()
+    assert program.classes.name.startswith("App-")
+    assert javaprogram.run(program, ["x"]).stdout == "hi x\n"
+    again = javaprogram.compile_program(tmp_path / "src", fake_build, main="App")
+    assert not again.compiled and again.classes == program.classes
+
+
+@needs_javac
+def test_a_change_to_any_source_compiles_again(tmp_path: Path, fake_build: Build) -> None:
+    app, greeter = _project(tmp_path / "src")
+    first = javaprogram.compile_program([app, greeter], fake_build)
+    greeter.write_text(GREETER.replace('"hi "', '"hello "'))  # not the main class's file
+    second = javaprogram.compile_program([app, greeter], fake_build)
+    assert second.compiled and second.classes != first.classes
+    assert javaprogram.run(second, ["y"]).stdout == "hello y\n"
+    (tmp_path / "src" / "Extra.java").write_text("package demo;\nfinal class Extra {}\n")
+    third = javaprogram.compile_program(tmp_path / "src", fake_build)  # one file more
+    assert third.compiled and third.classes not in (first.classes, second.classes)
+
+
+def test_one_source_keeps_its_key_and_several_key_by_every_file(tmp_path: Path,
+                                                                fake_build: Build) -> None:
+    jdk = javaprogram.Jdk(Path("/nonexistent/bin/javac"), Path("/nonexistent/bin/java"))
+    app, greeter = _project(tmp_path / "src")
+    assert javaprogram.cache_key(app, fake_build, (), jdk) == \
+        javaprogram.cache_key([app], fake_build, (), jdk)
+    both = javaprogram.cache_key([app, greeter], fake_build, (), jdk)
+    assert both != javaprogram.cache_key(app, fake_build, (), jdk)
+    moved = tmp_path / "src" / "sub"
+    moved.mkdir()
+    greeter.rename(moved / "Greeter.java")  # same bytes, another path
+    assert javaprogram.cache_key([app, moved / "Greeter.java"], fake_build, (), jdk) != both
+
+
+def test_several_sources_need_one_main_class(tmp_path: Path, fake_build: Build) -> None:
+    app, greeter = _project(tmp_path / "src")
+    with pytest.raises(UsageError, match="main class Nope: no source file Nope.java"):
+        javaprogram.compile_program([app, greeter], fake_build, main="Nope")
+    (tmp_path / "src" / "Other.java").write_text(APP.replace("class App", "class Other"))
+    with pytest.raises(UsageError, match="2 of the 3 sources declare a main method"):
+        javaprogram.compile_program(tmp_path / "src", fake_build)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UsageError, match="a directory with no .java file"):
+        javaprogram.compile_program(tmp_path / "empty", fake_build)
+    with pytest.raises(UsageError, match="given twice"):
+        javaprogram.compile_program([app, app], fake_build)
+
+
 def test_missing_javac_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(javaprogram.shutil, "which", lambda name: None)
     with pytest.raises(ToolMissing, match="`javac` not found.*JDK"):

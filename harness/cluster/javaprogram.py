@@ -1,6 +1,6 @@
-"""Java programs run against a build's own jars: one source file compiled with the JDK's
-``javac`` against the build's ``libs/*`` (and any extra jars), cached per build, then run
-with ``java -cp``.
+"""Java programs run against a build's own jars: one source file, or several compiled
+together (a directory of them or a list), compiled with the JDK's ``javac`` against the
+build's ``libs/*`` (and any extra jars), cached per build, then run with ``java -cp``.
 
 Used by ``kafka-chaos java`` (docs/findings/*/ reproductions, their JUnit tests), and meant
 for any later driver that runs a long-lived Java process against a build: ``compile_program()``
@@ -9,8 +9,9 @@ gives a :class:`Program` (compiled or found in the cache), ``Program.command()``
 
 Cache, like the class-data archives (harness/cluster/cds.py): beside a Maven build's jars
 (``<cache>/kafka/<version>/java/<Stem>-<key>/``), in ``<cache>/java/`` for a local dist.
-The key covers the source (its bytes and file name), the build (version, source, each
-jar's name, size and mtime), the extra jars, the JDK (its home, ``release`` and
+The key covers the sources (each one's bytes and file name; several: their paths
+relative to their directory, in order), the build (version, source, each jar's name,
+size and mtime), the extra jars, the JDK (its home, ``release`` and
 ``lib/modules``) and the javac options: a changed source, build or JDK compiles again.
 Two processes compiling the same key at once: the entry lock lets one compile (into a
 temporary directory, renamed into place when javac succeeded); the other waits, then finds
@@ -26,7 +27,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.cluster.builds import Build
@@ -44,6 +45,7 @@ JUNIT_MAIN = "org.junit.platform.console.ConsoleLauncher"
 _JDK_HINT = "install a JDK 17+ (Debian: apt-get install -y openjdk-17-jdk-headless)"
 _COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 _PACKAGE = re.compile(r"^\s*package\s+([A-Za-z_$][\w$]*(?:\s*\.\s*[A-Za-z_$][\w$]*)*)\s*;", re.M)
+_MAIN_METHOD = re.compile(r"\bstatic\s+void\s+main\s*\(")
 
 
 class JavaCompileError(HarnessError):
@@ -65,12 +67,13 @@ class Jdk:
 
 @dataclass(frozen=True)
 class Program:
-    source: Path
+    source: Path  # the main class's file
     main_class: str  # fully qualified: the source's package + its file name
     classes: Path  # the compiled classes (cached)
     classpath: tuple[str, ...]  # classes first, then the build's libs/*, then extra jars
     jdk: Jdk
     compiled: bool  # compiled by this call (False: found in the cache)
+    sources: tuple[Path, ...] = field(default=())  # every file compiled (source among them)
 
     def command(self, args: Sequence[str] = (), jvm_opts: Sequence[str] = (),
                 main_class: str | None = None) -> list[str]:
@@ -132,6 +135,44 @@ def check_source(source: Path) -> Path:
     return source
 
 
+def check_sources(sources: Path | Sequence[Path]) -> list[Path]:
+    """The files to compile together: a .java file alone, every .java file under a
+    directory (sorted by path), or a list of .java files; a UsageError names a bad one."""
+    if isinstance(sources, Path):
+        if sources.is_dir() and sources.suffix != ".java":  # X.java/: "not a file", as before
+            found = sorted(sources.rglob("*.java"))
+            if not found:
+                raise UsageError(f"{sources}: a directory with no .java file")
+            return found
+        return [check_source(sources)]
+    files = [check_source(Path(s)) for s in sources]
+    if not files:
+        raise UsageError("no Java source given")
+    if len({f.resolve() for f in files}) != len(files):
+        raise UsageError("a Java source is given twice")
+    return files
+
+
+def main_source(sources: Sequence[Path], main: str | None = None) -> Path:
+    """The file of the main class: the only one, the one whose name (without .java) is
+    main, or the only one declaring a ``static void main(``."""
+    if len(sources) == 1 and main is None:
+        return sources[0]
+    if main is not None:
+        named = [s for s in sources if s.stem == main]
+        if len(named) != 1:
+            raise UsageError(f"main class {main}: {'no' if not named else 'more than one'} "
+                             f"source file {main}.java among {len(sources)}")
+        return named[0]
+    mains = [s for s in sources
+             if _MAIN_METHOD.search(_COMMENTS.sub(" ", s.read_text(encoding="utf-8",
+                                                                    errors="replace")))]
+    if len(mains) != 1:
+        raise UsageError(f"{len(mains)} of the {len(sources)} sources declare a main method; "
+                         "name the main class")
+    return mains[0]
+
+
 def main_class(source: Path) -> str:
     """The class javac makes of the file: its package (if any) + the file name."""
     text = _COMMENTS.sub(" ", source.read_text(encoding="utf-8", errors="replace"))
@@ -140,40 +181,62 @@ def main_class(source: Path) -> str:
     return f"{package}.{source.stem}" if package else source.stem
 
 
-def compile_program(source: Path, build: Build, extra_jars: Sequence[Path] = (),
-                    jdk: Jdk | None = None) -> Program:
+def compile_program(source: Path | Sequence[Path], build: Build,
+                    extra_jars: Sequence[Path] = (), jdk: Jdk | None = None, *,
+                    main: str | None = None) -> Program:
     """The program compiled against the build's jars (+ extra_jars), from the cache when
-    this source, build and JDK were compiled before."""
-    source = check_source(source)
+    these sources, build and JDK were compiled before. source: one .java file, a directory
+    of them or a list, compiled together; main: the main class's file name without .java,
+    when several sources could be it (check_sources, main_source)."""
+    sources = check_sources(source)
+    entry = main_source(sources, main)
     for jar in extra_jars:
         if not jar.is_file():
             raise UsageError(f"extra jar {jar}: no such file")
     jdk = jdk or find_jdk(build.java_major)
     classpath_libs = [build.classpath(), *(str(j.resolve()) for j in extra_jars)]
-    target = classes_dir(source, build, extra_jars, jdk)
+    target = classes_dir(sources, build, extra_jars, jdk, entry)
     compiled = False
     if not target.is_dir():
         with entry_lock(target):  # one process compiles; the others wait, then find it
             if not target.is_dir():
-                _compile_into(source, target, classpath_libs, jdk)
+                _compile_into(sources, target, classpath_libs, jdk)
                 compiled = True
-    return Program(source.resolve(), main_class(source), target,
-                   (str(target), *classpath_libs), jdk, compiled)
+    return Program(entry.resolve(), main_class(entry), target,
+                   (str(target), *classpath_libs), jdk, compiled,
+                   tuple(s.resolve() for s in sources))
 
 
-def classes_dir(source: Path, build: Build, extra_jars: Sequence[Path], jdk: Jdk) -> Path:
-    name = f"{source.stem}-{cache_key(source, build, extra_jars, jdk)}"
+def classes_dir(sources: Path | Sequence[Path], build: Build, extra_jars: Sequence[Path],
+                jdk: Jdk, entry: Path | None = None) -> Path:
+    files = [sources] if isinstance(sources, Path) else list(sources)
+    name = f"{(entry or files[0]).stem}-{cache_key(files, build, extra_jars, jdk)}"
     if build.source.startswith("maven:"):
         return build.libs.parent / "java" / name
     return cache_dir("java") / name
 
 
-def cache_key(source: Path, build: Build, extra_jars: Sequence[Path], jdk: Jdk) -> str:
-    """Stable across processes; changes with the source, the build's jars, the extra jars,
-    the JDK or the javac options."""
-    digest = hashlib.sha256(f"{source.name}\0{build.version}\0{build.source}\0"
+def source_names(sources: Sequence[Path]) -> list[str]:
+    """What the key calls each source: its file name, or for several their paths relative
+    to the directory that holds them all (a file's package comes from its text, so two
+    files of one name in different directories are two sources)."""
+    if len(sources) == 1:
+        return [sources[0].name]
+    root = Path(os.path.commonpath([str(s.resolve().parent) for s in sources]))
+    return [s.resolve().relative_to(root).as_posix() for s in sources]
+
+
+def cache_key(sources: Path | Sequence[Path], build: Build, extra_jars: Sequence[Path],
+              jdk: Jdk) -> str:
+    """Stable across processes; changes with any source (its bytes, its name, which files
+    there are), the build's jars, the extra jars, the JDK or the javac options. For one
+    source the same key as when only one source could be given."""
+    files = [sources] if isinstance(sources, Path) else list(sources)
+    names = "\0".join(source_names(files))
+    digest = hashlib.sha256(f"{names}\0{build.version}\0{build.source}\0"
                             f"{' '.join(JAVAC_OPTS)}\0".encode())
-    digest.update(hashlib.sha256(source.read_bytes()).digest())
+    for source in files:
+        digest.update(hashlib.sha256(source.read_bytes()).digest())
     for jar in sorted(build.libs.glob("*.jar")):
         st = jar.stat()
         digest.update(f"lib {jar.name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
@@ -185,7 +248,8 @@ def cache_key(source: Path, build: Build, extra_jars: Sequence[Path], jdk: Jdk) 
     return digest.hexdigest()[:16]
 
 
-def _compile_into(source: Path, target: Path, classpath: Sequence[str], jdk: Jdk) -> None:
+def _compile_into(sources: Sequence[Path], target: Path, classpath: Sequence[str],
+                  jdk: Jdk) -> None:
     """javac into a temporary directory beside target, renamed into place on success."""
     target.parent.mkdir(parents=True, exist_ok=True)
     for stale in target.parent.glob(f"{target.name}.tmp-*"):  # left by a killed compile
@@ -193,8 +257,10 @@ def _compile_into(source: Path, target: Path, classpath: Sequence[str], jdk: Jdk
     tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
     tmp.mkdir()
     cmd = [str(jdk.javac), *JAVAC_OPTS, "-cp", os.pathsep.join(classpath), "-d", str(tmp),
-           str(source)]
+           *(str(s) for s in sources)]
     t0 = time.monotonic()
+    source = str(sources[0]) if len(sources) == 1 else \
+        f"{len(sources)} sources in {os.path.commonpath([str(s.parent) for s in sources])}"
     progress.say(f"compiling {source} against {classpath[0]} (once per source, build and JDK)")
     try:
         try:

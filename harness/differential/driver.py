@@ -1,10 +1,11 @@
 """The differential driver's process: the build's own controller code in one JVM, fed
 events on stdin, answering on stdout (harness/differential/README.md).
 
-``ControllerDriver.for_build(build, settings)`` compiles java/ControllerDriver.java
-against the build's jars (harness/cluster/javaprogram.py: once per source, build and JDK,
-cached beside the build) and gives a driver to ``start()``; ``send(event)`` answers one
-event, ``send_many(events)`` pipelines many (written while answers are read, so neither
+``ControllerDriver.for_build(build, settings)`` compiles the sources in java/ (main class
+ControllerDriver; the files by job in its header) together against the build's jars
+(harness/cluster/javaprogram.py: once per sources, build and JDK, cached beside the
+build) and gives a driver to ``start()``; ``send(event)`` answers one event,
+``send_many(events)`` pipelines many (written while answers are read, so neither
 pipe fills). Every wait is bounded; a driver that dies, hangs or answers out of protocol is
 a DriverError carrying its exit status and the tail of its stderr (a log file, not a pipe:
 a chatty JVM cannot block on it). ``close()`` (and leaving the ``with`` block) ends it:
@@ -20,6 +21,7 @@ import functools
 import hashlib
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -47,7 +49,9 @@ from harness.differential.protocol import (
 from harness.infra import procs
 from harness.infra.cache import cache_dir
 
-SOURCE = Path(__file__).resolve().parent / "java" / "ControllerDriver.java"
+#: The driver's sources, compiled together; MAIN is the main class's file name.
+SOURCES = Path(__file__).resolve().parent / "java"
+MAIN = "ControllerDriver"
 #: A small heap and the client compiler only: the driver's work is many small calls, and
 #: C1 reaches its speed within the first thousand events (bench/RESULTS-diff.md).
 JVM_OPTS: tuple[str, ...] = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xms64m",
@@ -64,28 +68,40 @@ _WRITE_CHUNK = 1 << 16
 _TAIL_LINES = 25
 
 
-#: Client utilities the driver imports that Kafka 4.4 moved to a subpackage (kafka-clients
-#: 4.4.0: org/apache/kafka/common/utils/internals/); the rest of the source is the same.
+#: Client utilities the driver imports (only in java/DriverKafkaUtils.java) that Kafka 4.4
+#: moved to a subpackage (kafka-clients 4.4.0: org/apache/kafka/common/utils/internals/);
+#: the rest of the sources are the same.
 _MOVED_IN_44 = ("AppInfoParser", "LogContext")
 _UTILS = "org.apache.kafka.common.utils"
 
 
 def source_for(build: Build) -> Path:
-    """SOURCE, or for a build whose kafka-clients has the moved utilities only in their new
-    package, a copy with those imports rewritten (in the cache, keyed by its text)."""
+    """SOURCES, or for a build whose kafka-clients has the moved utilities only in their new
+    package, a copy of the directory with those imports rewritten (in the cache, keyed by
+    the files' names and texts)."""
     clients = sorted(build.libs.glob("kafka-clients-*.jar"))
     if not clients or not _moved_utils(clients[0]):
-        return SOURCE
-    text = SOURCE.read_text(encoding="utf-8")
-    for name in _MOVED_IN_44:
-        text = text.replace(f"import {_UTILS}.{name};", f"import {_UTILS}.internals.{name};")
-    key = hashlib.sha256(text.encode()).hexdigest()[:16]
-    copy = cache_dir("java-src") / key / SOURCE.name
-    if not copy.is_file():
-        copy.parent.mkdir(parents=True, exist_ok=True)
+        return SOURCES
+    texts = {}
+    for path in sorted(SOURCES.glob("*.java")):
+        text = path.read_text(encoding="utf-8")
+        for name in _MOVED_IN_44:
+            text = text.replace(f"import {_UTILS}.{name};", f"import {_UTILS}.internals.{name};")
+        texts[path.name] = text
+    digest = hashlib.sha256()
+    for name, text in texts.items():
+        digest.update(f"{name}\0{len(text)}\0".encode() + text.encode())
+    copy = cache_dir("java-src") / digest.hexdigest()[:16] / SOURCES.name
+    if not copy.is_dir():
         tmp = copy.with_name(f"{copy.name}.tmp-{os.getpid()}")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, copy)
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        for name, text in texts.items():
+            (tmp / name).write_text(text, encoding="utf-8")
+        try:
+            os.rename(tmp, copy)
+        except OSError:  # another process put it in place first
+            shutil.rmtree(tmp, ignore_errors=True)
     return copy
 
 
@@ -100,7 +116,7 @@ def _moved_utils(clients_jar: Path) -> bool:
 
 def compile_driver(build: Build) -> javaprogram.Program:
     """The driver compiled against the build's jars (from the cache after the first time)."""
-    return javaprogram.compile_program(source_for(build), build)
+    return javaprogram.compile_program(source_for(build), build, main=MAIN)
 
 
 class ControllerDriver:
