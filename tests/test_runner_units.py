@@ -108,7 +108,9 @@ def test_matrix_table_shows_three_axes_and_a_reason_per_cell_that_is_not_clean()
     ]
     table = axes_matrix(runs)
     assert "| a | UNSUPPORTED |  |" in table
-    assert "| b | CONFORMS / DEVIATES / UNSAFE | CONFORMS / CONFORMS / UNSAFE (!) |" in table
+    # a declared failure says what it is before its axes (issue 46 item 3)
+    assert ("| b | **AS DECLARED: safety UNSAFE**: CONFORMS / DEVIATES / UNSAFE "
+            "| CONFORMS / CONFORMS / UNSAFE (!) |") in table
     assert "- 3.9.1 × a: UNSUPPORTED: lacks elr" in table
     assert "- 3.9.1 × b: safety UNSAFE (declared): no ELR" in table
     assert "- 4.3.1 × b: safety UNSAFE (NOT EXPECTED): 1 lost" in table
