@@ -38,6 +38,7 @@ from harness.search.hunt.classification import (
     kip_of_meta,
     kip_of_run,
     known_bugs_of,
+    replication_race,
 )
 from harness.search.hunt.reach import (
     RULE_NAMES,
@@ -81,7 +82,7 @@ __all__ = [
     "reach_of_run",
     # classification.py
     "CLASSES", "HWM_LAG", "Classification", "build_deviation_ids", "classify", "known_bugs_of",
-    "kip_of_run", "kip_of_meta", "error_key",
+    "kip_of_run", "kip_of_meta", "error_key", "replication_race",
     # campaign.py
     "DIRECT_PROBES", "MUTATIONS", "mutate_schedule", "BuildPlan", "BuildHunt", "hunt",
     # summary.py
