@@ -71,3 +71,22 @@ def test_branches_are_bounded_under_traffic() -> None:
     assert w.fetch_floor == ((1, 0),)  # it surely held only what it had before both
     opened = unfetched(w)
     assert [x.broker(1).leo for x in opened] == [203, 0]  # whole or not at all
+
+
+def test_a_follower_may_fetch_a_deposed_leaders_records_before_it_is_elected() -> None:
+    """fuzz-s45-21 (4.4.0), shape: leader 2 and follower 3 cut from the controller and from
+    each other, 2 takes acks=1 records as a deposed leader (epoch 0 in its metadata);
+    after the heal 3, still at epoch 0, fetched them from 2 before the controller elected
+    3: the new leader has them and its HWM passes them (8). The model elected first."""
+    from reference.model.state import CLIENT
+    m = Model("kafka-4.3", CLUSTER, TOPIC, seed=0)
+    m.apply(S.Kill(1))
+    m.apply(S.Partition(((2, CLIENT), (3,), (100,))))
+    m.apply(S.Produce(8, "1"))
+    assert all(w.broker(3).leo == 0 for w in m.branches)  # cut from 2: nothing fetched
+    allowed = m.apply(S.Heal()).allowed
+    assert {(s.leader, s.hwm) for s in allowed} >= {(3, 8), (3, 0), (2, 8)}
+    # A stale follower's records stay only where it is elected: 3 leading with HWM 0
+    # (it had not fetched them) has made 2 truncate them.
+    assert all(w.broker(2).leo == 0 for w in m.branches
+               if w.partition.leader == 3 and w.partition_hwm() == 0)

@@ -267,6 +267,8 @@ class Model:
             for o in _fetched_after(apply_step(w, self.ctx_of(w), step), w in unsure,
                                     self.ctx_of(w)):
                 x = with_leader_min_isr_view(w, with_leader_isr_view(w, o.world))
+                if x.stale_unfetched:  # for this step only: a fetch not made yet may come
+                    x = replace(x, stale_unfetched=frozenset())
                 if isinstance(step, S.Produce):
                     floors = fetch_floors(w, x, held.get(w, {}))
                     x = x if x.fetch_floor == floors else replace(x, fetch_floor=floors)

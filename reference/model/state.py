@@ -246,6 +246,10 @@ class World:
     #: (protocol.replication.unfetched): the fetch may not have come before that step's
     #: fault.
     fetch_floor: tuple[tuple[int, int], ...] = ()
+    #: Followers that, in this branch, have not yet fetched a deposed leader's log of that
+    #: length: (follower, the deposed leader's log end), for this step only (Model.apply
+    #: clears it; protocol.replication._stale_fetch).
+    stale_unfetched: frozenset[tuple[int, int]] = frozenset()
     #: The ISR the leader may still hold as its own in the step right after a step that
     #: shrank the ISR below min ISR (Model.apply sets and clears it): a broker publishes new
     #: metadata to its cache, which DescribeTopicPartitions reads, before it applies it to

@@ -90,6 +90,37 @@ def _replicate(w: World, ctx: Ctx) -> list[World] | None:
     return [w] if changed else None
 
 
+def _stale_fetch(w: World, ctx: Ctx) -> list[World] | None:
+    """A follower still on a deposed leader's epoch fetches from it, which still leads in
+    the metadata it applied, until its own metadata moves on: it has or has not fetched the
+    records the deposed leader holds beyond it, one branch each (the not-yet branch named
+    in World.stale_unfetched for this step). A follower's fetcher keeps fetching from the
+    leader of the epoch it applied (AbstractFetcherThread.doWork -> maybeFetch, the leader
+    of ReplicaFetcherThread's partition state) and appends what comes
+    (ReplicaFetcherThread.processPartitionData), and the deposed leader answers at its own
+    epoch (Partition.fetchRecords checks the request's epoch against the one it applied).
+    Once the follower applies the new leader's epoch it truncates to the new leader's end
+    offset for that epoch (OffsetsForLeaderEpoch: AbstractFetcherThread
+    .getOffsetTruncationState), so the records stay only where that follower is elected:
+    then the new leader has them and its HWM may pass them. Found by `kafka-chaos fuzz` on
+    4.4.0 (seed 45, fuzz-s45-21: after a heal, follower 3 fetched the deposed leader's 8
+    records before the controller elected 3; HWM 8 where the model said 0)."""
+    p = w.partition
+    for z in w.brokers:
+        if (z.heard_from is None or z.known_leader_epoch == p.leader_epoch or not z.alive
+                or z.pending_registration):
+            continue
+        for f in w.brokers:
+            if (f.id == z.id or f.id not in p.replicas or not f.alive or f.pending_registration
+                    or f.heard_from is not None or f.known_leader_epoch != z.known_leader_epoch
+                    or f.leo >= z.leo or (f.id, z.leo) in w.stale_unfetched
+                    or not link(w, f.id, z.id) or f.log != z.log[: f.leo]):
+                continue
+            took = w.with_broker(evolve(f, log=z.log, hwm=max(f.hwm, min(z.hwm, z.leo))))
+            return [took, evolve(w, stale_unfetched=w.stale_unfetched | {(f.id, z.leo)})]
+    return None
+
+
 def _shrink_or_expand(w: World, ctx: Ctx) -> list[World] | None:
     leader = leader_broker(w)
     if leader is None or not can_alter_partition(w, leader):
