@@ -69,3 +69,20 @@ def test_no_replication_race_without_acks_0_1_records_or_beyond_the_hwm(tmp_path
     assert classify(unsafe, None, "KIP-DIVERGES", (), DEVS, race=race).cls == "kafka-candidate"
     more: Any = (("kip", "KIP-DIVERGES", ("hwm", "isr")), ("release", "DIVERGES", ("hwm",)))
     assert classify(more, None, "KIP-DIVERGES", (), DEVS, race=race).cls == "kafka-candidate"
+
+
+def test_an_hwm_below_every_prediction_without_acks_0_1_is_the_lag_outliving_its_window(
+        tmp_path: Path) -> None:
+    from harness.search.hunt import hwm_lag_outlived
+    run = _run(tmp_path / "a", "all", "step 5: hwm: predicted one of [4, 5], observed 3")
+    assert replication_race(run) is None
+    lag = hwm_lag_outlived(run)
+    assert lag == "step 5 observed HWM 3, below the predicted [4, 5]"
+    c = classify(SIG_HWM, None, "KIP-DIVERGES", (), DEVS, lag=lag)
+    assert c.cls == "model-gap" and "gap 1" in c.why
+    # A build whose profiles do not carry the deviation, or an HWM above
+    # the predictions: a candidate.
+    assert classify(SIG_HWM, None, "KIP-DIVERGES", (), ("no-elr",), lag=lag).cls \
+        == "kafka-candidate"
+    above = _run(tmp_path / "b", "all", "step 5: hwm: predicted one of [4, 5], observed 6")
+    assert hwm_lag_outlived(above) is None

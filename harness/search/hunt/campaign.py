@@ -45,6 +45,7 @@ from harness.search.hunt.classification import (
     build_deviation_ids,
     classify,
     error_key,
+    hwm_lag_outlived,
     kip_of_run,
     known_bugs_of,
     replication_race,
@@ -294,7 +295,8 @@ class BuildHunt:
             if k is None:
                 kip, devs = self.plan.kip(f.first_run)
                 c = classify(f.signature, None, kip, devs, self.deviations, self.bugs,
-                             race=replication_race(f.first_run))
+                             race=replication_race(f.first_run),
+                             lag=hwm_lag_outlived(f.first_run))
                 k = Known(key, [list(x[:2]) + [list(x[2])] for x in f.signature], c.cls,
                           c.why, f.status, str(f.first_run or f.name), len(f.runs),
                           found_at_run=st.generated,
