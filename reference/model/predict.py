@@ -13,8 +13,11 @@ from reference.model.invariants import check
 from reference.model.protocol import (
     Outcome,
     apply_step,
+    fetch_floors,
     initial_world,
     pending_disruptions,
+    settle,
+    unfetched,
     with_leader_isr_view,
     with_leader_min_isr_view,
 )
@@ -254,13 +257,28 @@ class Model:
             self.branches = _dedupe([w if w.hwm_before_produce is None else
                                      replace(w, hwm_before_produce=None, leader_at_produce=None)
                                      for w in self.branches])
+        # Followers' fetches after the last produce that no observation confirmed: made or
+        # not by the time this step's fault comes (World.fetch_floor); every world whole
+        # first, so the branches kept under MAX_BRANCHES are the ones the model had.
+        opened = [unfetched(w) for w in self.branches]
+        unsure = {x for o in opened for x in o[1:]}
+        #: What a follower surely held before the last produce, for a produce right after.
+        held = {x: dict(w.fetch_floor) for w, o in zip(self.branches, opened, strict=True)
+                for x in o if w.fetch_floor}
+        self.branches = _dedupe([o[0] for o in opened] + [x for o in opened for x in o[1:]])
         lag_open = self._after_produce
         self._after_produce = isinstance(step, S.Produce)
         before = {id(w): w.partition_hwm() for w in self.branches}
         outcomes: list[tuple[World, Outcome]] = []
         for w in self.branches:
-            for o in apply_step(w, self.ctx_of(w), step):
+            for o in _fetched_after(apply_step(w, self.ctx_of(w), step), w in unsure,
+                                    self.ctx_of(w)):
                 x = with_leader_min_isr_view(w, with_leader_isr_view(w, o.world))
+                if x.stale_unfetched:  # for this step only: a fetch not made yet may come
+                    x = replace(x, stale_unfetched=frozenset())
+                if isinstance(step, S.Produce):
+                    floors = fetch_floors(w, x, held.get(w, {}))
+                    x = x if x.fetch_floor == floors else replace(x, fetch_floor=floors)
                 outcomes.append((w, replace(o, world=x)))
         new: list[World] = []
         for _, o in outcomes:
@@ -464,6 +482,25 @@ def await_state(step: S.Await, base: PartitionState | None) -> PartitionState | 
         hwm=None if e.get("hwm") is None else int(e["hwm"]),
         fenced=ids("fenced"),
     )
+
+
+def _fetched_after(outs: list[Outcome], unsure: bool, ctx: Ctx) -> list[Outcome]:
+    """The outcomes of a step from a branch in which a follower had not fetched yet
+    (``unsure``, World.fetch_floor), with the fetches a follower that can still reach its
+    leader after the step has made: a step takes at least one observation, and a
+    follower's fetch parked at the leader completes as soon as bytes are there
+    (DelayedFetch.tryComplete), so only a step whose fault stopped the fetch keeps the
+    branch apart. Steps that do not settle (a read, an await) settle such a branch here."""
+    if not unsure:
+        return outs
+    calm = replace(ctx, rebalance=False)
+    res: list[Outcome] = []
+    for o in outs:
+        for y in settle(o.world, calm):
+            z = replace(o, world=y)
+            if z not in res:
+                res.append(z)
+    return res
 
 
 def _dedupe(worlds: list[World]) -> list[World]:

@@ -247,6 +247,17 @@ class World:
     #: after a produce (Model.apply), on profiles with ``leader_hwm_lag``.
     hwm_before_produce: int | None = None
     leader_at_produce: int | None = None
+    #: After a produce, the followers whose fetch of the records the leader holds above
+    #: its HWM no observation confirms (the HWM did not move over them), each with the log
+    #: length it surely holds: (follower, length), in assignment order. Model.apply sets it
+    #: after a produce step and opens it into branches at the next step's start
+    #: (protocol.replication.unfetched): the fetch may not have come before that step's
+    #: fault.
+    fetch_floor: tuple[tuple[int, int], ...] = ()
+    #: Followers that, in this branch, have not yet fetched a deposed leader's log of that
+    #: length: (follower, the deposed leader's log end), for this step only (Model.apply
+    #: clears it; protocol.replication._stale_fetch).
+    stale_unfetched: frozenset[tuple[int, int]] = frozenset()
     #: The ISR the leader may still hold as its own in the step right after a step that
     #: shrank the ISR below min ISR (Model.apply sets and clears it): a broker publishes new
     #: metadata to its cache, which DescribeTopicPartitions reads, before it applies it to

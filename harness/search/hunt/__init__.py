@@ -35,9 +35,11 @@ from harness.search.hunt.classification import (
     build_deviation_ids,
     classify,
     error_key,
+    hwm_lag_outlived,
     kip_of_meta,
     kip_of_run,
     known_bugs_of,
+    replication_race,
 )
 from harness.search.hunt.reach import (
     RULE_NAMES,
@@ -81,7 +83,8 @@ __all__ = [
     "reach_of_run",
     # classification.py
     "CLASSES", "HWM_LAG", "Classification", "build_deviation_ids", "classify", "known_bugs_of",
-    "kip_of_run", "kip_of_meta", "error_key",
+    "kip_of_run", "kip_of_meta", "error_key", "replication_race",
+    "hwm_lag_outlived",
     # campaign.py
     "DIRECT_PROBES", "MUTATIONS", "mutate_schedule", "BuildPlan", "BuildHunt", "hunt",
     # summary.py

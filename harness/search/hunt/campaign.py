@@ -46,8 +46,10 @@ from harness.search.hunt.classification import (
     build_deviation_ids,
     classify,
     error_key,
+    hwm_lag_outlived,
     kip_of_run,
     known_bugs_of,
+    replication_race,
 )
 from harness.search.hunt.reach import RULE_NAMES, TRANSITION_NAMES, Reach, reach_of_outcome
 from harness.search.hunt.state import (
@@ -307,7 +309,9 @@ class BuildHunt:
             k = by_key.get(key)
             if k is None:
                 kip, devs = self.plan.kip(f.first_run)
-                c = classify(f.signature, None, kip, devs, self.deviations, self.bugs)
+                c = classify(f.signature, None, kip, devs, self.deviations, self.bugs,
+                             race=replication_race(f.first_run),
+                             lag=hwm_lag_outlived(f.first_run))
                 k = Known(key, [list(x[:2]) + [list(x[2])] for x in f.signature], c.cls,
                           c.why, f.status, str(f.first_run or f.name), len(f.runs),
                           found_at_run=st.generated,

@@ -27,6 +27,15 @@ own verdict (run.json); the first rule that applies decides:
    DIVERGES, safety as expected, kip CONFORMS or DEVIATES: the KIP (with cited deviations)
    explains what the broker did and the build's profile does not: the profile is wrong (the
    fix needs a citation).
+   (c) ``model-gap``, replication race: release (and kip, if it failed) DIVERGES on ``hwm``
+   alone, safety as expected, and the first run (``replication_race``) diverged on an HWM
+   at a step after acks 0/1 records: a follower had or lacked records the leader held
+   above a frozen HWM when a fault or an election came, which the observer cannot see
+   (docs/KNOWN-DEVIATIONS.md#new-leader-hwm-lag, gaps (2a) and (2b)).
+   (d) ``model-gap``, HWM lag outlived: the same signature, the observed HWM below every
+   predicted one (``hwm_lag_outlived``), on a build whose profile carries
+   ``new-leader-hwm-lag``: a leader still held an HWM it learned a fetch round late after
+   the model's one-step window (gap 1 of that entry), nothing lost.
 6. ``kafka-candidate``: release DIVERGES, safety as expected, kip KIP-DIVERGES: neither the
    build's profile nor the KIP with any cited deviation explains it (it matches no
    deviation). The class says so; it may still be a behaviour the KIP allows and the model
@@ -85,10 +94,13 @@ def build_deviation_ids(version: str) -> frozenset[str]:
 
 def classify(signature: Signature | None, error: str | None, kip: str | None,
              kip_deviations: Sequence[str], build_deviations: Iterable[str],
-             build_bugs: Sequence[KnownBug] = ()) -> Classification:
+             build_bugs: Sequence[KnownBug] = (), race: str | None = None,
+             lag: str | None = None) -> Classification:
     """The class of one failure (module docstring, rules 1-7). ``kip``: the first run's kip
     verdict (None: unreadable); ``kip_deviations``: the deviations it adopted;
-    ``build_bugs``: the known bugs of the build (known_bugs_of)."""
+    ``build_bugs``: the known bugs of the build (known_bugs_of); ``race``: what
+    ``replication_race`` read in the first run (None: not that shape); ``lag``: what
+    ``hwm_lag_outlived`` read there."""
     if error is not None:
         return Classification("harness-error", f"the run ended in ERROR: {error}")
     sig = {axis: verdict for axis, verdict, _ in signature or ()}
@@ -126,6 +138,17 @@ def classify(signature: Signature | None, error: str | None, kip: str | None,
     if release == "DIVERGES" and safety is None and kip_v in ("CONFORMS", "DEVIATES"):
         return Classification("model-gap", "the KIP (with cited deviations) explains the broker, "
                               f"the build's profile does not: the profile is wrong {said}")
+    if release == "DIVERGES" and safety is None and race is not None and _only_hwm(signature):
+        return Classification("model-gap", f"replication race: {race}; a follower had or "
+                              "lacked records the leader held above a frozen HWM when the "
+                              "next fault or election came, which no observation shows "
+                              f"({DOC}#{HWM_LAG}, gaps 2a/2b) {said}")
+    if release == "DIVERGES" and safety is None and lag is not None and _only_hwm(signature) \
+            and HWM_LAG in frozenset(build_deviations):
+        return Classification("model-gap", f"HWM lag outlived the model's window: {lag}; a "
+                              "leader kept an HWM it learned as a follower a fetch round "
+                              f"late, which no observation shows ({DOC}#{HWM_LAG}, gap 1) "
+                              f"{said}")
     if release == "DIVERGES" and safety is None and kip_v == "KIP-DIVERGES":
         return Classification("kafka-candidate", "neither the build's profile nor the KIP with "
                               "any cited deviation explains it (no deviation matches); a "
@@ -140,6 +163,64 @@ def _only_hidden(signature: Signature) -> bool:
     safety = next((names for axis, verdict, names in signature
                    if axis == "safety" and verdict == "UNSAFE"), ())
     return set(safety) == {"acked-record-hidden"}
+
+
+def _only_hwm(signature: Signature | None) -> bool:
+    """Whether every failing axis names the HWM and nothing else."""
+    return bool(signature) and all(set(names) == {"hwm"} for _, _, names in signature or ())
+
+
+_HWM_REASON = re.compile(r"^(?:step (\d+): )?hwm: predicted one of \[([\d, ]+)\], observed (\d+)$")
+
+
+def _hwm_divergence(run_dir: Path | None) -> tuple[str, bool, int, list[int]] | None:
+    """A run's kip axis diverging on the HWM alone at step N (``step N: hwm: predicted one
+    of [...], observed M``, run.json): what was read (``step N observed HWM M, below|above|
+    between the predicted [...]``), whether a produce with acks 0 or 1 came before step N
+    (scenario.yaml), the observed HWM and the predicted ones; None otherwise."""
+    if run_dir is None:
+        return None
+    try:
+        meta = json.loads((run_dir / "run.json").read_text())
+        reason = str(meta["axes"]["kip"]["reason"] or meta["axes"]["release"]["reason"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    m = _HWM_REASON.match(reason.strip())
+    if m is None or m.group(1) is None:
+        return None
+    step = int(m.group(1))
+    from harness.scenario.loader import load_scenario
+    from reference.model.steps import Produce
+    try:
+        steps = load_scenario(run_dir / "scenario.yaml").steps
+    except Exception:  # noqa: BLE001 - an unreadable scenario is no evidence
+        return None
+    acks = {s.step.acks for s in steps[: step - 1] if isinstance(s.step, Produce)}
+    predicted = [int(x) for x in m.group(2).split(",")]
+    observed = int(m.group(3))
+    side = "above" if observed > max(predicted) else "below" if observed < min(predicted) \
+        else "between"
+    said = f"step {step} observed HWM {observed}, {side} the predicted [{m.group(2)}]"
+    return said, bool({"0", "1"} & acks), observed, predicted
+
+
+def replication_race(run_dir: Path | None) -> str | None:
+    """The replication-race shape of a run (classify rule 5c): an HWM-only divergence at a
+    step after a produce with acks 0 or 1 (``_hwm_divergence``); what was read, or None."""
+    d = _hwm_divergence(run_dir)
+    if d is None or not d[1]:
+        return None
+    return d[0] + ", after acks 0/1 records"
+
+
+def hwm_lag_outlived(run_dir: Path | None) -> str | None:
+    """The shape of gap (1) of new-leader-hwm-lag (classify rule 5d): an HWM-only
+    divergence whose observed HWM is below every predicted one (a leader still holding an
+    HWM it learned before the model's lag window closed); what was read, or None."""
+    d = _hwm_divergence(run_dir)
+    if d is None or d[2] >= min(d[3]):
+        return None
+    return d[0]
 
 
 def known_bugs_of(version: str) -> tuple[KnownBug, ...]:

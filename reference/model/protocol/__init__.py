@@ -47,11 +47,13 @@ from reference.model.protocol.produce import (
 )
 from reference.model.protocol.replication import (
     can_alter_partition,
+    fetch_floors,
     fetching,
     followers,
     knows_current,
     leader_broker,
     same_log,
+    unfetched,
 )
 from reference.model.protocol.settling import (
     ACTIONS,
@@ -71,6 +73,7 @@ __all__ = [
     "can_alter_partition",
     "cut_links",
     "elect_step",
+    "fetch_floors",
     "fetching",
     "followers",
     "hwm_inputs",
@@ -83,6 +86,7 @@ __all__ = [
     "same_log",
     "set_config",
     "settle",
+    "unfetched",
     "with_leader_isr_view",
     "with_leader_min_isr_view",
 ]

@@ -13,6 +13,9 @@ Connectivity: fetches go follower -> leader, AlterPartition leader -> controller
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from itertools import product
+
 from reference.model.controller import (
     Ctx,
     acceptable,
@@ -87,6 +90,37 @@ def _replicate(w: World, ctx: Ctx) -> list[World] | None:
     return [w] if changed else None
 
 
+def _stale_fetch(w: World, ctx: Ctx) -> list[World] | None:
+    """A follower still on a deposed leader's epoch fetches from it, which still leads in
+    the metadata it applied, until its own metadata moves on: it has or has not fetched the
+    records the deposed leader holds beyond it, one branch each (the not-yet branch named
+    in World.stale_unfetched for this step). A follower's fetcher keeps fetching from the
+    leader of the epoch it applied (AbstractFetcherThread.doWork -> maybeFetch, the leader
+    of ReplicaFetcherThread's partition state) and appends what comes
+    (ReplicaFetcherThread.processPartitionData), and the deposed leader answers at its own
+    epoch (Partition.fetchRecords checks the request's epoch against the one it applied).
+    Once the follower applies the new leader's epoch it truncates to the new leader's end
+    offset for that epoch (OffsetsForLeaderEpoch: AbstractFetcherThread
+    .getOffsetTruncationState), so the records stay only where that follower is elected:
+    then the new leader has them and its HWM may pass them. Found by `kafka-chaos fuzz` on
+    4.4.0 (seed 45, fuzz-s45-21: after a heal, follower 3 fetched the deposed leader's 8
+    records before the controller elected 3; HWM 8 where the model said 0)."""
+    p = w.partition
+    for z in w.brokers:
+        if (z.heard_from is None or z.known_leader_epoch == p.leader_epoch or not z.alive
+                or z.pending_registration):
+            continue
+        for f in w.brokers:
+            if (f.id == z.id or f.id not in p.replicas or not f.alive or f.pending_registration
+                    or f.heard_from is not None or f.known_leader_epoch != z.known_leader_epoch
+                    or f.leo >= z.leo or (f.id, z.leo) in w.stale_unfetched
+                    or not link(w, f.id, z.id) or f.log != z.log[: f.leo]):
+                continue
+            took = w.with_broker(evolve(f, log=z.log, hwm=max(f.hwm, min(z.hwm, z.leo))))
+            return [took, evolve(w, stale_unfetched=w.stale_unfetched | {(f.id, z.leo)})]
+    return None
+
+
 def _shrink_or_expand(w: World, ctx: Ctx) -> list[World] | None:
     leader = leader_broker(w)
     if leader is None or not can_alter_partition(w, leader):
@@ -111,3 +145,80 @@ def _shrink_or_expand(w: World, ctx: Ctx) -> list[World] | None:
                 and acceptable(f)):
             return partition_change(w, ctx, proposed_isr=p.isr | {r})
     return None
+
+
+#: Above this many branches per world, a follower's unconfirmed fetch is either whole or
+#: not made at all (two branches per follower), not every prefix (traffic: thousands).
+MAX_UNFETCHED = 16
+
+
+def fetch_floors(before: World, after: World, held: Mapping[int, int] = {}
+                 ) -> tuple[tuple[int, int], ...]:
+    """After a produce step from ``before`` to the settled ``after``: the followers whose
+    fetch of the leader's records above its HWM no observation confirms, each with the log
+    length it surely holds (World.fetch_floor); ``held``: what it surely held before
+    ``before`` (a produce right after another one).
+
+    A follower holds a record only once a fetch response carried it
+    (ReplicaFetcherThread.processPartitionData -> Partition.appendRecordsToFollowerOrFutureReplica);
+    the leader learns it at the follower's next fetch (Partition.updateFollowerFetchState),
+    and only that moves the HWM over it (Partition.maybeIncrementLeaderHW), never while the
+    ISR is under min ISR (KIP-966 'Additional High Watermark advancement requirement': "HWM
+    can only advance if the ISR size is larger or equal to min.insync.replicas"; "Not
+    increasing HWM because partition is under min ISR"). With the HWM below the leader's log
+    end, nothing the observer reads tells whether a follower has fetched those records
+    (acks 0/1 records answer without them), and the next step's fault may come first. Found
+    by the hunt: fuzz-s45-9 on 4.4.0 (acks=1), fuzz-s4343-5 on 4.3.1 (acks=0): leader 3
+    under min ISR took 3 records and was paused at the next step; the follower elected did
+    not have them (bench/RESULTS-lifecycle.md)."""
+    leader = leader_broker(after)
+    p, q = before.partition, after.partition
+    if (leader is None or leader.hwm >= leader.leo or p.leader != q.leader
+            or p.leader_epoch != q.leader_epoch):
+        return ()
+    out: list[tuple[int, int]] = []
+    for r in followers(after):
+        f = after.broker(r)
+        if not same_log(f.log, leader.log):
+            continue
+        old = before.broker(r).log
+        floor = leader.hwm
+        if len(old) > floor:  # what it held of the leader's log before the produce
+            mine, theirs = old[floor:], leader.log[floor:len(old)]
+            floor += next((i for i, (a, b) in enumerate(zip(mine, theirs, strict=False))
+                           if a != b), len(theirs))
+        floor = max(min(floor, held.get(r, floor)), leader.hwm)
+        if floor < leader.leo:
+            out.append((r, floor))
+    return tuple(out)
+
+
+def unfetched(w: World) -> list[World]:
+    """``w`` opened into its branches of World.fetch_floor, ``w`` itself (every follower
+    fetched everything) first: each follower named holds any prefix of the leader's log
+    from its floor to the leader's log end (its fetches that came before this step), the
+    leader's HWM untouched (it never moved over them). A follower that is elected later
+    with fewer records makes the leader truncate them on its return (the new leader's end
+    offset for the old epoch, OffsetsForLeaderEpoch: Partition.lastOffsetForLeaderEpoch,
+    AbstractFetcherThread.getOffsetTruncationState); one that fetched them and is elected
+    keeps them (nothing truncates a leader's own log) and its HWM may move over them."""
+    floors = w.fetch_floor
+    done = evolve(w, fetch_floor=())
+    leader = leader_broker(done)
+    if not floors or leader is None:
+        return [done]
+    size = 1
+    for _, floor in floors:
+        size *= leader.leo - floor + 1
+    choices = [range(floor, leader.leo + 1) if size <= MAX_UNFETCHED
+               else (floor, leader.leo) for _, floor in floors]
+    out = [done]
+    for combo in product(*choices):
+        x = done
+        for (r, _), k in zip(floors, combo, strict=True):
+            f = x.broker(r)
+            if k < leader.leo and same_log(f.log, leader.log):
+                x = x.with_broker(evolve(f, log=leader.log[:k], hwm=min(f.hwm, k)))
+        if x not in out:
+            out.append(x)
+    return out

@@ -14,7 +14,7 @@ from reference.model.controller import Ctx, candidate_order, partition_change
 from reference.model.protocol.brokers import _broker_actions, _elect, _metadata
 from reference.model.protocol.hwm import _advance_hwm, _learned_hwm
 from reference.model.protocol.quorum import _quorum
-from reference.model.protocol.replication import _replicate, _shrink_or_expand
+from reference.model.protocol.replication import _replicate, _shrink_or_expand, _stale_fetch
 from reference.model.state import World, evolve
 
 MAX_SETTLE = 10_000
@@ -33,7 +33,7 @@ def pending_disruptions(w: World, ctx: Ctx) -> list[World]:
 
 #: No action of its own completes a reassignment: partition_change does, on every
 #: partition change (PartitionChangeBuilder.build), as Kafka's controller.
-ACTIONS = (_quorum, _broker_actions, _elect, _learned_hwm, _metadata, _replicate,
+ACTIONS = (_quorum, _stale_fetch, _broker_actions, _elect, _learned_hwm, _metadata, _replicate,
            _shrink_or_expand, _advance_hwm)
 
 
