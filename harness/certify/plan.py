@@ -81,9 +81,9 @@ def rule_lines(budget_s: float, split: Mapping[str, float],
     lines.append("  " + ", ".join(
         f"{p} {fmt_s(split[p])}" + (" (--part-budget)" if p in overrides else "")
         for p in PARTS))
-    lines.append("  matrix and upgrade: scenarios whose declarations differ between the two "
-                 "builds first, then the cheapest first, while the estimate fits; diff and "
-                 "hunt: half of the part per build")
+    lines.append("  matrix and upgrade: scenarios both builds run whose declarations differ "
+                 "first, then the cheapest first, one-build ones last, while the estimate "
+                 "fits; diff and hunt: half of the part per build")
     return lines
 
 
