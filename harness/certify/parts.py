@@ -146,12 +146,12 @@ class Campaign:
         self.state.part("diff")["note"] = "2 builds"
 
     def _diff_one(self, role: str, budget_s: float) -> dict[str, Any]:
-        from harness.cli.diff import for_build  # the command's own rule for --elr auto
         from harness.differential.campaign import Campaign, Config
         build = self.builds[role]
-        cfg = for_build(Config(seed=self.seed, budget_s=budget_s,
-                               shrink_budget_s=min(90.0, max(10.0, budget_s / 4))),
-                        "auto", build.features.elr)
+        # `diff --elr auto` (harness/cli/diff.py for_build): sessions alternate ELR on and
+        # off on a build a cluster can run either way
+        cfg = Config(seed=self.seed, budget_s=budget_s, elr_both=bool(build.features.elr),
+                     shrink_budget_s=min(90.0, max(10.0, budget_s / 4)))
         out = self.dir / "diff" / plan.slug(build.version)
         Campaign(build, cfg, out, say=self.say).run()
         return diff_record(role, build.version, out, self._build_flag(role), self.seed,

@@ -58,8 +58,8 @@ def _certify(args: argparse.Namespace) -> int:
     scenario_files = sorted(args.scenarios.glob("*.yaml"))
     if not scenario_files:
         raise UsageError(f"certify: no scenario files (*.yaml) in {args.scenarios}")
-    from harness.cli.run import load_all
-    scenarios = load_all(scenario_files)  # a bad file fails before any build is resolved
+    from harness.scenario.loader import load_scenario
+    scenarios = [load_scenario(p) for p in scenario_files]  # a bad file fails first
     new = builds.resolve(args.kafka_version, args.kafka_dist)
     old = builds.resolve(args.previous)
     directory: Path = args.campaign or Path("runs") / f"certify-{new.version}-vs-{old.version}"
