@@ -18,9 +18,10 @@ BUILDS = {"old": "4.2.2", "new": "4.3.1"}
 
 def cell(name: str, role: str, verdict: str = "CONFORMS", label: str = "",
          bugs: tuple[str, ...] = (), part: str = "matrix") -> dict[str, Any]:
+    text = f"{label} {' '.join(bugs)} (as declared: safety UNSAFE)" if bugs else \
+        label or verdict
     return {"part": part, "scenario": name, "path": f"{name}.yaml", "role": role,
-            "build": BUILDS[role], "verdict": verdict, "label": label,
-            "text": label or verdict, "known_bugs": list(bugs), "deviations": [],
+            "build": BUILDS[role], "verdict": verdict, "label": label, "text": text, "known_bugs": list(bugs), "deviations": [],
             "run_dir": "", "wall_s": 1.0, "repro": f"kafka-chaos run {name}.yaml"}
 
 
@@ -36,7 +37,7 @@ KB = "elr-keeps-removed-replica"
 def test_a_cell_clean_on_old_and_a_known_bug_on_new_is_a_regression() -> None:
     a = compare.answer([cell("complete", "old"),
                         cell("complete", "new", label="KNOWN BUG", bugs=(KB,))], [], BUILDS)
-    assert a.regressions == ["matrix complete: 4.2.2 CONFORMS, 4.3.1 KNOWN BUG",
+    assert a.regressions == [f"matrix complete: 4.2.2 CONFORMS, 4.3.1 KNOWN BUG {KB}",
                              f"known bug {KB} on 4.3.1, not on 4.2.2 (matrix complete)"]
     assert a.fixes == [] and a.still_present == [] and a.new_findings == []
 
@@ -197,7 +198,7 @@ def test_reports_label_declared_cells_and_junit_fails_the_regression(tmp_path: P
     page = _report(tmp_path).read_text()
     assert "KNOWN BUG" in page and "REGRESSIONS (2)" in page
     md = (tmp_path / "certify.md").read_text()
-    assert "| complete | CONFORMS | KNOWN BUG |" in md
+    assert f"| complete | CONFORMS | KNOWN BUG {KB} |" in md
     junit = (tmp_path / "junit.xml").read_text()
     assert "failures='2'" in junit and "tests='3'" in junit
 

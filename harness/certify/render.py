@@ -15,13 +15,11 @@ from harness.certify import compare, plan
 from harness.certify.state import CertifyState
 
 NOT_HERE = ("Not in this cut: the Spark fan-out (issue 46 item 2) and the 2-hour campaigns "
-            "of bench/RESULTS-certify.md's issue item 4; one cluster at a time on one machine.")
+            "(issue 46 item 4); one cluster at a time on one machine.")
 
 
 def shown(cell: Mapping[str, Any] | None) -> str:
-    if cell is None:
-        return "-"
-    return str(cell.get("label") or cell.get("verdict"))
+    return "-" if cell is None else compare.shown(cell)
 
 
 def split(state: CertifyState) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -89,7 +87,7 @@ def page(m: dict[str, Any]) -> str:
            "#answer p{margin:.25em 0}.reg{color:#a00;font-weight:bold}.fix{color:#060}"
            "table{border-collapse:collapse}td,th{border:1px solid #aaa;padding:2px 6px}"
            ".clean{background:#dfd}.declared{background:#ffd}.failing{background:#fcc}"
-           ".unjudged{background:#eee}")
+           ".unjudged{background:#eee}pre{white-space:pre-wrap}")
     out = [f"<!doctype html><html><head><meta charset='utf-8'><title>certify {e(b['new'])} "
            f"against {e(b['old'])}</title><style>{css}</style></head><body data-ready='yes'>",
            f"<h1>{e(top[0])}</h1>"]
