@@ -21,7 +21,8 @@ def cell(name: str, role: str, verdict: str = "CONFORMS", label: str = "",
     text = f"{label} {' '.join(bugs)} (as declared: safety UNSAFE)" if bugs else \
         label or verdict
     return {"part": part, "scenario": name, "path": f"{name}.yaml", "role": role,
-            "build": BUILDS[role], "verdict": verdict, "label": label, "text": text, "known_bugs": list(bugs), "deviations": [],
+            "build": BUILDS[role], "verdict": verdict, "label": label, "text": text,
+            "known_bugs": list(bugs), "deviations": [],
             "run_dir": "", "wall_s": 1.0, "repro": f"kafka-chaos run {name}.yaml"}
 
 
