@@ -91,6 +91,18 @@ def test_a_finding_class_on_new_only_is_a_regression_and_a_deviation_on_old_only
     assert "reassignment-waits (4.2.2)" in compare.headline_lines(a, BUILDS)[5]
 
 
+def test_a_known_bug_both_met_by_other_signatures_and_a_harness_error_change_nothing() -> None:
+    f = {"key": "kip:leaderEpoch:register", "known_bug": "elr-index-stale", "cls": "known-bug"}
+    g = {"key": "kip:partitionEpoch:register", "known_bug": "elr-index-stale",
+         "cls": "known-bug"}
+    err = {"key": "ERROR: no current broker", "known_bug": None, "cls": "harness-error"}
+    a = compare.answer([], [search("diff", "old", g), search("diff", "new", f),
+                            search("hunt", "new", err)], BUILDS)
+    assert (a.regressions, a.fixes, a.new_findings) == ([], [], [])
+    assert a.still_present == ["elr-index-stale"]
+    assert a.unjudged == ["hunt on 4.3.1: ERROR: no current broker"]
+
+
 def test_a_failing_upgrade_path_is_a_regression() -> None:
     a = compare.answer([cell("upgrade-4-2-2-to-4-3-1-traffic", "old", "UNSAFE",
                              part="upgrade")], [], BUILDS)

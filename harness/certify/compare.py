@@ -16,6 +16,8 @@ not run). The rules (docs/CERTIFY.md "The answer"):
 - **known bug still present**: a known bug met on both builds;
 - **new finding**: a diff or hunt finding on NEW that no known bug or cited deviation
   explains (class and reproduction), and a cell failing on NEW without a declaration;
+- a finding class on one build only whose known bug both builds met is neither (the same
+  bug seen another way by a time-bounded search); a hunt harness error is "could not judge";
 - **cited deviations**: those each build needed (declared in a cell, met by diff or hunt);
 - **could not judge**: cells unjudged on either build (never counted as a regression).
 """
@@ -33,6 +35,7 @@ NOT_RUN = "NOT RUN"
 _UNJUDGED = ("UNSUPPORTED", "ERROR", "INCOMPLETE", NOT_RUN, "NONE")
 #: Hunt classes and diff findings that a known bug or a cited deviation explains.
 EXPLAINED = ("known-bug", "cited-deviation")
+HARNESS_ERROR = "harness-error"
 
 
 def cell_status(verdict: str, label: str = "") -> str:
@@ -130,19 +133,27 @@ def answer(cells: Iterable[Mapping[str, Any]], searches: Iterable[Mapping[str, A
         if s.get("coverage"):
             out.coverage.append(f"{s['part']} on {s['build']}: {s['coverage']}")
         for f in s.get("findings", ()):
-            keys.setdefault((s["part"], f["key"]), {})[s["role"]] = f
+            keys.setdefault((s["part"], f["key"]), {})[s["role"]] = {**f, "build": s["build"]}
             if f.get("known_bug"):
                 _note(out.known_bugs, f["known_bug"], s["role"], f"{s['part']} {f['key']}")
     for (part, key), roles in sorted(keys.items()):
         f = roles.get("new") or roles["old"]
+        if f.get("cls") == HARNESS_ERROR:  # the harness could not judge: never the build's
+            out.unjudged.append(f"{part} on {f.get('build') or '?'}: {key}")
+            continue
         named = f" (known bug {f['known_bug']})" if f.get("known_bug") else \
             f" ({f.get('cls')})" if f.get("cls") else ""
+        met = out.known_bugs.get(str(f.get("known_bug")), {})
+        # A signature on one build only, of a known bug both builds met: the same bug seen
+        # another way (time-bounded searches), not a change; listed with the bug.
+        if f.get("known_bug") and met.get("old") and met.get("new"):
+            continue
         if "new" in roles and "old" not in roles:
             out.regressions.append(f"{part} finding on {new} only: {key}{named}")
         elif "old" in roles and "new" not in roles:
             out.fixes.append(f"{part} finding on {old} only: {key}{named}")
         if "new" in roles and not roles["new"].get("known_bug") and \
-                roles["new"].get("cls") not in EXPLAINED:
+                roles["new"].get("cls") not in EXPLAINED:  # harness errors: skipped above
             out.new_findings.append(f"{part} on {new}: {key}: class {roles['new'].get('cls')}"
                                     f"; reproduce: {roles['new'].get('repro', '')}")
     for bug, where in sorted(out.known_bugs.items()):
