@@ -72,7 +72,7 @@ def _certify(args: argparse.Namespace) -> int:
     procs.install_exit_hooks()  # SIGTERM unwinds as Ctrl-C does, from the first line on
     if not st.plan:
         st.plan = make_plan(scenarios, {"old": old, "new": new}, directory, split, budget,
-                            overrides)
+                            overrides, dist=args.kafka_dist is not None)
         progress.say(f"certify: a new campaign in {directory}")
     else:
         progress.say(f"certify: resuming {directory} (session {st.sessions + 1}; the plan and "
@@ -106,7 +106,7 @@ def _certify(args: argparse.Namespace) -> int:
 
 def make_plan(scenarios: list[Any], blds: dict[str, Any], directory: Path,
               split: dict[str, float], budget: float,
-              overrides: dict[str, float]) -> dict[str, Any]:
+              overrides: dict[str, float], dist: bool = False) -> dict[str, Any]:
     """The campaign's plan, made once (harness/certify/plan.py's rule)."""
     from harness.certify import plan
     from harness.certify.upgrade import write_scenarios
@@ -124,6 +124,10 @@ def make_plan(scenarios: list[Any], blds: dict[str, Any], directory: Path,
     not_possible = {sc.name: "not run: " + "; ".join(
         str(g) for g in up_gaps[sc.path].values() if g)
         for sc in ups if all(up_gaps[sc.path].values())}
+    if dist:  # an `upgrade` step names a release the harness resolves, not a directory
+        not_possible.update({p.name: "not run: the new build is a --kafka-dist directory; "
+                             "an upgrade step names a release" for p in upgrade})
+        upgrade = []
     return {"split": split, "rule": plan.rule_lines(budget, split, overrides),
             "matrix": [p.to_json() for p in matrix], "upgrade": [p.to_json() for p in upgrade],
             "left_out": {"matrix": {p.name: "the budget" for p in left},
