@@ -231,3 +231,25 @@ def test_top_lines_in_headless_chromium(tmp_path: Path) -> None:
     subprocess.run(["chromium", *flags, "--window-size=1200,700", f"--screenshot={shot}",
                     page.as_uri()], capture_output=True, timeout=120)
     assert shot.exists() and shot.stat().st_size > 10_000
+
+
+class _Sc:
+    def __init__(self, name: str, steps: int, differ: bool = False) -> None:
+        from types import SimpleNamespace
+        self.name, self.path, self.steps, self.traffic = name, f"{name}.yaml", [0] * steps, None
+        self.cluster = SimpleNamespace(broker_ids=[1, 2, 3], controller_ids=[100])
+        self.differ = differ
+
+    def expected(self, axis: str, version: tuple[int, int, int]) -> Any:
+        return ("UNSAFE", version) if self.differ and version >= (4, 3, 0) else None
+
+
+def test_the_plan_takes_declared_differences_first_then_the_cheapest_while_it_fits() -> None:
+    scs = [_Sc("cheap", 1), _Sc("dear", 20), _Sc("known", 10, differ=True), _Sc("one", 1)]
+    gaps = {s.path: {"old": None, "new": None} for s in scs}
+    gaps["one.yaml"] = {"old": "needs Kafka >= 4.3.0", "new": None}
+    versions = {"old": (4, 2, 2), "new": (4, 3, 1)}
+    planned, left = plan.plan_scenarios(scs, gaps, versions, budget_s=2 * 65 + 2 * 29 + 29)
+    assert [p.name for p in planned] == ["known", "cheap", "one"]  # 65 s, 29 s, 29 s each
+    assert [p.name for p in left] == ["dear"]
+    assert planned[2].roles == ("new",) and planned[2].gaps == {"old": "needs Kafka >= 4.3.0"}
