@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Lowest first: a package may import only itself and those before it (and the whole of
 #: reference). Keep in step with docs/ARCHITECTURE.md.
 HARNESS_LAYERS = ("infra", "traffic", "cluster", "nemesis", "client", "scenario", "judge",
-                  "run", "search", "differential", "report", "cli", "pytest_plugin")
+                  "run", "search", "differential", "report", "certify", "cli", "pytest_plugin")
 REFERENCE_LAYERS = ("releases", "model", "trace", "search")
 
 

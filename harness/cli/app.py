@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from harness.cli import audit, diff, finding, fuzz, hunt, java, model, mutate, report, run
+from harness.cli import audit, certify, diff, finding, fuzz, hunt, java, model, mutate, report, run
 from harness.cli.options import add_build_options
 from harness.cluster import builds
 from harness.infra import startslots
@@ -34,7 +34,8 @@ def parser() -> argparse.ArgumentParser:
     info = sub.add_parser("build", help="resolve a build and print its capabilities")
     add_build_options(info)
     info.set_defaults(func=_build_info)
-    for module in (model, report, run, audit, mutate, fuzz, hunt, java, finding, diff):
+    for module in (model, report, run, audit, mutate, fuzz, hunt, java, finding, diff,
+                   certify):
         module.add_subcommands(sub)
     return top
 

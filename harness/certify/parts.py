@@ -1,0 +1,240 @@
+"""The four parts of a certify campaign, each through the library functions the commands use
+(harness.run.runner.Runner for scenario runs, harness.differential.campaign.Campaign for
+`diff`, harness.search.hunt for `hunt`): nothing shells out to the CLI.
+
+One cluster at a time (this is the one-machine cut of issue 46: item 2, the Spark fan-out, is
+not here). Every finished item is recorded in the state (state.py) and saved at once; an
+interrupted item has no record, so the next call runs it again. Ctrl-C / SIGTERM: a Runner
+tears its cluster down, a diff stops its driver JVM, a hunt saves its state; the exception
+goes up after the part's elapsed time is saved."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from harness.certify import compare, plan
+from harness.certify.state import CertifyState, save
+from harness.certify.upgrade import write_scenarios
+from harness.judge.axes import CLEAN, UNSUPPORTED
+
+Say = Callable[[str], None]
+
+
+class Campaign:
+    """A certify campaign on one machine: ``builds`` {"old": Build, "new": Build}."""
+
+    def __init__(self, directory: Path, state: CertifyState, builds: Mapping[str, Any],
+                 say: Say, backend: str = "local", step_timeout_s: float = 30.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.dir, self.state, self.builds, self.say = directory, state, builds, say
+        self.backend, self.step_timeout_s, self.clock = backend, step_timeout_s, clock
+        self.runs_dir = directory / "runs"
+        self.seed = int(state.settings["seed"])
+
+    # --- bookkeeping ---------------------------------------------------------------------
+
+    def _progress(self, part: str, done: int, total: int, eta_s: float, what: str) -> None:
+        p = self.state.part(part)
+        self.say(f"certify [{part}] {done}/{total}, elapsed {plan.fmt_s(p['elapsed_s'])} of "
+                 f"{plan.fmt_s(self.state.plan['split'][part])}, ETA {plan.fmt_s(eta_s)}: "
+                 f"{what}")
+
+    def run_part(self, part: str) -> None:
+        p = self.state.part(part)
+        if p["done"]:
+            self.say(f"certify [{part}]: done in an earlier call ({p['note']}); not re-run")
+            return
+        if self.state.plan["split"][part] <= 0:
+            p.update(done=True, note="budget 0: skipped")
+            save(self.dir, self.state)
+            self.say(f"certify [{part}]: budget 0, skipped")
+            return
+        getattr(self, f"_{part}")()
+        p["done"] = True
+        save(self.dir, self.state)
+
+    def _timed(self, part: str, fn: Callable[[], dict[str, Any]], key: str) -> None:
+        """Run one item, add its time to the part, record it (not when interrupted)."""
+        t0 = self.clock()
+        try:
+            rec = fn()
+        finally:
+            self.state.part(part)["elapsed_s"] += self.clock() - t0
+            save(self.dir, self.state)
+        self.state.record(key, rec)
+        save(self.dir, self.state)
+
+    def _over(self, part: str) -> bool:
+        spent = float(self.state.part(part)["elapsed_s"])
+        return spent > plan.OVERRUN * float(self.state.plan["split"][part])
+
+    # --- scenario runs (matrix, upgrade) -----------------------------------------------
+
+    def _cells(self, part: str, planned: list[dict[str, Any]]) -> None:
+        from harness.scenario.loader import load_scenario
+        todo = [(p, role) for p in planned for role in p["roles"]]
+        for n, (p, role) in enumerate(todo):
+            key = f"{part}/{role}/{p['name']}"
+            if self.state.done(key):
+                continue
+            left = sum(q["estimate_s"] for q, r in todo[n:]
+                       if not self.state.done(f"{part}/{r}/{q['name']}"))
+            build = self.builds[role]
+            if self._over(part):
+                self.state.record(key, not_run(part, p, role, build.version,
+                                               "not run: the part's budget was spent "
+                                               f"({plan.OVERRUN}x overrun)"))
+                save(self.dir, self.state)
+                continue
+            self._progress(part, n, len(todo), left, f"{p['name']} on {build.version}")
+            sc = load_scenario(Path(p["path"]))
+            self._timed(part, partial(self._one, part, p, sc, build, role), key)
+            rec = self.state.items[key]
+            self.say(f"certify [{part}] {p['name']} on {build.version}: {rec['text']} "
+                     f"({rec['wall_s']:.0f} s)")
+        self.state.part(part)["note"] = f"{len(todo)} runs"
+
+    def _one(self, part: str, p: Mapping[str, Any], sc: Any, build: Any,
+             role: str) -> dict[str, Any]:
+        from harness.run.runner import Runner
+        from harness.search.hunt import kip_of_run
+        result = Runner(sc, build, self.backend, self.runs_dir,
+                        step_timeout_s=self.step_timeout_s).run()
+        h = result.headline
+        bugs, devs = [], []
+        for ax in result.axes.values():
+            e = ax.expected
+            if e and ax.as_expected and ax.verdict not in CLEAN.get(ax.axis, ()) and \
+                    ax.verdict != UNSUPPORTED:
+                bugs += [e["known_bug"]] if e.get("known_bug") else []
+                devs += [e["deviation"]] if e.get("deviation") else []
+        _, adopted = kip_of_run(result.run_dir)
+        return {"part": part, "scenario": p["name"], "path": p["path"], "role": role,
+                "build": build.version, "verdict": h.verdict, "label": h.label,
+                "text": h.text, "known_bugs": sorted(set(bugs)),
+                "deviations": sorted(set(devs) | set(adopted)),
+                "run_dir": str(result.run_dir), "wall_s": round(result.wall_s, 1),
+                "repro": f"kafka-chaos run {p['path']} {self._build_flag(role)}"}
+
+    def _build_flag(self, role: str) -> str:
+        dist = self.state.settings.get("kafka_dist") if role == "new" else None
+        return f"--kafka-dist {dist}" if dist else f"--kafka-version {self.builds[role].version}"
+
+    def _matrix(self) -> None:
+        self._cells("matrix", self.state.plan["matrix"])
+
+    def _upgrade(self) -> None:
+        write_scenarios(self.dir / "upgrade" / "scenarios", self.builds["old"].version,
+                        self.builds["new"].version)
+        self._cells("upgrade", self.state.plan["upgrade"])
+
+    # --- diff and hunt -----------------------------------------------------------------
+
+    def _diff(self) -> None:
+        per_build = self.state.plan["split"]["diff"] / 2
+        for n, role in enumerate(("old", "new")):
+            key = f"diff/{role}"
+            if self.state.done(key):
+                continue
+            self._progress("diff", n, 2, per_build * (2 - n), f"{self.builds[role].version}")
+            self._timed("diff", partial(self._diff_one, role, per_build), key)
+        self.state.part("diff")["note"] = "2 builds"
+
+    def _diff_one(self, role: str, budget_s: float) -> dict[str, Any]:
+        from harness.differential.campaign import Campaign, Config
+        build = self.builds[role]
+        # `diff --elr auto` (harness/cli/diff.py for_build): sessions alternate ELR on and
+        # off on a build a cluster can run either way
+        # No shrinking: its replays are not bounded by the part's budget (measured: 44 and
+        # 80 s per finding after a 90 s search on 4.2.2); a finding keeps its events and the
+        # command that finds it again (`diff` with the same seed shrinks it).
+        cfg = Config(seed=self.seed, budget_s=budget_s, elr_both=bool(build.features.elr),
+                     shrink=False)
+        out = self.dir / "diff" / plan.slug(build.version)
+        Campaign(build, cfg, out, say=self.say).run()
+        return diff_record(role, build.version, out, self._build_flag(role), self.seed,
+                           budget_s)
+
+    def _hunt(self) -> None:
+        per_build = self.state.plan["split"]["hunt"] / 2
+        for n, role in enumerate(("old", "new")):
+            key = f"hunt/{role}"
+            if self.state.done(key):
+                continue
+            self._progress("hunt", n, 2, per_build * (2 - n), f"{self.builds[role].version}")
+            self._timed("hunt", partial(self._hunt_one, role, per_build), key)
+        self.state.part("hunt")["note"] = "2 builds"
+
+    def _hunt_one(self, role: str, budget_s: float) -> dict[str, Any]:
+        from harness.search import fuzz, hunt
+        build = self.builds[role]
+        hunt_dir = self.dir / "hunt"
+        probe = hunt.HuntConfig(seed=self.seed, budget_s=budget_s)
+        st = hunt.load_state(hunt_dir, probe)
+        spent = st.builds[build.version].seconds if build.version in st.builds else 0.0
+        left = budget_s - spent  # a resumed build gets what its budget has left
+        if left > 1:
+            cfg = hunt.HuntConfig(seed=self.seed, budget_s=left, shrink_attempts=3,
+                                  shrink_budget_s=min(300.0, max(30.0, budget_s / 4)))
+            schedules = hunt_dir / build.version / "schedules"
+            schedules.mkdir(parents=True, exist_ok=True)
+            runner = fuzz.real_runner(build, self.backend, self.runs_dir, schedules,
+                                      self.step_timeout_s)
+            st = hunt.hunt(cfg, [hunt.BuildPlan(build.version, fuzz.model_factory(build),
+                                                runner)], hunt_dir, say=self.say, state=st)
+        return hunt_record(role, build.version, st.build(build.version),
+                           self._build_flag(role))
+
+
+def not_run(part: str, p: Mapping[str, Any], role: str, version: str,
+            why: str) -> dict[str, Any]:
+    return {"part": part, "scenario": p["name"], "path": p["path"], "role": role,
+            "build": version, "verdict": compare.NOT_RUN if "budget" in why else UNSUPPORTED,
+            "label": "", "text": why, "known_bugs": [], "deviations": [], "run_dir": "",
+            "wall_s": 0.0, "repro": ""}
+
+
+def diff_key(finding: Mapping[str, Any]) -> str:
+    """A diff finding's class across builds: axis:name:op (the profile, which names the
+    build's release line, left out, as known_bugs.py's diff signatures do)."""
+    return ":".join(str(finding.get(k)) for k in ("axis", "name", "op"))
+
+
+def diff_record(role: str, version: str, out: Path, flag: str, seed: int,
+                budget_s: float) -> dict[str, Any]:
+    summary = json.loads((out / "summary.json").read_text())
+    findings = []
+    for f in summary.get("findings", []):
+        bug = (f.get("known_bug") or {}).get("id")
+        findings.append({"key": diff_key(f["finding"]), "known_bug": bug,
+                         "cls": "known-bug" if bug else "unexplained",
+                         "file": str(out / f["file"]), "count": f.get("count"),
+                         "repro": f"kafka-chaos diff {flag} --seed {seed} "
+                                  f"--budget {int(budget_s)}s (events: {out / f['file']})"})
+    stats = summary.get("stats", {})
+    return {"part": "diff", "role": role, "build": version, "dir": str(out),
+            "findings": findings, "deviations": sorted(stats.get("deviations", {})),
+            "coverage": None,
+            "stats": {k: stats.get(k) for k in ("events", "seconds", "sessions")}}
+
+
+def hunt_record(role: str, version: str, st: Any, flag: str) -> dict[str, Any]:
+    from harness.search.hunt import build_summary
+    s = build_summary(st)
+    findings = []
+    for k in st.known:
+        bug = k.why.split()[0] if k.cls == "known-bug" and k.why else None
+        # the shrunk schedule (fuzz writes it as minimal.yaml), else the first run's own copy
+        scenario = k.minimal or (str(Path(k.first_run) / "scenario.yaml") if k.first_run
+                                 else "")
+        findings.append({"key": k.key, "cls": k.cls, "known_bug": bug, "why": k.why,
+                         "repro": f"kafka-chaos run {scenario} {flag}" if scenario else ""})
+    return {"part": "hunt", "role": role, "build": version, "findings": findings,
+            "deviations": sorted(st.deviations_met()),
+            "coverage": f"{s['transitions']} transitions, {s['rules']} trace rules",
+            "stats": {k: s[k] for k in ("runs", "generated", "errors", "minutes")}}

@@ -1,0 +1,162 @@
+"""certify.md, certify.json, certify.html and junit.xml of a certify campaign: the release's
+answer at the top (compare.headline_lines), then each part. A cell whose run failed as
+declared shows its label (KNOWN BUG id / DEVIATION id / AS DECLARED), never CONFORMS."""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import quoteattr
+
+from harness.certify import compare, plan
+from harness.certify.state import CertifyState
+
+NOT_HERE = ("Not in this cut: the Spark fan-out (issue 46 item 2) and the 2-hour campaigns "
+            "(issue 46 item 4); one cluster at a time on one machine.")
+
+
+def shown(cell: Mapping[str, Any] | None) -> str:
+    return "-" if cell is None else compare.shown(cell)
+
+
+def split(state: CertifyState) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    cells = [r for k, r in state.items.items() if k.split("/")[0] in ("matrix", "upgrade")]
+    searches = [r for k, r in state.items.items() if k.split("/")[0] in ("diff", "hunt")]
+    return cells, searches
+
+
+def model(state: CertifyState) -> dict[str, Any]:
+    """Everything the report shows, as certify.json holds it."""
+    builds = {"old": state.settings["old"], "new": state.settings["new"]}
+    cells, searches = split(state)
+    a = compare.answer(cells, searches, builds)
+    incomplete = [p for p in plan.PARTS if not state.part(p)["done"]]
+    return {"builds": builds, "settings": state.settings, "sessions": state.sessions,
+            "incomplete_parts": incomplete, "top": compare.headline_lines(a, builds),
+            "answer": a.to_json(), "budget": state.plan.get("split"),
+            "rule": state.plan.get("rule", []), "parts": state.parts,
+            "left_out": state.plan.get("left_out", {}), "cells": cells,
+            "searches": searches}
+
+
+def _pairs(cells: list[dict[str, Any]], part: str) -> list[tuple[str, dict[str, Any]]]:
+    out: dict[str, dict[str, Any]] = {}
+    for c in cells:
+        if c["part"] == part:
+            out.setdefault(c["scenario"], {})[c["role"]] = c
+    return sorted(out.items())
+
+
+def markdown(m: dict[str, Any]) -> str:
+    b = m["builds"]
+    lines = [f"# kafka-chaos certify: Kafka {b['new']} against {b['old']}", ""]
+    if m["incomplete_parts"]:
+        lines += [f"**INCOMPLETE**: parts not finished: {', '.join(m['incomplete_parts'])} "
+                  "(run the same command again to resume)", ""]
+    lines += [f"- {t}" if i else f"**{t}**" for i, t in enumerate(m["top"])]
+    lines += ["", "## Budget", "", *(f"    {r}" for r in m["rule"]), "", NOT_HERE, ""]
+    for part in ("matrix", "upgrade"):
+        lines += [f"## {part}", "", f"| scenario | {b['old']} | {b['new']} |", "|---|---|---|"]
+        for name, pair in _pairs(m["cells"], part):
+            lines.append(f"| {name} | {shown(pair.get('old'))} | {shown(pair.get('new'))} |")
+        for name, why in m["left_out"].get(part, {}).items():
+            lines.append(f"| {name} | not planned: {why} | not planned: {why} |")
+        lines += [""]
+    for part in ("diff", "hunt"):
+        lines += [f"## {part}", ""]
+        for s in (s for s in m["searches"] if s["part"] == part):
+            lines.append(f"- **{s['build']}**: {json.dumps(s['stats'])}; deviations needed: "
+                         f"{', '.join(s['deviations']) or 'none'}"
+                         + (f"; coverage {s['coverage']}" if s.get("coverage") else ""))
+            for f in s["findings"]:
+                lines.append(f"  - `{f['key']}`: {f.get('known_bug') or f.get('cls')}; "
+                             f"{f.get('repro', '')}")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def page(m: dict[str, Any]) -> str:
+    b = m["builds"]
+    e = html.escape
+    top = m["top"]
+    css = ("body{font-family:sans-serif;margin:1.5em;max-width:75em}"
+           "#answer{border:2px solid #333;padding:.6em 1em;font-size:1.05em}"
+           "#answer p{margin:.25em 0}.reg{color:#a00;font-weight:bold}.fix{color:#060}"
+           "table{border-collapse:collapse}td,th{border:1px solid #aaa;padding:2px 6px}"
+           ".clean{background:#dfd}.declared{background:#ffd}.failing{background:#fcc}"
+           ".unjudged{background:#eee}pre{white-space:pre-wrap}")
+    out = [f"<!doctype html><html><head><meta charset='utf-8'><title>certify {e(b['new'])} "
+           f"against {e(b['old'])}</title><style>{css}</style></head><body data-ready='yes'>",
+           f"<h1>{e(top[0])}</h1>"]
+    if m["incomplete_parts"]:
+        out.append(f"<p class='reg'>INCOMPLETE: parts not finished: "
+                   f"{e(', '.join(m['incomplete_parts']))}</p>")
+    out.append("<div id='answer'>")
+    for t in top[1:]:
+        cls = "reg" if t.startswith("REGRESSIONS") and not t.startswith("REGRESSIONS (0)") \
+            else "fix" if t.startswith("FIXES") else ""
+        out.append(f"<p class='{cls}'>{e(t)}</p>")
+    out.append("</div><h2>Budget</h2><pre>" + e("\n".join(m["rule"])) + "</pre>"
+               f"<p>{e(NOT_HERE)}</p>")
+    for part in ("matrix", "upgrade"):
+        out.append(f"<h2>{part}</h2><table id='{part}'><tr><th>scenario</th>"
+                   f"<th>{e(b['old'])}</th><th>{e(b['new'])}</th></tr>")
+        for name, pair in _pairs(m["cells"], part):
+            tds = []
+            for role in ("old", "new"):
+                c = pair.get(role)
+                st = compare.cell_status(c["verdict"], c.get("label", "")) if c else "unjudged"
+                tds.append(f"<td class='{st}' title={quoteattr(c.get('text', '') if c else '')}>"
+                           f"{e(shown(c))}</td>")
+            out.append(f"<tr><td>{e(name)}</td>{''.join(tds)}</tr>")
+        out.append("</table>")
+    for part in ("diff", "hunt"):
+        out.append(f"<h2>{part}</h2><ul>")
+        for s in (s for s in m["searches"] if s["part"] == part):
+            items = "".join(f"<li><code>{e(f['key'])}</code>: "
+                            f"{e(str(f.get('known_bug') or f.get('cls')))}</li>"
+                            for f in s["findings"])
+            out.append(f"<li><b>{e(s['build'])}</b>: {e(json.dumps(s['stats']))}; deviations "
+                       f"needed: {e(', '.join(s['deviations']) or 'none')}<ul>{items}</ul></li>")
+        out.append("</ul>")
+    return "\n".join(out) + "</body></html>\n"
+
+
+def junit(m: dict[str, Any]) -> str:
+    """One testcase per scenario cell pair and per search finding on NEW: a regression or a
+    new (unexplained) finding fails; a cell not judged is skipped."""
+    a = m["answer"]
+    cases = []
+    for part in ("matrix", "upgrade"):
+        for name, pair in _pairs(m["cells"], part):
+            fail = [r for r in a["regressions"] if r.startswith(f"{part} {name}:")] + \
+                   [f for f in a["new_findings"] if f.startswith(f"{part} {name} on")]
+            body = "".join(f"<failure message={quoteattr(t)}/>" for t in fail)
+            if not fail and all(compare.cell_status(c["verdict"], c.get("label", ""))
+                                == compare.UNJUDGED for c in pair.values()):
+                body = f"<skipped message={quoteattr(shown(pair.get('new')))}/>"
+            cases.append(f"<testcase classname='certify.{part}' name={quoteattr(name)}>"
+                         f"{body}</testcase>")
+    for line in [r for r in a["regressions"] if " finding on " in r or
+                 r.startswith("known bug")] + \
+            [f for f in a["new_findings"] if f.startswith(("diff", "hunt"))]:
+        cases.append(f"<testcase classname='certify.search' name={quoteattr(line[:120])}>"
+                     f"<failure message={quoteattr(line)}/></testcase>")
+    failures = sum("<failure" in c for c in cases)
+    skipped = sum("<skipped" in c for c in cases)
+    return (f"<?xml version='1.0' encoding='utf-8'?>\n<testsuite name='certify "
+            f"{m['builds']['new']} against {m['builds']['old']}' tests='{len(cases)}' "
+            f"failures='{failures}' skipped='{skipped}'>\n" + "\n".join(cases)
+            + "\n</testsuite>\n")
+
+
+def write(directory: Path, state: CertifyState) -> dict[str, Any]:
+    m = model(state)
+    (directory / "certify.json").write_text(json.dumps(m, indent=1, sort_keys=True) + "\n")
+    (directory / "certify.md").write_text(markdown(m))
+    (directory / "certify.html").write_text(page(m))
+    (directory / "junit.xml").write_text(junit(m))
+    return m
