@@ -489,7 +489,18 @@ class _SlowProducer:
         self.most_outstanding = 0
         self.deliver = deliver
 
+    #: how many metadata answers lack the partition before it shows (add_partitions)
+    unknown_answers = 0
+
+    def list_topics(self, topic: str, timeout: float) -> Any:
+        from types import SimpleNamespace
+        parts = {} if self.unknown_answers > 0 else {0: None}
+        self.unknown_answers -= 1
+        return SimpleNamespace(topics={topic: SimpleNamespace(error=None, partitions=parts)})
+
     def produce(self, topic: str, key: str, value: str, partition: int, on_delivery: Any) -> None:
+        if partition != 0 or self.unknown_answers >= 0:
+            raise AssertionError("produced to a partition the client's metadata lacks")
         self.queue.append((key, on_delivery))
         self.most_outstanding = max(self.most_outstanding, len(self.queue))
 
@@ -552,3 +563,13 @@ def test_a_bad_start_slots_value_fails_before_any_cluster(
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "KAFKA_CHAOS_START_SLOTS" in result.stderr.str()
+
+
+def test_a_produce_waits_until_the_producer_knows_a_new_partition(tmp_path: Path) -> None:
+    """Right after add_partitions librdkafka refuses a record for a partition its metadata
+    lacks ("Local: Unknown partition", 4.0.2): the produce asks, bounded, until it is known."""
+    producer = _SlowProducer()
+    producer.unknown_answers = 3
+    load = _workload(tmp_path, producer)
+    acks = load.produce("t", 2, acks="all", record_ids=["r0", "r1"])
+    assert [a.offset for a in acks] == [0, 1] and producer.unknown_answers < 0

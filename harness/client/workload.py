@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from harness.infra import procs
 
@@ -26,6 +26,10 @@ ACKS = ("0", "1", "all")
 SEND_WINDOW = 100
 #: How long past the delivery timeout a produce waits for a report that does not come.
 REPORT_GRACE_S = 10.0
+#: How long a producer may take to learn a partition a step just created (add_partitions,
+#: create_topic): librdkafka refuses a record for a partition its metadata does not hold
+#: yet ("Local: Unknown partition"; seen once on 4.0.2 right after add_partitions).
+PARTITION_METADATA_S = 15.0
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,7 @@ class Workload:
         self.delivery_timeout_ms = delivery_timeout_ms
         self._ids = itertools.count()
         self._producers: dict[str, Producer] = {}
+        self._known: set[tuple[str, str, int]] = set()  # (acks, topic, partition) it knows
 
     def next_ids(self, count: int) -> list[str]:
         return [f"{self.cluster.history.run_id[-6:]}-r{next(self._ids)}" for _ in range(count)]
@@ -76,6 +81,7 @@ class Workload:
         """Send `count` records in order and wait (bounded) for every delivery report."""
         ids = record_ids or self.next_ids(count)
         producer = self._producer(str(acks))
+        self._learn_partition(str(acks), producer, topic, partition)
         acked: dict[str, Ack] = {}
         history = self.cluster.history
 
@@ -96,6 +102,24 @@ class Workload:
 
         self._send_windowed(ids, enqueue, producer, acked)
         return [acked.get(rid, Ack(rid, None, "NO_DELIVERY_REPORT")) for rid in ids]
+
+    def _learn_partition(self, acks: str, producer: Any, topic: str, partition: int) -> None:
+        """Ask (bounded) until the producer's metadata holds ``topic``'s ``partition``: a
+        metadata request's answer updates librdkafka's cache. Once per producer and partition;
+        past the bound the produce goes ahead and its error is the step's."""
+        if (acks, topic, partition) in self._known:
+            return
+        deadline = time.monotonic() + PARTITION_METADATA_S
+        while time.monotonic() < deadline:
+            try:
+                md = producer.list_topics(topic, timeout=2.0).topics.get(topic)
+            except KafkaException:
+                md = None
+            if md is not None and md.error is None and partition in md.partitions:
+                self._known.add((acks, topic, partition))
+                return
+            procs.check_interrupted()
+            time.sleep(0.2)  # bounded poll of the client's view, not a synchronisation
 
     def _send_windowed(self, ids: list[str], enqueue: Callable[[str], None], producer: Any,
                        acked: dict[str, Ack]) -> None:
