@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from harness.infra import procs
+from harness.infra.wait import WaitTimeout, until
 
 if TYPE_CHECKING:
     from harness.cluster.backends.base import Cluster
@@ -109,17 +110,19 @@ class Workload:
         past the bound the produce goes ahead and its error is the step's."""
         if (acks, topic, partition) in self._known:
             return
-        deadline = time.monotonic() + PARTITION_METADATA_S
-        while time.monotonic() < deadline:
+
+        def holds() -> bool:
             try:
                 md = producer.list_topics(topic, timeout=2.0).topics.get(topic)
             except KafkaException:
-                md = None
-            if md is not None and md.error is None and partition in md.partitions:
-                self._known.add((acks, topic, partition))
-                return
-            procs.check_interrupted()
-            time.sleep(0.2)  # bounded poll of the client's view, not a synchronisation
+                return False
+            return md is not None and md.error is None and partition in md.partitions
+        try:
+            until(holds, bool, f"the producer's metadata of {topic}-{partition}",
+                  PARTITION_METADATA_S, interval_s=0.2)
+        except WaitTimeout:
+            return  # the produce goes ahead; its error is the step's
+        self._known.add((acks, topic, partition))
 
     def _send_windowed(self, ids: list[str], enqueue: Callable[[str], None], producer: Any,
                        acked: dict[str, Ack]) -> None:

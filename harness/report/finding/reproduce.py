@@ -5,14 +5,13 @@ and the one command that runs it."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
 import yaml
 
 from harness.cluster.builds import version_tuple
-from harness.report.finding.runs import Evidence
+from harness.report.finding.runs import Evidence, without_expect
 from reference.releases.catalog import profile_for_build
 
 
@@ -74,20 +73,13 @@ def _steps(ev: Evidence) -> list[str]:
         text = ev.scenario_text
         out.append(f"Scenario `{ev.result.scenario}` (`{file}`; format: "
                    "fixtures/scenarios/FORMAT.md):")
-    out += ["", "```yaml", _without_expect(text).rstrip(), "```", "",
+    out += ["", "```yaml", without_expect(text).rstrip(), "```", "",
             "One command (resolves the build from Maven Central, brings up the cluster on "
             "loopback, runs the steps in lockstep with the model, judges the three axes):",
             "", "```sh", _command(ev, file), "```", "",
             "Re-judge the recorded run offline (no cluster): "
             f"`kafka-chaos audit {ev.run_dir}`."]
     return out
-
-
-def _without_expect(text: str) -> str:
-    """The scenario as a reproduction: its ``expect:`` declarations (the harness's own
-    bookkeeping of known verdicts) left out."""
-    m = re.search(r"^expect:", text, re.MULTILINE)
-    return text if m is None else text[:m.start()]
 
 
 def _command(ev: Evidence, file: str) -> str:

@@ -146,11 +146,13 @@ def _scenario_text(run_dir: Path, meta: Mapping[str, Any]) -> tuple[str, str]:
     copy = run_dir / "scenario.yaml"
     text = copy.read_text() if copy.is_file() else ""
     if named and Path(named).is_file() and (
-            not text or _without_expect(Path(named).read_text()) == _without_expect(text)):
+            not text or without_expect(Path(named).read_text()) == without_expect(text)):
         return Path(named).read_text(), str(named)
     return text, str(copy)
 
 
-def _without_expect(text: str) -> str:
-    """The text without its top-level ``expect:`` block (up to the next top-level key)."""
+def without_expect(text: str) -> str:
+    """The scenario as a reproduction: its top-level ``expect:`` block (the harness's own
+    bookkeeping of known verdicts) left out, up to the next top-level key (a ``traffic:``
+    after it stays)."""
     return re.sub(r"^expect:.*\n(?:(?:[ #-].*)?\n)*", "", text + "\n", flags=re.MULTILINE)
