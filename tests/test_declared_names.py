@@ -83,7 +83,7 @@ def test_report_cells_show_the_name_in_the_failures_colour() -> None:
     for a in axes.values():
         a["as_expected"] = True
     h = headline(axes)
-    html = _cell({"verdict": h.verdict, "label": h.shown, "headline": h.text,
+    html = _cell({"verdict": h.verdict, "label": h.shown, "what": h.what, "headline": h.text,
                   "anchor": "run-1", "axes": axes})
     assert ">KNOWN BUG</span> KAFKA-19522</a>" in html and ">CONFORMS<" not in html
     assert "#b71c1c" in html  # the known bug's red, not the CONFORMS green

@@ -79,13 +79,10 @@ def _cell_word(cell: Mapping[str, Any] | None) -> str:
 
 def shown(cell: Mapping[str, Any]) -> str:
     """What a cell shows: its verdict, or for a declared failure that held its label with
-    the names (``KNOWN BUG elr-keeps-removed-replica``, ``DEVIATION no-elr``), taken from
-    the headline's text (harness/judge/headline.py), never a bare CONFORMS."""
-    label = str(cell.get("label") or "")
-    if not label:
-        return str(cell.get("verdict"))
-    text = str(cell.get("text") or label)
-    return text.split(" (as declared")[0] if text.startswith(label) else label
+    the names (``KNOWN BUG elr-keeps-removed-replica``, ``DEVIATION no-elr``): the run's
+    ``Headline.short`` (harness/judge/headline.py), never a bare CONFORMS. A cell recorded
+    before ``shown`` was stored shows its label."""
+    return str(cell.get("shown") or cell.get("label") or cell.get("verdict"))
 
 
 def answer(cells: Iterable[Mapping[str, Any]], searches: Iterable[Mapping[str, Any]],

@@ -116,7 +116,7 @@ class Campaign:
         _, adopted = kip_of_run(result.run_dir)
         return {"part": part, "scenario": p["name"], "path": p["path"], "role": role,
                 "build": build.version, "verdict": h.verdict, "label": h.label,
-                "text": h.text, "known_bugs": sorted(set(bugs)),
+                "shown": h.short, "text": h.text, "known_bugs": sorted(set(bugs)),
                 "deviations": sorted(set(devs) | set(adopted)),
                 "run_dir": str(result.run_dir), "wall_s": round(result.wall_s, 1),
                 "repro": f"kafka-chaos run {p['path']} {self._build_flag(role)}"}

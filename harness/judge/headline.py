@@ -71,6 +71,16 @@ class Headline:
     #: What a surface shows as the verdict: the verdict, or for a declared failure that held
     #: what it is (KNOWN BUG, DEVIATION, AS DECLARED).
     label: str = ""
+    #: What the label stands for: the declared failures' names ("elr-keeps-removed-replica"),
+    #: or, unnamed, the axes that failed as declared ("safety UNSAFE").
+    what: str = ""
+
+    @property
+    def short(self) -> str:
+        """The label and what it stands for, as the text starts (no axes list)."""
+        if not self.label:
+            return self.verdict
+        return self.text.split(" (as declared", 1)[0]
 
     @property
     def shown(self) -> str:
@@ -143,10 +153,10 @@ def headline(axes: Mapping[str, Any] | None, lockstep: str | None = None,
         return _plain(UNSUPPORTED, unsupported[0])
     if not declared:
         return Headline(CONFORMS, CONFORMS, CONFORMS)
-    label = _declared_label(names)
-    text = (f"{label}{_named(names, ' ')} (as declared: {', '.join(declared)})" if names
+    label, named = _declared_label(names), _named(names, " ").strip()
+    text = (f"{label} {named} (as declared: {', '.join(declared)})" if names
             else f"{label}: {', '.join(declared)}")
-    return Headline(CONFORMS, text, text, label)
+    return Headline(CONFORMS, text, text, label, named or ", ".join(declared))
 
 
 def _declared_label(names: list[tuple[str, str]]) -> str:

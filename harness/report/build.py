@@ -95,7 +95,8 @@ def _run_row(index: int, run_dir: Path, meta: dict[str, Any],
         "scenario": (meta.get("scenario") or {}).get("name") or rid,
         "build": (meta.get("build") or {}).get("version") or "?",
         "backend": meta.get("backend"), "profile": meta.get("profile"),
-        "verdict": head.verdict, "label": head.shown, "headline": head.text,
+        "verdict": head.verdict, "label": head.shown, "what": head.what,
+        "headline": head.text,
         "message": head.message,
         "passed": head.passed, "lockstep": lockstep_label(lockstep),
         "started": meta.get("started_wall"),
@@ -206,6 +207,7 @@ def _matrix(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
     cells: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for r in sorted(rows, key=lambda r: r["started"] or 0):
         cells[r["scenario"]][r["build"]] = {"verdict": r["verdict"], "label": r["label"],
+                                            "what": r["what"],
                                             "run_id": r["run_id"],
                                             "anchor": r["anchor"],
                                             "headline": r["headline"],

@@ -73,17 +73,11 @@ def _cell(cell: dict[str, Any]) -> str:
     # A declared failure says what it is, in its colour and with its name (the headline
     # after the label), so no cell reads CONFORMS above a red axis.
     head = (f"<span class='v' style='background:{COLOURS.get(label, '#999')};padding:0 3px'>"
-            f"{escape(label)}</span> {escape(_declared_names(cell))}"
+            f"{escape(label)}</span> {escape(cell.get('what') or '')}"
             if label != cell["verdict"] else escape(label))
     return (f"<td class='axes'><a href='#{escape(cell['anchor'])}' "
             f"title='{escape(cell['headline'])}'>{head}</a><br>{spans}</td>")
 
-
-def _declared_names(cell: dict[str, Any]) -> str:
-    """The names a declared failure's headline gives after its label."""
-    text, label = str(cell.get("headline") or ""), str(cell.get("label") or "")
-    rest = text[len(label):] if text.startswith(label) else ""
-    return rest.split(" (as declared", 1)[0].lstrip(":").strip()
 
 
 def _axis_span(axis: str, v: dict[str, Any]) -> str:

@@ -44,7 +44,7 @@ def _cell(r: Any) -> str:
     # A failure the scenario declares says what it is (KNOWN BUG name, DEVIATION name, AS
     # DECLARED) before the axes, so the cell never reads as a plain pass.
     if head is not None and head.label:
-        return f"**{head.text.split(' (as declared', 1)[0]}**: {axes}"
+        return f"**{head.short}**: {axes}"
     return axes
 
 
