@@ -222,6 +222,16 @@ def format_node(build: Build, elr: bool | None, node: int, data_dir: Path,
     meta.write_text(text)
 
 
+def format_extra_dir(data_dir: Path, log_dir: Path) -> None:
+    """Give another log dir of a node formatted as ``data_dir`` (already formatted by
+    format_node): the same meta.properties with a directory.id of its own, as StorageTool
+    formats each of a broker's log.dirs (KIP-858: every directory has its own id, the
+    broker registers them all)."""
+    text = (data_dir / "meta.properties").read_text()
+    text = re.sub(r"^directory\.id=.*$", f"directory.id={_random_uuid()}", text, flags=re.M)
+    (log_dir / "meta.properties").write_text(text)
+
+
 def _random_uuid() -> str:
     """A Kafka Uuid string. Like Kafka's Uuid.randomUuid, never one starting with '-':
     StorageTool's argument parser would read `-t -xyz...` as an option (1 format in 64

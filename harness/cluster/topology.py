@@ -11,6 +11,9 @@ CLIENT = 250  # pseudo node id for the harness's own producers and consumers
 #: brokers 1..9 and an odd controller quorum are what the harness is built and tested for.
 MAX_BROKERS = 9
 CONTROLLER_COUNTS = (1, 3, 5)
+#: Log directories per broker: each directory after the first is a loop-mounted
+#: filesystem of its own (harness.cluster.logdirs), a few per run on 2 cores.
+MAX_LOG_DIRS = 4
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,10 @@ class ClusterShape:
     features: tuple[tuple[str, int], ...] = ()
     unstable_features: bool = False
     builds: tuple[tuple[int, str], ...] = ()
+    #: Log directories per broker (KIP-858 JBOD, KRaft 3.7+): directory 0 holds the
+    #: metadata log too; directories 1.. are filesystems of their own that a
+    #: ``fail_log_dir`` step can fail (docs/LOG-DIRS.md).
+    log_dirs: int = 1
     #: Where the scenario declared each birth key (key -> line), for errors found once the
     #: builds are resolved.
     lines: tuple[tuple[str, int], ...] = ()
@@ -36,6 +43,8 @@ class ClusterShape:
             raise ValueError(f"brokers={self.brokers}: choose 1..{MAX_BROKERS}")
         if self.controllers not in CONTROLLER_COUNTS:
             raise ValueError(f"controllers={self.controllers}: choose 1, 3 or 5")
+        if not 1 <= self.log_dirs <= MAX_LOG_DIRS:
+            raise ValueError(f"log_dirs={self.log_dirs}: choose 1..{MAX_LOG_DIRS}")
 
     @property
     def broker_ids(self) -> tuple[int, ...]:

@@ -143,6 +143,14 @@ class Faults:
         self.cluster.switch_build(node, build)
         self.cluster.start_node(node)
 
+    def fail_log_dir(self, node: int, index: int) -> None:
+        """I/O errors on log dir ``index`` of a running broker (harness.cluster.logdirs:
+        its filesystem shut down); the broker's next start repairs it."""
+        if not self.cluster.is_running(node):
+            raise UsageError(f"fail_log_dir on {node_name(node)}: it is not running")
+        self._record("fail_log_dir", node=node, dir=index)
+        self.cluster.fail_log_dir(node, index)
+
     def _on_process(self, action: str, node: int, act: Callable[[int], object]) -> None:
         """Recorded before it acts: a fault that hangs or fails is still in the history."""
         self._record(action, node=node)

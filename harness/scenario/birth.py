@@ -10,11 +10,15 @@ from typing import Any
 
 from yaml.nodes import MappingNode, Node
 
+from harness.cluster.topology import MAX_LOG_DIRS
 from harness.scenario.nodes import Items, Reader
 from reference.model import features as F
 from reference.model import metadata_version as MV
 
-KEYS = ("metadata_version", "features", "unstable_features", "builds")
+KEYS = ("metadata_version", "features", "unstable_features", "builds", "log_dirs")
+#: The first metadata.version with directory assignment (KIP-858: JBOD in KRaft),
+#: MetadataVersion.IBP_3_7_IV2.isDirectoryAssignmentSupported.
+JBOD_MV = "3.7-IV2"
 #: The finalized features a storage tool formats (org.apache.kafka.server.common.Feature,
 #: 4.3.1/4.4.0, production ones), with the highest level any of them has; the build says
 #: which it knows. The model reads ELR's (and metadata.version, which is its own key).
@@ -69,6 +73,19 @@ def parse_birth(ctx: Reader, items: Items, node_ids: tuple[int, ...], elr: bool 
         out["builds"] = _builds(ctx, bnode, node_ids)
         lines.append(("builds", _line(bnode)))
         lines.extend((f"builds.{n}", ln) for n, ln in _build_lines(ctx, bnode))
+    if "log_dirs" in items:
+        dnode = items["log_dirs"][1]
+        n = ctx.int_(dnode, "cluster.log_dirs")
+        if not 1 <= n <= MAX_LOG_DIRS:
+            raise ctx.fail(dnode, "cluster.log_dirs", f"{n} log directories: choose "
+                           f"1..{MAX_LOG_DIRS}")
+        if n > 1 and level is not None and level < MV.BY_NAME[JBOD_MV]:
+            raise ctx.fail(dnode, "cluster.log_dirs", f"several log directories need "
+                           f"metadata.version {JBOD_MV} or above (KIP-858, MetadataVersion"
+                           f".isDirectoryAssignmentSupported), the cluster is born at "
+                           f"{out['metadata_version']}")
+        out["log_dirs"] = n
+        lines.append(("log_dirs", _line(dnode)))
     out["lines"] = tuple(lines)
     return out
 

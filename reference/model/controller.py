@@ -130,8 +130,10 @@ def session_ok(w: World, b: Broker) -> bool:
 
 
 def acceptable(b: Broker) -> bool:
-    """isAcceptableLeader: registered, unfenced, running."""
-    return b.alive and not b.fenced and not b.pending_registration
+    """isAcceptableLeader: registered, unfenced, running, and its replica's directory
+    online (KIP-858: ReplicationControlManager.LeaderAcceptor.test, clusterControl
+    .hasOnlineDir(brokerId, partition.directory(brokerId)), apache/kafka 3.7+)."""
+    return b.alive and not b.fenced and not b.pending_registration and not b.dir_offline
 
 
 def candidate_order(w: World, ctx: Ctx, replicas: Sequence[int]) -> list[int]:

@@ -136,6 +136,13 @@ class Broker:
     #: ISR member it never heard from is out of sync once replica.lag.time.max.ms passes,
     #: even with every record (Replica.isCaughtUp), and holds the HWM back until then.
     heard_from: frozenset[int] | None = None
+    #: KIP-858: the log directory (its index in the broker's ``log.dirs``) holding this
+    #: broker's replica of the partition, as a ``move_replica_dir`` step put it; None: not
+    #: known (the broker chose it, LogManager.nextLogDirs, or a move may not have ended).
+    log_dir: int | None = None
+    #: KIP-858: the directory holding this replica failed (``fail_log_dir``): the broker
+    #: serves no replica there until its restart repairs it (reference/model/logdirs.py).
+    dir_offline: bool = False
     #: KIP-1303: timestamp of the earliest record in local storage, local log size.
     local_log_start_ms: int | None = None
     local_log_bytes: int | None = None

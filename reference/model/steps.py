@@ -326,8 +326,10 @@ class Restart(OnBroker):
         br = w.broker(self.broker)
         if br.alive:
             return w
+        # A restart repairs a failed log directory (harness: remounted before the start).
         return w.with_broker(evolve(br, alive=True, pending_registration=True, fenced=True,
-                                    known_leader_epoch=-1, unregistered=False))
+                                    known_leader_epoch=-1, unregistered=False,
+                                    dir_offline=False))
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ One module per API or state read, composed by ``observer.Observer``:
 - ``quorum``: the metadata quorum (DescribeQuorum)
 - ``controller_log``: a partition replayed from a controller's metadata log on disk
 - ``reassignment``: an ongoing reassignment (ListPartitionReassignments)
+- ``logdirs``: each replica's log directory and the offline directories (DescribeLogDirs)
 - ``observer``: the observer, one partition's state from all of the above
 """
 

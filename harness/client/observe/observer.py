@@ -14,6 +14,7 @@ from harness.client.answers import AnswerBook, book_for
 from harness.client.observe.brokers import BrokerStates
 from harness.client.observe.connection import ObserveError
 from harness.client.observe.controller_log import ControllerLog
+from harness.client.observe.logdirs import LogDirs
 from harness.client.observe.offsets import HighWatermarks
 from harness.client.observe.partitions import PartitionViews, _freshest
 from harness.client.observe.quorum import QuorumState
@@ -27,7 +28,8 @@ STATE_FIELDS = ("leader", "leader_epoch", "replicas", "isr", "elr", "last_known_
                 "fenced")
 
 
-class Observer(PartitionViews, BrokerStates, HighWatermarks, QuorumState, ControllerLog):
+class Observer(PartitionViews, BrokerStates, HighWatermarks, QuorumState, ControllerLog,
+               LogDirs):
     def __init__(self, cluster: Cluster, record: bool = True,
                  current_brokers: Callable[[], list[int]] | None = None) -> None:
         self.cluster = cluster

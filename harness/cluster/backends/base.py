@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from harness.cluster import config as kafkaconfig
-from harness.cluster import storage
+from harness.cluster import logdirs, storage
 from harness.cluster.backends.readiness import wait_log_line
 from harness.cluster.builds import Build, from_maven
 from harness.cluster.topology import CLIENT, ClusterShape, host_alias, node_name
@@ -89,6 +89,9 @@ class Cluster(abc.ABC):
         for node, version in shape.builds:
             if version != build.version:
                 self.node_builds[node] = from_maven(version)
+        #: (broker, directory index) failed by ``fail_log_dir`` and not repaired yet: the
+        #: broker's next start repairs them first (``start_node``).
+        self.failed_dirs: set[tuple[int, int]] = set()
 
     # -- lifecycle ------------------------------------------------------------------
     def start(self) -> None:
@@ -147,6 +150,10 @@ class Cluster(abc.ABC):
         if self.is_running(node):
             raise ClusterError(f"{node_name(node)} is already running")
         offset = self.log_path(node).stat().st_size if self.log_path(node).exists() else 0
+        for broker, index in sorted(self.failed_dirs):
+            if broker == node:  # repair by restart: the process that held it is gone
+                logdirs.repair(self.node_dir(node), index)
+                self.failed_dirs.discard((broker, index))
         self._relaunch(node)
         self._wait_started(node, offset)
 
@@ -201,6 +208,10 @@ class Cluster(abc.ABC):
         build = self.build_of(node)
         storage.format_node(build, self.shape.elr, node, self.data_dir(node), self.cluster_id,
                             storage.birth_args(build, self.shape, self.build.version_tuple))
+        for index, path in enumerate(self.log_dirs(node)[1:], start=1):
+            self._resources.callback(logdirs.release, ndir, index)
+            logdirs.create(ndir, index)
+            storage.format_extra_dir(self.data_dir(node), path)
         self._write_properties(node)
         hosts = ["127.0.0.1 localhost"] + [f"{ip} {name}" for name, ip in
                                            self.hosts(node).items()]
@@ -215,7 +226,8 @@ class Cluster(abc.ABC):
             client_advertised=f"{self.ip(CLIENT, node)}:{kafkaconfig.CLIENT_PORT}",
             observer_advertised=f"{self.ip(0, node)}:{kafkaconfig.OBSERVER_PORT}")
         text = kafkaconfig.render(
-            node, self.shape, addr, str(self.data_dir(node)), self.shape.broker_config,
+            node, self.shape, addr, ",".join(map(str, self.log_dirs(node))),
+            self.shape.broker_config,
             controller_leader_endpoints=self.build_of(node).version_tuple >= (3, 9, 0))
         if self.shape.unstable_features:
             # Born at a non-production level: each server needs the build's switch to
@@ -336,6 +348,23 @@ class Cluster(abc.ABC):
     def data_dir(self, node: int) -> Path:
         """The node's log dir (lose_unflushed edits it while the node is down)."""
         return self.node_dir(node) / "data"
+
+    def log_dirs(self, node: int) -> list[Path]:
+        """The node's log dirs (``log.dirs``, in order): its data dir, then for a broker
+        of a cluster with ``log_dirs: N`` directories 1..N-1, each a filesystem of its
+        own (harness.cluster.logdirs)."""
+        extra = 0 if self.shape.is_controller(node) else self.shape.log_dirs - 1
+        return [self.data_dir(node)] + [logdirs.log_dir(self.node_dir(node), i)
+                                        for i in range(1, extra + 1)]
+
+    def fail_log_dir(self, broker: int, index: int) -> None:
+        """Make Kafka see I/O errors on log dir ``index`` (>= 1) of a running broker
+        (logdirs.fail); its next start repairs it."""
+        if not 1 <= index < len(self.log_dirs(broker)):
+            raise ClusterError(f"{node_name(broker)} has no log dir {index} that can fail "
+                               f"(dirs 1..{len(self.log_dirs(broker)) - 1})")
+        logdirs.fail(self.node_dir(broker), index)
+        self.failed_dirs.add((broker, index))
 
     def log_path(self, node: int) -> Path:
         """The node's server log."""

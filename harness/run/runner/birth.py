@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from harness.cluster import builds, storage
+from harness.cluster import builds, logdirs, storage
 from harness.cluster.builds import Build
 from harness.infra.errors import BuildError
 from harness.scenario.loader import Scenario
@@ -39,7 +39,36 @@ def birth_gap(scenario: Scenario, backend: str) -> str | None:
     if getattr(scenario.cluster, "builds", ()) and backend != "local":
         return ("cluster.builds: nodes born on different builds run on the local backend "
                 f"only (the {backend} backend launches every node on one image)")
+    if getattr(scenario.cluster, "log_dirs", 1) > 1:
+        if backend != "local":
+            return (f"cluster.log_dirs: several log directories run on the local backend "
+                    f"only so far (docs/LOG-DIRS.md), not on {backend}")
+        why = logdirs.require()
+        if why:
+            return f"cluster.log_dirs: {why}"
     return None
+
+
+#: The first release whose KRaft brokers take several log directories (KIP-858, "JBOD in
+#: KRaft", 3.7.0): before it KRaft has no directory assignment, and a KRaft broker tells
+#: the controller nothing of a failed directory (3.6 ReplicaManager.handleLogDirFailure:
+#: "Unable to propagate log dir failure via Zookeeper in KRaft mode"): its partitions there
+#: keep it as leader and ISR member, which is what KIP-858 fixed.
+JBOD_RELEASE = (3, 7, 0)
+
+
+def check_log_dirs(scenario: Scenario, build: Build, born: dict[int, Build]) -> None:
+    """Several log directories on a build before 3.7: a BuildError naming the file:line
+    of ``cluster.log_dirs``, before any cluster starts."""
+    shape = scenario.cluster
+    if getattr(shape, "log_dirs", 1) <= 1:
+        return
+    for node in shape.broker_ids:
+        b = born.get(node, build)
+        if b.version_tuple < JBOD_RELEASE:
+            raise BuildError(f"{scenario.path}:{shape.line('log_dirs')}: cluster.log_dirs: "
+                             f"Kafka {b.version} (broker {node}) has no KRaft JBOD: several "
+                             "log directories per broker need 3.7+ (KIP-858)")
 
 
 def _where(scenario: Scenario, node: int | None) -> tuple[int, str]:

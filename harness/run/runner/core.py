@@ -14,7 +14,7 @@ from harness.infra import procs, progress
 from harness.infra.errors import HarnessError
 from harness.infra.history import History, new_run_id
 from harness.judge.compare import CONFORMS, ERROR, UNSUPPORTED, with_checks, worst
-from harness.run.runner.birth import birth_builds, birth_gap, check_birth
+from harness.run.runner.birth import birth_builds, birth_gap, check_birth, check_log_dirs
 from harness.run.runner.final_read import FinalReadMixin
 from harness.run.runner.judging import JudgingMixin
 from harness.run.runner.requirements import requirement_gap, step_builds
@@ -54,6 +54,7 @@ class Runner(StepMixin, TrafficMixin, FinalReadMixin, JudgingMixin):
         try:
             step_builds(sc)  # every build a step names, resolved before any cluster starts
             born = birth_builds(sc)  # and every build a node is born on
+            check_log_dirs(sc, self.build, born)  # JBOD: 3.7+, a file:line error before
             gap = requirement_gap(sc, self.build) or birth_gap(sc, self.backend)
             if not gap:
                 check_birth(sc, self.build, born)  # the builds' tools take the birth

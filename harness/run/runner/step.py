@@ -23,6 +23,7 @@ from harness.judge.compare import (
     consume_mismatch,
     refusal_mismatch,
 )
+from harness.run.runner.logdirs import log_dirs_at
 from harness.run.runner.record import RecordMixin, _unsettled
 from harness.run.runner.results import RunResult, StepResult
 from harness.run.runner.settle import SettleMixin
@@ -93,7 +94,8 @@ class StepMixin(SettleMixin, RecordMixin):
             # after it, on the model's branches it leaves; nothing is observed here.
             ls.kip_step(index, steps, None, outcomes, ticks)
             history.record("step", index=index, phase="end", step={kind: params}, line=line,
-                           **noted, **self._builds_at(session, history, index))
+                           **noted, **self._builds_at(session, history, index),
+                           **log_dirs_at(session, history, index))
             return self._finish_step(history, result, StepResult(
                 index, kind, line, summary, "-", CONFORMS,
                 "not waited for: the next steps check it"))
@@ -111,7 +113,8 @@ class StepMixin(SettleMixin, RecordMixin):
             ls.kip_step(index, steps, states, outcomes, ticks)
         topic_life(self._traffic, history, kind, life_topic, "settled")
         history.record("step", index=index, phase="end", step={kind: params}, line=line,
-                       **noted, **self._builds_at(session, history, index))
+                       **noted, **self._builds_at(session, history, index),
+                       **log_dirs_at(session, history, index))
         # A cluster the observer could not see at the deadline is a harness fault, not
         # evidence against the broker.
         verdict = CONFORMS if reason is None else ERROR if blind else DIVERGES

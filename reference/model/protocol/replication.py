@@ -36,15 +36,17 @@ def leader_broker(w: World) -> Broker | None:
     if p.leader is None:
         return None
     b = w.broker(p.leader)
-    if not b.alive or b.pending_registration or not knows_current(w, b):
+    if not b.alive or b.pending_registration or b.dir_offline or not knows_current(w, b):
         return None
     return b
 
 
 def fetching(w: World, f: Broker, leader: Broker) -> bool:
     """Follower f replicates from the leader."""
-    return (f.alive and not f.pending_registration and knows_current(w, f)
-            and link(w, f.id, leader.id))
+    # A replica on a failed directory is offline on its broker: no fetcher for it
+    # (ReplicaManager.handleLogDirFailure removes the partition's fetchers).
+    return (f.alive and not f.pending_registration and not f.dir_offline
+            and knows_current(w, f) and link(w, f.id, leader.id))
 
 
 def can_alter_partition(w: World, leader: Broker) -> bool:
@@ -108,11 +110,12 @@ def _stale_fetch(w: World, ctx: Ctx) -> list[World] | None:
     p = w.partition
     for z in w.brokers:
         if (z.heard_from is None or z.known_leader_epoch == p.leader_epoch or not z.alive
-                or z.pending_registration):
+                or z.pending_registration or z.dir_offline):
             continue
         for f in w.brokers:
             if (f.id == z.id or f.id not in p.replicas or not f.alive or f.pending_registration
-                    or f.heard_from is not None or f.known_leader_epoch != z.known_leader_epoch
+                    or f.dir_offline or f.heard_from is not None
+                    or f.known_leader_epoch != z.known_leader_epoch
                     or f.leo >= z.leo or (f.id, z.leo) in w.stale_unfetched
                     or not link(w, f.id, z.id) or f.log != z.log[: f.leo]):
                 continue
