@@ -48,6 +48,10 @@ class BrokerRegistration:
     unclean_shutdown: bool | None = None
     #: Offset of the RegisterBrokerRecord of the current incarnation.
     registered_at: int = -1
+    #: KIP-858: the broker's online log directories (RegisterBrokerRecord ``logDirs``, a
+    #: BrokerRegistrationChangeRecord's when not empty), sorted; empty: none known (every
+    #: directory online, DirectoryId.isOnline).
+    log_dirs: tuple[str, ...] = ()
 
     @property
     def active(self) -> bool:
@@ -75,6 +79,9 @@ class PartitionRegistration:
     #: leader) when it is fenced", cleaned "when a new leader is elected" (seeds/003
     #: 'Other behaviors' 7).
     last_known_leader: int = NO_LEADER
+    #: KIP-858: the directory of each replica, in ``replicas`` order (PartitionRecord /
+    #: PartitionChangeRecord ``directories``; a change without it keeps them).
+    directories: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +230,9 @@ def merge(p: PartitionRegistration, d: Mapping[str, Any]) -> PartitionRegistrati
                                else int(lrs)),
         adding_replicas=get("addingReplicas", p.adding_replicas),
         removing_replicas=get("removingReplicas", p.removing_replicas),
-        last_known_leader=last_known_leader)
+        last_known_leader=last_known_leader,
+        directories=(p.directories if d.get("directories") is None
+                     else tuple(str(x) for x in d["directories"])))
 
 
 def new_partition(d: Mapping[str, Any], old: PartitionRegistration | None
@@ -239,7 +248,8 @@ def new_partition(d: Mapping[str, Any], old: PartitionRegistration | None
         leader_recovery_state=int(d.get("leaderRecoveryState") or RECOVERED),
         adding_replicas=ids(d.get("addingReplicas")),
         removing_replicas=ids(d.get("removingReplicas")),
-        last_known_leader=NO_LEADER if old is None else old.last_known_leader)
+        last_known_leader=NO_LEADER if old is None else old.last_known_leader,
+        directories=tuple(str(x) for x in d.get("directories") or ()))
 
 
 BROKER_RECORDS = frozenset({"REGISTER_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD",

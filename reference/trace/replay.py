@@ -176,7 +176,8 @@ class _Replay:
                 fenced = int(d.get("fenced") or 0)
                 shutdown = int(d.get("inControlledShutdown") or 0)
                 new = evolve(old, fenced=old.fenced if fenced == 0 else fenced == 1,
-                             in_controlled_shutdown=old.in_controlled_shutdown or shutdown == 1)
+                             in_controlled_shutdown=old.in_controlled_shutdown or shutdown == 1,
+                             log_dirs=_log_dirs(d) or old.log_dirs)
         if new is not None:
             changes["brokers"] = {**s.brokers, b: new}
 
@@ -187,7 +188,8 @@ class _Replay:
         fenced = d.get("fenced")
         base = evolve(old, registered=True, epoch=epoch, incarnation_id=incarnation,
                       fenced=True if fenced is None else bool(fenced),
-                      in_controlled_shutdown=bool(d.get("inControlledShutdown") or False))
+                      in_controlled_shutdown=bool(d.get("inControlledShutdown") or False),
+                      log_dirs=_log_dirs(d))
         if old.registered and incarnation is not None and incarnation == old.incarnation_id:
             return base  # "Amending registration": same incarnation, same epoch
         n = old.incarnations + 1
@@ -217,6 +219,11 @@ class _Replay:
         if not unclean and not clean and any(b in p.elr for p in self.state.partitions.values()):
             clean = True
         return True if unclean else False if clean else None
+
+
+def _log_dirs(d: Mapping[str, Any]) -> tuple[str, ...]:
+    """A broker record's ``logDirs`` (KIP-858), sorted as ClusterControlManager keeps them."""
+    return tuple(sorted(str(x) for x in d.get("logDirs") or ()))
 
 
 def _as_profile(p: str | Profile) -> Profile:

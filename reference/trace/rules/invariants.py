@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 
 from reference.releases.profiles import Profile
 from reference.trace.records import CommittedState, PartitionKey, Record, TraceContext
+from reference.trace.rules.directories import offline_directory
 from reference.trace.rules.min_isr import _min_isr_configs
 from reference.trace.rules.step import Finding, _ids, _key, _new_incarnation, elr_on
 
@@ -100,6 +101,7 @@ def _partition_invariants(st: CommittedState, key: PartitionKey, elr: bool, prof
             len(q.last_known_elr) > 1 or (q.leader >= 0 and q.last_known_elr)):
         yield f("LastKnownElrShape", f"LastKnownELR {_ids(q.last_known_elr)} with leader "
                 f"{q.leader}: it holds at most the last leader, while leaderless")
+    yield from offline_directory(st, key)
     if elr and profile.last_known_elr == "kip" and q.last_known_elr and len(isr) >= min_isr:
         yield f("LastKnownElrShape", f"LastKnownELR {_ids(q.last_known_elr)} kept with ISR "
                 f"{_ids(isr)} at min ISR {min_isr}")

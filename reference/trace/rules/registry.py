@@ -67,6 +67,13 @@ _RULES = (
          "ISR); shipped: research/kafka-facts.md (LastKnownELR holds ONE id, the last leader) "
          "and PartitionChangeBuilder.maybeUpdateLastKnownLeader (cleared while the partition "
          "has a leader)."),
+    Rule("OfflineDirectoryNotLeaderOrIsr", "invariant",
+         "KIP-858 (JBOD in KRaft): a broker reporting a log directory offline is removed from "
+         "the ISR and leadership of the partitions in it, in the batch of the "
+         "BrokerRegistrationChangeRecord (ReplicationControlManager.handleDirectoriesOffline "
+         "-> generateLeaderAndIsrUpdates), and never elected there while it is offline "
+         "(ReplicationControlManager.LeaderAcceptor: ClusterControlManager.hasOnlineDir, "
+         "DirectoryId.isOnline)."),
     # --- change rules: one record against the state before it -----------------------
     Rule("IsrJoinOnlyLive", "change",
          "seeds/003 abstract (replicas re-added only once caught up) and 'Controller "
