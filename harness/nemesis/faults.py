@@ -161,7 +161,11 @@ class Faults:
         if self.cluster.is_running(node):
             raise UsageError(f"lose_unflushed on {node_name(node)}: it is running; kill it first "
                              "(a power loss only loses data of a node that went down)")
-        data = self.cluster.data_dir(node)
+        # With several log dirs (cluster.log_dirs) the replica is in one of them: the
+        # first that holds it (a future replica of a move is "<topic>-<p>.<id>-future").
+        dirs = self.cluster.log_dirs(node)
+        data = next((d for d in dirs if logfiles.partition_dir(d, topic, partition).is_dir()),
+                    dirs[0])
         before = logfiles.log_end_offset(logfiles.partition_dir(data, topic, partition))
         lost = logfiles.truncate(data, topic, partition, offset)
         self._record("lose_unflushed", node=node, topic=topic, partition=partition,
