@@ -187,3 +187,84 @@ def test_the_last_isr_member_on_a_failed_directory_is_no_leader() -> None:
     _states(m, S.Kill(2))
     assert _states(m, S.Kill(3)) == {(1, (1,))}
     assert _states(m, L.FailLogDir(1, 1)) == {(-1, (1,))}  # leaderless
+
+
+# -- the trace rule OfflineDirectoryNotLeaderOrIsr --------------------------------------------
+
+DIRS = {b: (f"dir-{b}-a", f"dir-{b}-b") for b in (1, 2, 3)}
+UNASSIGNED_DIR = "AAAAAAAAAAAAAAAAAAAAAQ"   # DirectoryId.UNASSIGNED, Uuid(0, 1)
+RULE = "OfflineDirectoryNotLeaderOrIsr"
+Batch = list[tuple[str, dict[str, object]]]
+
+
+def _trace(*batches: Batch) -> set[str]:
+    """The rules broken by these batches (each one committed batch) after a cluster of
+    brokers 1..3, each registered with two directories, and t-0 on [1, 2, 3] led by 1 in
+    each broker's first directory (as 4.3.1 writes them)."""
+    from reference import TraceContext, validate
+    start: list[Batch] = [
+        [("FEATURE_LEVEL_RECORD", {"name": "metadata.version", "featureLevel": 26})],
+        [("REGISTER_BROKER_RECORD", {"brokerId": b, "brokerEpoch": 10 + b, "fenced": True,
+                                     "incarnationId": f"i{b}", "logDirs": list(DIRS[b])})
+         for b in (1, 2, 3)],
+        [("BROKER_REGISTRATION_CHANGE_RECORD", {"brokerId": b, "brokerEpoch": 10 + b,
+                                                "fenced": -1}) for b in (1, 2, 3)],
+        [("TOPIC_RECORD", {"name": "t", "topicId": "T"}),
+         ("PARTITION_RECORD", {"partitionId": 0, "topicId": "T", "replicas": [1, 2, 3],
+                               "isr": [1, 2, 3], "leader": 1, "leaderEpoch": 0,
+                               "partitionEpoch": 0, "removingReplicas": [],
+                               "addingReplicas": [],
+                               "directories": [DIRS[b][0] for b in (1, 2, 3)]})]]
+    records: list[dict[str, object]] = []
+    for batch in start + list(batches):
+        base = len(records)
+        records += [{"offset": base + k, "batch_base_offset": base, "type": kind, "version": 0,
+                     "data": data} for k, (kind, data) in enumerate(batch)]
+    result = validate(records, TraceContext(profile="kafka-4.1", brokers=(1, 2, 3)))
+    return {v.rule for v in result.violations}
+
+
+def _offline(b: int, online: str) -> tuple[str, dict[str, object]]:
+    """handleDirectoriesOffline's BrokerRegistrationChangeRecord: ``online`` left."""
+    return ("BROKER_REGISTRATION_CHANGE_RECORD",
+            {"brokerId": b, "brokerEpoch": 10 + b, "logDirs": [online]})
+
+
+def _change(**fields: object) -> tuple[str, dict[str, object]]:
+    return "PARTITION_CHANGE_RECORD", {"partitionId": 0, "topicId": "T", **fields}
+
+
+#: Broker 1's directory holding t-0 fails: out of the ISR and the leadership in the batch of
+#: its BrokerRegistrationChangeRecord (as 4.3.1 wrote it in logdir-failure-on-leader).
+HANDLED: Batch = [_change(isr=[2, 3], leader=2), _offline(1, DIRS[1][1])]
+
+
+@pytest.mark.parametrize("batches", [
+    [HANDLED],
+    [[_offline(1, DIRS[1][0])]],   # the other directory: the replica is not there
+    # Restarted: both directories registered again, back in the ISR.
+    [HANDLED, [("REGISTER_BROKER_RECORD", {"brokerId": 1, "brokerEpoch": 40, "fenced": True,
+                                           "incarnationId": "i1b", "logDirs": list(DIRS[1])})],
+     [("BROKER_REGISTRATION_CHANGE_RECORD", {"brokerId": 1, "brokerEpoch": 40, "fenced": -1})],
+     [_change(isr=[1, 2, 3])]],
+])
+def test_offline_directory_rule_keeps(batches: list[Batch]) -> None:
+    assert RULE not in _trace(*batches)
+
+
+def test_unassigned_directories_count_as_online() -> None:
+    """DirectoryId.isOnline: UNASSIGNED (and MIGRATING) are online."""
+    assert RULE not in _trace([_change(directories=[UNASSIGNED_DIR] * 3)],
+                              [_offline(1, DIRS[1][1])])
+
+
+@pytest.mark.parametrize("batches", [
+    [[_offline(1, DIRS[1][1])]],            # reported offline, the partition left as it was
+    [[_offline(2, DIRS[2][1])]],            # a follower's directory, still in the ISR
+    [HANDLED, [_change(isr=[1, 2, 3], leader=1)]],   # elected again while offline
+    [HANDLED, [_change(isr=[2, 3, 1])]],    # back in the ISR while offline
+    # Leading, its replica assigned to its offline directory (AssignReplicasToDirs' change).
+    [[_offline(1, DIRS[1][0])], [_change(directories=[DIRS[1][1], DIRS[2][0], DIRS[3][0]])]],
+])
+def test_offline_directory_rule_breaks(batches: list[Batch]) -> None:
+    assert RULE in _trace(*batches)

@@ -281,37 +281,6 @@ def _outsider_elected_mid_reassignment() -> Log:
     return _reassigning_off_the_isr().batch(change(tid="U", isr=[3], leader=3, leaderEpoch=1))
 
 
-#: KIP-858: each broker's two directories (Uuid strings as the decoder writes them).
-DIRS = {b: (f"dir-{b}-a", f"dir-{b}-b") for b in (1, 2, 3)}
-UNASSIGNED_DIR = "AAAAAAAAAAAAAAAAAAAAAQ"   # DirectoryId.UNASSIGNED, Uuid(0, 1)
-
-
-def _jbod(directories: list[str] | None = None) -> Log:
-    """cluster() whose brokers registered two directories each, the partition's replicas
-    in their first (``directories``: other ones)."""
-    log = cluster()
-    for rec in log.records:
-        if rec["type"] == "REGISTER_BROKER_RECORD":
-            rec["data"] = {**rec["data"], "logDirs": list(DIRS[rec["data"]["brokerId"]])}
-        if rec["type"] == "PARTITION_RECORD":
-            rec["data"] = {**rec["data"], "directories": directories or [
-                DIRS[b][0] for b in (1, 2, 3)]}
-    return log
-
-
-def _dir_offline(b: int, online: str) -> Rec:
-    """handleDirectoriesOffline's BrokerRegistrationChangeRecord: ``online`` left."""
-    return "BROKER_REGISTRATION_CHANGE_RECORD", {"brokerId": b, "brokerEpoch": E[b],
-                                                 "logDirs": [online]}
-
-
-def _dir_failed_handled() -> Log:
-    """Broker 1's directory holding t-0 fails: out of the ISR and leadership, in the batch
-    of its BrokerRegistrationChangeRecord (ReplicationControlManager
-    .handleDirectoriesOffline, as 4.3.1 wrote it in logdir-failure-on-leader)."""
-    return _jbod().batch(change(isr=[2, 3], leader=2), _dir_offline(1, DIRS[1][1]))
-
-
 UNCLEAN_2 = {"unclean_registrations": frozenset({(2, 2)})}
 UNCLEAN_3 = {"unclean_registrations": frozenset({(3, 2)})}
 PRE = {"profile": "pre-elr"}
@@ -367,16 +336,6 @@ KEEP: dict[str, list[Case]] = {
     "MinIsrChangeClearsElr": [(lambda: into_elr(cluster()).batch(
         topic_config("t", MIN_ISR, "3"), clear_elr("t")), {})],
     "ReplayConsistency": [(cluster, {})],
-    "OfflineDirectoryNotLeaderOrIsr": [
-        (_dir_failed_handled, {}),
-        # The other directory fails: the partition's replica is not there.
-        (lambda: _jbod().batch(_dir_offline(1, DIRS[1][0])), {}),
-        # UNASSIGNED counts as online (DirectoryId.isOnline).
-        (lambda: _jbod([UNASSIGNED_DIR] * 3).batch(_dir_offline(1, DIRS[1][1])), {}),
-        # Restarted, the broker registers both directories again and rejoins.
-        (lambda: _dir_failed_handled().batch(
-            ("REGISTER_BROKER_RECORD", {**register(1, 40)[1], "logDirs": list(DIRS[1])})).batch(
-            unfence(1, 40)).batch(change(isr=[1, 2, 3])), {})],
 }
 
 BREAK: dict[str, list[Case]] = {
@@ -441,19 +400,6 @@ BREAK: dict[str, list[Case]] = {
         topic_config("t", MIN_ISR, "3")), {})],
     "ReplayConsistency": [(lambda: cluster().batch(change(tid="X")), {}),
                           (lambda: cluster().batch(fence(1, 99)), {})],
-    "OfflineDirectoryNotLeaderOrIsr": [
-        # The directory reported offline, the partition left as it was.
-        (lambda: _jbod().batch(_dir_offline(1, DIRS[1][1])), {}),
-        # A follower's directory offline, still in the ISR.
-        (lambda: _jbod().batch(_dir_offline(2, DIRS[2][1])), {}),
-        # Handled, then elected again while its directory is still offline.
-        (lambda: _dir_failed_handled().batch(change(isr=[1, 2, 3], leader=1)), {}),
-        # Back in the ISR (an AlterPartition) while its directory is offline.
-        (lambda: _dir_failed_handled().batch(change(isr=[2, 3, 1])), {}),
-        # Its replica assigned to the directory that is offline (AssignReplicasToDirs'
-        # PartitionChangeRecord) while it leads.
-        (lambda: _jbod().batch(_dir_offline(1, DIRS[1][0])).batch(
-            change(directories=[DIRS[1][1], DIRS[2][0], DIRS[3][0]])), {})],
 }
 
 
@@ -479,7 +425,9 @@ def test_rule_kept(rule: str, i: int) -> None:
 
 
 def test_every_rule_has_cases() -> None:
-    rules = set(TRACE_RULES) - {"MetadataLogMatching"}  # test_common_prefix below
+    # MetadataLogMatching: test_common_prefix below; OfflineDirectoryNotLeaderOrIsr (KIP-858):
+    # tests/test_logdirs.py, with the log directories these records leave out.
+    rules = set(TRACE_RULES) - {"MetadataLogMatching", "OfflineDirectoryNotLeaderOrIsr"}
     assert rules == set(BREAK) == set(KEEP)
     for rule in TRACE_RULES.values():
         assert rule.citation and rule.kind in ("invariant", "change")
