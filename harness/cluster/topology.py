@@ -27,6 +27,10 @@ class ClusterShape:
     features: tuple[tuple[str, int], ...] = ()
     unstable_features: bool = False
     builds: tuple[tuple[int, str], ...] = ()
+    #: Tiered storage (KIP-405) on every broker: Kafka's LocalTieredStorage keeps the
+    #: remote tier in the run directory (harness/cluster/tiered.py, FORMAT.md "Tiered
+    #: storage").
+    tiered_storage: bool = False
     #: Where the scenario declared each birth key (key -> line), for errors found once the
     #: builds are resolved.
     lines: tuple[tuple[str, int], ...] = ()

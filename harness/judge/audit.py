@@ -47,6 +47,7 @@ from harness.judge.datachecks import CheckResult
 from harness.judge.headline import Headline, headline
 from harness.judge.lanes import lane_events, lanes, merge_axes, single
 from harness.judge.lockstep import kip_steps
+from harness.judge.tiered import apply_tiered
 from harness.judge.traffic import apply_traffic, hwm_drop_allowed, model_view, tick_step
 from harness.scenario import steps as step_kinds
 from harness.scenario.loader import Expectation, Scenario, load_scenario
@@ -190,6 +191,7 @@ def _judge(result: AuditResult, scenario: Scenario, meta: dict[str, Any],
                               trace_check.memo(logs, scenario, events, elr,
                                                _birth_if_following(meta)), elr)
     verdict = apply_traffic(result.axes, result.run_dir, scenario, events)
+    apply_tiered(result.axes, result.run_dir, scenario, events)
     if verdict is not None:
         result.traffic = verdict.to_json()
     result.trace = {"summary": trace_check.describe(result.axes["release"].details, logs),

@@ -35,6 +35,7 @@ def shape_of(scenario: Scenario) -> ClusterShape:
                         features=tuple(getattr(c, "features", ())),
                         unstable_features=bool(getattr(c, "unstable_features", False)),
                         builds=tuple(getattr(c, "builds", ())),
+                        tiered_storage=bool(getattr(c, "tiered_storage", False)),
                         lines=tuple(getattr(c, "lines", ())))
 
 

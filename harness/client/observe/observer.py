@@ -18,6 +18,7 @@ from harness.client.observe.offsets import HighWatermarks
 from harness.client.observe.partitions import PartitionViews, _freshest
 from harness.client.observe.quorum import QuorumState
 from harness.client.observe.reassignment import reassignment_state
+from harness.client.observe.storage import ReplicaLogs
 
 if TYPE_CHECKING:
     from harness.cluster.backends.base import Cluster
@@ -27,7 +28,8 @@ STATE_FIELDS = ("leader", "leader_epoch", "replicas", "isr", "elr", "last_known_
                 "fenced")
 
 
-class Observer(PartitionViews, BrokerStates, HighWatermarks, QuorumState, ControllerLog):
+class Observer(PartitionViews, BrokerStates, HighWatermarks, QuorumState, ControllerLog,
+               ReplicaLogs):
     def __init__(self, cluster: Cluster, record: bool = True,
                  current_brokers: Callable[[], list[int]] | None = None) -> None:
         self.cluster = cluster

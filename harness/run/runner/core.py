@@ -21,6 +21,7 @@ from harness.run.runner.requirements import requirement_gap, step_builds
 from harness.run.runner.results import RunResult, StepResult
 from harness.run.runner.settle import _fully_replicated
 from harness.run.runner.step import StepMixin, _settled_predictions, step_mapping
+from harness.run.runner.tiered import check_tiered, tiered_gap
 from harness.run.runner.traffic import TrafficMixin
 from harness.run.sampler import MIN_RATE, SampleObserver, Sampler
 from harness.scenario import steps as step_kinds
@@ -54,9 +55,11 @@ class Runner(StepMixin, TrafficMixin, FinalReadMixin, JudgingMixin):
         try:
             step_builds(sc)  # every build a step names, resolved before any cluster starts
             born = birth_builds(sc)  # and every build a node is born on
-            gap = requirement_gap(sc, self.build) or birth_gap(sc, self.backend)
+            gap = (requirement_gap(sc, self.build) or birth_gap(sc, self.backend)
+                   or tiered_gap(sc, self.backend))
             if not gap:
                 check_birth(sc, self.build, born)  # the builds' tools take the birth
+                check_tiered(sc, self.build)  # a build with KIP-405, its RSM jar fetched
             if gap:
                 self._predict_only(history, result, gap)
             else:
@@ -123,6 +126,7 @@ class Runner(StepMixin, TrafficMixin, FinalReadMixin, JudgingMixin):
         session.observer.answers.check_foreign()
         traffic = self._traffic_writer is not None
         result.checks = self._data_checks(history, session)
+        self._observe_storage(session, history, None)  # the log start the final read met
         if not traffic:
             self._recovery_read(session, history, result.checks)
 

@@ -26,6 +26,7 @@ from harness.judge.compare import (
 from harness.run.runner.record import RecordMixin, _unsettled
 from harness.run.runner.results import RunResult, StepResult
 from harness.run.runner.settle import SettleMixin
+from harness.run.runner.storage import StorageMixin
 from harness.run.runner.traffic import topic_life
 from harness.scenario import steps as step_kinds
 from harness.scenario.steps import StepOutcome, Target
@@ -37,7 +38,7 @@ def step_mapping(step: Any) -> tuple[str, dict[str, Any], int | None]:
     return str(kind), dict(params or {}), step.line
 
 
-class StepMixin(SettleMixin, RecordMixin):
+class StepMixin(SettleMixin, RecordMixin, StorageMixin):
     """One scenario step on the cluster, judged against the model in lockstep."""
 
     def _run_step(self, session: Session, history: History, result: RunResult, index: int,
@@ -92,6 +93,7 @@ class StepMixin(SettleMixin, RecordMixin):
             # Not waited for (restart wait: false): its prediction is checked by the steps
             # after it, on the model's branches it leaves; nothing is observed here.
             ls.kip_step(index, steps, None, outcomes, ticks)
+            self._observe_storage(session, history, index)
             history.record("step", index=index, phase="end", step={kind: params}, line=line,
                            **noted, **self._builds_at(session, history, index))
             return self._finish_step(history, result, StepResult(
@@ -110,6 +112,7 @@ class StepMixin(SettleMixin, RecordMixin):
         if not blind:
             ls.kip_step(index, steps, states, outcomes, ticks)
         topic_life(self._traffic, history, kind, life_topic, "settled")
+        self._observe_storage(session, history, index)
         history.record("step", index=index, phase="end", step={kind: params}, line=line,
                        **noted, **self._builds_at(session, history, index))
         # A cluster the observer could not see at the deadline is a harness fault, not
