@@ -17,7 +17,11 @@ org.apache.kafka:kafka-storage:jar:test:4.4.0"); a build whose own test jar is n
 takes the newest published one of its major version that is older than it (4.4.0: 4.3.1's),
 and run.json says which (``tiered_storage.rsm_jar``). The RemoteStorageManager interface is
 in kafka-storage-api, unchanged in what LocalTieredStorage implements from 4.3 to 4.4 (the
-build's own jar is on the class path before the test jar)."""
+build's own jar is on the class path before the test jar); but 4.4.0 moved LogContext to
+org.apache.kafka.common.utils.internals, so 4.3.1's LocalTieredStorage fails to configure
+(NoClassDefFoundError: org/apache/kafka/common/utils/LogContext, seen 2026-11-28) unless
+the harness's bridge (java/LogContext.java: the old name, calling the build's own) is on
+the class path; it is then, compiled against the build."""
 
 from __future__ import annotations
 
@@ -101,6 +105,34 @@ def rsm_jar(build: Build) -> tuple[Path, str]:
     raise BuildError(f"no published kafka-storage test jar (LocalTieredStorage) for Kafka "
                      f"{build.version} or an older {build.version_tuple[0]}.x release: "
                      + "; ".join(tried))
+
+
+#: The bridge for an older LocalTieredStorage on a build that moved LogContext (4.4.0:
+#: org.apache.kafka.common.utils.internals.LogContext), java/LogContext.java.
+_SHIM = Path(__file__).parent / "java" / "LogContext.java"
+_OLD_LOG_CONTEXT = "org/apache/kafka/common/utils/LogContext.class"
+_NEW_LOG_CONTEXT = "org/apache/kafka/common/utils/internals/LogContext.class"
+
+
+def rsm_classpath(build: Build) -> tuple[list[Path], str]:
+    """What a broker's class path gets after the build's jars for LocalTieredStorage: the
+    test jar, and where it is older than the build and the build moved LogContext, the
+    bridge (compiled against the build, cached with it); and the test jar's version."""
+    jar, version = rsm_jar(build)
+    entries = [jar]
+    if version != build.version and _moved_log_context(build):
+        from harness.cluster.javaprogram import compile_program
+        entries.insert(0, compile_program(_SHIM, build).classes)
+    return entries, version
+
+
+def _moved_log_context(build: Build) -> bool:
+    import zipfile
+    for lib in build.libs.glob("kafka-clients-*.jar"):
+        with zipfile.ZipFile(lib) as zf:
+            names = set(zf.namelist())
+        return _OLD_LOG_CONTEXT not in names and _NEW_LOG_CONTEXT in names
+    return False
 
 
 def _candidates(version: str) -> list[str]:

@@ -86,7 +86,7 @@ class Cluster(abc.ABC):
         self.node_builds: dict[int, Build] = {}
         #: The kafka-storage test jar with LocalTieredStorage and its version, for a
         #: cluster with tiered storage (resolved at ``start``, appended to the class path).
-        self.tiered_jar: tuple[Path, str] | None = None
+        self.tiered_jar: tuple[list[Path], str] | None = None
         #: Nodes born on another build (``cluster.builds``; resolved, and cached, before
         #: the run starts a cluster: harness/run/runner/birth.py).
         for node, version in shape.builds:
@@ -98,9 +98,11 @@ class Cluster(abc.ABC):
         """Bring up proxies and every node; return when the readiness strategy says the
         cluster is ready. On failure everything already started is stopped before raising."""
         if self.shape.tiered_storage and self.tiered_jar is None:
-            self.tiered_jar = tiered.rsm_jar(self.build)
+            self.tiered_jar = tiered.rsm_classpath(self.build)
+            entries, version = self.tiered_jar
             self.history.update(tiered_storage={
-                "rsm_jar": self.tiered_jar[0].name, "rsm_jar_version": self.tiered_jar[1],
+                "rsm_jar": entries[-1].name, "rsm_jar_version": version,
+                "bridge": [str(e) for e in entries[:-1]],
                 "remote_dir": str(tiered.remote_root(self.run_dir))})
         self._check_prerequisites()
         with startslots.start_slot() as waited:
@@ -248,7 +250,7 @@ class Cluster(abc.ABC):
         the cluster has tiered storage (after the build's own jars)."""
         if self.tiered_jar is None:
             return build.classpath()
-        return f"{build.classpath()}{os.pathsep}{self.tiered_jar[0]}"
+        return os.pathsep.join([build.classpath(), *map(str, self.tiered_jar[0])])
 
     def jvm_args(self, node: int, java: str, classpath: str,
                  extra_opts: list[str] | None = None) -> list[str]:

@@ -126,7 +126,6 @@ class Runner(StepMixin, TrafficMixin, FinalReadMixin, JudgingMixin):
         session.observer.answers.check_foreign()
         traffic = self._traffic_writer is not None
         result.checks = self._data_checks(history, session)
-        self._observe_storage(session, history, None)  # the log start the final read met
         if not traffic:
             self._recovery_read(session, history, result.checks)
 

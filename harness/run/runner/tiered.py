@@ -31,6 +31,6 @@ def check_tiered(scenario: Scenario, build: Build) -> None:
         raise BuildError(f"{where}: {why}; run it with --kafka-version 3.6.0 or later "
                          "(production ready from 3.9.0)")
     try:
-        tiered.rsm_jar(build)
+        tiered.rsm_classpath(build)
     except BuildError as exc:
         raise BuildError(f"{where}: {exc}") from None
