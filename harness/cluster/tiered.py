@@ -25,11 +25,16 @@ the class path; it is then, compiled against the build."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from harness.cluster.builds import DEFAULT_MATRIX_VERSIONS, Build, version_tuple
 from harness.cluster.topology import ClusterShape
+from harness.infra.cache import cache_dir
 from harness.infra.errors import BuildError, HarnessError
+
+#: The marker beside a version's cached jars when Maven Central has no test jar for it.
+_ABSENT = "test-jar-not-published"
 
 #: The first release with KIP-405's broker side (RemoteLogManager, remote.log.* configs).
 FIRST_VERSION = (3, 6, 0)
@@ -98,9 +103,16 @@ def rsm_jar(build: Build) -> tuple[Path, str]:
     from harness.cluster.javaprogram import maven_jar
     tried: list[str] = []
     for version in _candidates(build.version):
+        # Maven Central said it has no such artifact (remembered: asking again costs ~20 s)
+        absent = cache_dir("kafka-storage", version) / _ABSENT
+        if absent.is_file():
+            tried.append(f"{version}: {absent.read_text().strip()}")
+            continue
         try:
             return maven_jar(f"org.apache.kafka:kafka-storage:{version}:jar:test"), version
         except HarnessError as exc:
+            if "Could not find artifact" in str(exc):
+                absent.write_text(f"not on Maven Central (asked {time.strftime('%Y-%m-%d')})\n")
             tried.append(f"{version}: {str(exc).splitlines()[-1][:160]}")
     raise BuildError(f"no published kafka-storage test jar (LocalTieredStorage) for Kafka "
                      f"{build.version} or an older {build.version_tuple[0]}.x release: "
