@@ -173,3 +173,42 @@ def apply_tiered(axes: Mapping[str, Any], run_dir: Path, scenario: Scenario,
     safety.details = [*safety.details, *findings]
     safety.reason = why if safety.verdict == "SAFE" else f"{safety.reason}; {why}"
     safety.verdict = "UNSAFE"
+
+
+# --- KIP-1303 on the observed local logs ---------------------------------------------------
+
+#: KIP-1303's broker configs (seeds/001 "Public Interfaces"): a scenario that sets either
+#: above 0 is judged against KIP-1303 on the kip axis.
+KIP1303_CONFIGS = ("leader.election.eligible.local.log.ms",
+                   "leader.election.eligible.local.log.bytes")
+
+
+def configures_kip1303(scenario: Scenario) -> bool:
+    cfg = dict(getattr(scenario.cluster, "broker_config", {}) or {})
+    return any(int(str(cfg.get(k, "-1"))) > 0 for k in KIP1303_CONFIGS)
+
+
+def kip_profile(scenario: Scenario) -> Any:
+    """The KIP the kip axis judges a run against when it is not the release profile's own:
+    KIP-1303 on a tiered cluster that configures it (its election order then follows the
+    local logs observed, ``local_log_steps``); None: the release profile's (kip966)."""
+    if not (is_tiered(scenario) and configures_kip1303(scenario)):
+        return None
+    from reference.releases.profiles import KIP1303
+    return KIP1303
+
+
+def local_log_steps(storage: Mapping[str, Any] | None) -> tuple[Any, ...]:
+    """The local logs a storage event observed, as KIP-1303's reports to the controller
+    (reference ReportLocalLog: localLogStartTimestamp as an age, localLogSizeBytes), one per
+    replica whose local log holds a record; the kip model takes them before the next step."""
+    if not storage or "error" in storage:
+        return ()
+    from reference.model.steps import ReportLocalLog
+    out = []
+    for replica, facts in sorted((storage.get("local_logs") or {}).items(),
+                                 key=lambda kv: int(kv[0])):
+        if facts.get("age_ms") is None:
+            continue
+        out.append(ReportLocalLog(int(replica), int(facts["age_ms"]), int(facts["bytes"])))
+    return tuple(out)

@@ -15,6 +15,7 @@ confluent-kafka's OffsetSpec has no earliest-local (2.16: earliest, latest, max_
 from __future__ import annotations
 
 import struct
+import time
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +118,34 @@ def local_bytes_after(data_dir: Path, topic: str, partition: int, offset: int) -
     return total
 
 
+def local_log_facts(data_dir: Path, topic: str, partition: int
+                    ) -> tuple[int | None, int]:
+    """(localLogStartTimestamp, localLogSizeBytes) of a replica's local log as KIP-1303
+    defines them (seeds/001 "Tracking Local Log State": the timestamp of the earliest
+    record in the replica's local storage, the sum of its local segments' sizes), read from
+    its data dir: the first batch's baseTimestamp (v2 header, int64 @27) of its lowest
+    segment that holds one. Files being deleted (``.deleted``) are not the log."""
+    segs = []
+    for seg in (data_dir / f"{topic}-{partition}").glob("*.log"):
+        try:
+            segs.append((int(seg.stem), seg, seg.stat().st_size))
+        except (ValueError, OSError):
+            continue
+    start: int | None = None
+    for _, seg, size in sorted(segs):
+        if size < _BATCH_HEADER + 8:
+            continue
+        try:
+            with seg.open("rb") as f:
+                head = f.read(_BATCH_HEADER + 8)
+        except OSError:
+            continue
+        if len(head) == _BATCH_HEADER + 8:
+            (start,) = struct.unpack_from(">q", head, _BATCH_HEADER)
+            break
+    return start, sum(size for _, _, size in segs)
+
+
 def storage_state(observer: Any, root: Path, topic: str, partition: int,
                   leader: int | None, replicas: list[int]) -> dict[str, Any]:
     """One storage observation of a partition (the ``storage`` event, SCHEMA.md 1.8):
@@ -125,6 +154,12 @@ def storage_state(observer: Any, root: Path, topic: str, partition: int,
     remote retention counts them (remote segments at or above the log start, plus the
     leader's local segments beyond the remote tier's end)."""
     offsets = observer.replica_offsets(topic, partition, replicas)
+    now_ms = int(time.time() * 1000)
+    local_logs: dict[str, dict[str, int | None]] = {}
+    for r in replicas:
+        start, size = local_log_facts(observer.cluster.data_dir(r), topic, partition)
+        local_logs[str(r)] = {"start_ms": start, "bytes": size,
+                              "age_ms": None if start is None else max(now_ms - start, 0)}
     segments = remote_segments(root, topic, partition)
     lead = offsets.get(leader) if leader is not None else None
     log_start = None if lead is None else lead.get("log_start")
@@ -146,4 +181,6 @@ def storage_state(observer: Any, root: Path, topic: str, partition: int,
                    "bytes": sum(s["bytes"] for s in segments),
                    "list": [[s["base"], s["end"], s["bytes"]] for s in segments]},
         "retained_bytes": retained,
+        # KIP-1303's facts of each replica's local log, read from its data dir at now_ms
+        "local_logs": local_logs, "now_ms": now_ms,
     }

@@ -92,7 +92,7 @@ class StepMixin(SettleMixin, RecordMixin, StorageMixin):
         if not step_kind.settles(step):
             # Not waited for (restart wait: false): its prediction is checked by the steps
             # after it, on the model's branches it leaves; nothing is observed here.
-            ls.kip_step(index, steps, None, outcomes, ticks)
+            ls.kip_step(index, steps, None, outcomes, ticks, self._kip_before())
             self._observe_storage(session, history, index)
             history.record("step", index=index, phase="end", step={kind: params}, line=line,
                            **noted, **self._builds_at(session, history, index))
@@ -110,7 +110,7 @@ class StepMixin(SettleMixin, RecordMixin, StorageMixin):
         if states is not None and reason is None:
             ls.resolve(states, outcomes)
         if not blind:
-            ls.kip_step(index, steps, states, outcomes, ticks)
+            ls.kip_step(index, steps, states, outcomes, ticks, self._kip_before())
         topic_life(self._traffic, history, kind, life_topic, "settled")
         self._observe_storage(session, history, index)
         history.record("step", index=index, phase="end", step={kind: params}, line=line,

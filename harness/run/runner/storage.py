@@ -14,6 +14,7 @@ from harness.client.session import Session
 from harness.cluster import tiered
 from harness.infra import progress
 from harness.infra.history import History
+from harness.judge.tiered import kip_profile, local_log_steps
 from harness.run.runner.state import RunnerState
 
 #: run.json's short form of a storage observation.
@@ -23,9 +24,23 @@ _SHORT = ("topic", "partition", "leader", "log_start", "local_log_start", "log_e
 class StorageMixin(RunnerState):
     """The storage observations of a run on a cluster with tiered storage."""
 
+    #: The last storage observation of each (topic, partition).
+    _last_storage: dict[tuple[str, int], dict[str, Any]]
+
+    def _kip_before(self) -> list[tuple[Any, ...]] | None:
+        """Each lane's local logs as last observed, for the kip model before the step
+        (KIP-1303 on a tiered cluster that configures it: judge/tiered.py); None otherwise."""
+        if kip_profile(self.scenario) is None:
+            return None
+        last = getattr(self, "_last_storage", {})
+        return [local_log_steps(last.get((lm.lane.topic, lm.lane.partition)))
+                for lm in self.lockstep.lanes]
+
     def _observe_storage(self, session: Session, history: History, index: int | None) -> None:
         if not getattr(self.scenario.cluster, "tiered_storage", False):
             return
+        if not hasattr(self, "_last_storage"):
+            self._last_storage = {}
         root = tiered.remote_root(session.cluster.run_dir)
         short: list[dict[str, Any]] = []
         for lm in self.lockstep.lanes:
@@ -42,6 +57,7 @@ class StorageMixin(RunnerState):
                                error=f"{type(exc).__name__}: {exc}")
                 continue
             history.record("storage", index=index, **seen)
+            self._last_storage[(topic, partition)] = seen
             remote = seen["remote"]
             short.append({**{k: seen[k] for k in _SHORT}, "remote_segments": remote["segments"],
                           "remote_start": remote["start"], "remote_end": remote["end"],
