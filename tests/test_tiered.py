@@ -198,3 +198,79 @@ def test_final_log_start_is_the_last_observed() -> None:
     events = [_storage(0, 1, 0, 1, 1.0), _storage(None, 1, 7, 1, 2.0),
               {"kind": "storage", "index": None, "topic": "t", "partition": 0, "error": "x"}]
     assert final_log_starts(events) == {("t", 0): 7}
+
+
+# --- KIP-1303 on the observed local logs ------------------------------------------------
+
+KIP1303 = """version: 1
+name: kip1303-tiered
+cluster:
+  brokers: 3
+  tiered_storage: true
+  broker_config:
+    leader.election.eligible.local.log.ms: "15000"
+topic:
+  name: t
+  replicas: [1, 2, 3]
+  min_insync_replicas: 2
+  config:
+    remote.storage.enable: "true"
+steps:
+  - stop: {broker: 1}
+"""
+
+
+def test_local_log_facts_read_the_first_local_record_time_and_the_size(tmp_path: Path) -> None:
+    from harness.client.observe.storage import local_log_facts
+    part = tmp_path / "t-0"
+    part.mkdir()
+    first = _batch(100, 2)
+    first = first[:27] + struct.pack(">q", 1_700_000_000_123) + first[35:]
+    (part / "00000000000000000100.log").write_bytes(first)
+    (part / "00000000000000000102.log").write_bytes(b"x" * 9)
+    (part / "00000000000000000000.log.deleted").write_bytes(b"y" * 99)
+    assert local_log_facts(tmp_path, "t", 0) == (1_700_000_000_123, len(first) + 9)
+    assert local_log_facts(tmp_path, "u", 0) == (None, 0)
+
+
+def test_kip1303_is_the_kip_of_a_tiered_cluster_that_configures_it() -> None:
+    from harness.judge.tiered import kip_profile
+    assert kip_profile(parse_scenario(KIP1303, "k.yaml")).name == "kip1303"
+    plain = KIP1303.replace('    leader.election.eligible.local.log.ms: "15000"\n', "")
+    assert kip_profile(parse_scenario(plain.replace("  broker_config:\n", ""), "k.yaml")) is None
+
+
+def _kip_verdict(ages: dict[str, int], leader: int) -> Any:
+    """A crafted history: the storage event before ``stop 1`` saw these local-log ages,
+    and the cluster elected ``leader``; the kip axis under KIP-1303."""
+    from harness.judge.axes import KipJudge
+    from harness.judge.compare import model_for
+    from harness.judge.lockstep import kip_steps
+    from harness.judge.tiered import kip_profile, local_log_steps
+    from harness.scenario.steps import StepOutcome
+    from reference import PartitionState
+    from reference.releases.catalog import PROFILES
+    sc = parse_scenario(KIP1303, "k.yaml")
+    judge = KipJudge(lambda prof: model_for(sc, prof, True), PROFILES["kafka-4.3"], True,
+                     lambda pred, outcome: None, (), kip_profile(sc))
+    storage = {"kind": "storage", "local_logs": {
+        r: {"start_ms": 0, "bytes": 1000, "age_ms": a} for r, a in ages.items()}}
+    observed = PartitionState(replicas=(1, 2, 3), leader=leader, leader_epoch=1,
+                              isr=frozenset({2, 3}), elr=frozenset(),
+                              last_known_elr=frozenset(), hwm=0, fenced=frozenset({1}))
+    kip_steps(judge, 0, sc.steps[0].step, observed, StepOutcome(), None,
+              local_log_steps(storage))
+    return judge.verdict()
+
+
+def test_kip1303_young_follower_elected_is_the_cited_deviation() -> None:
+    """Crafted: broker 2's local log is 3 s old (< 15 s): KIP-1303 elects 3; the cluster
+    elected 2, which only no-kip1303 explains."""
+    v = _kip_verdict({"1": 30_000, "2": 3_000, "3": 30_000}, leader=2)
+    assert v.verdict == "DEVIATES"
+    assert [d["deviation"] for d in v.details] == ["no-kip1303"]
+
+
+def test_kip1303_with_every_local_log_old_enough_conforms() -> None:
+    assert _kip_verdict({"1": 30_000, "2": 25_000, "3": 30_000}, leader=2).verdict == "CONFORMS"
+    assert _kip_verdict({"1": 30_000, "2": 3_000, "3": 30_000}, leader=3).verdict == "CONFORMS"
