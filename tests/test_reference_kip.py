@@ -370,13 +370,47 @@ def _leaders(preds: list[tuple[str, Prediction]]) -> list[set[int]]:
     return [{s.leader for s in p.allowed} for _, p in preds]
 
 
+#: KIP-1303 with the local logs given (the local_log step; fixtures/scenarios/
+#: kip1303-young-local-log-deprioritized.yaml runs it on a real tiered cluster instead).
+KIP1303_GIVEN = """version: 1
+name: kip1303-given-local-logs
+seed: 13
+cluster:
+  brokers: 3
+  controllers: 1
+  broker_config:
+    leader.election.eligible.local.log.ms: "600000"
+topic:
+  name: t
+  replicas: [1, 2, 3]
+  min_insync_replicas: 2
+steps:
+  - produce: {count: 3, acks: all}
+  - local_log: {broker: 2, age_ms: 180000, size_bytes: 4096}   # 3 min < 10 min: not eligible
+  - stop: {broker: 1}                       # ISR [2,3]: 3 is elected, not 2
+  - await: {leader: 3, isr: [2, 3]}
+  - local_log: {broker: 2, age_ms: 900000}  # 15 min: eligible again
+  - restart: {broker: 1}                    # back in the ISR; unknown local log = eligible
+  - local_log: {broker: 1, age_ms: 60000, size_bytes: 4096}
+  - elect: {type: preferred}                # stable sort [2, 3, 1]: 2 leads
+  - await: {leader: 2, isr: [1, 2, 3]}
+  - consume: {}
+"""
+
+
+def run_text(text: str, profile: str) -> tuple[Model, list[tuple[str, Prediction]]]:
+    sc = parse_scenario(text, "kip1303-given.yaml")
+    m = Model(profile, sc.cluster_spec(), sc.topic_spec(), elr_enabled=True, seed=sc.seed)
+    return m, [(s.kind, m.apply(s.step)) for s in sc.steps]
+
+
 def test_scenario_young_local_log_is_deprioritized_then_preferred_sorts() -> None:
-    _, preds = run("kip1303-young-local-log-deprioritized.yaml", "kip1303")
+    _, preds = run_text(KIP1303_GIVEN, "kip1303")
     leaders = _leaders(preds)
     assert leaders[2] == {3}  # stop 1: ISR [2,3], 2 is not eligible
     assert leaders[7] == {2}  # preferred election: stable sort [2, 3, 1]
     # the KIP-966 text alone lets any ISR member win
-    _, plain = run("kip1303-young-local-log-deprioritized.yaml", "kip966")
+    _, plain = run_text(KIP1303_GIVEN, "kip966")
     assert _leaders(plain)[2] == {2, 3}
 
 

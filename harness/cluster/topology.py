@@ -34,6 +34,10 @@ class ClusterShape:
     #: metadata log too; directories 1.. are filesystems of their own that a
     #: ``fail_log_dir`` step can fail (docs/LOG-DIRS.md).
     log_dirs: int = 1
+    #: Tiered storage (KIP-405) on every broker: Kafka's LocalTieredStorage keeps the
+    #: remote tier in the run directory (harness/cluster/tiered.py, FORMAT.md "Tiered
+    #: storage").
+    tiered_storage: bool = False
     #: Where the scenario declared each birth key (key -> line), for errors found once the
     #: builds are resolved.
     lines: tuple[tuple[str, int], ...] = ()

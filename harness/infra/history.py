@@ -20,7 +20,7 @@ from typing import Any, TextIO
 from harness.infra import machine
 from harness.infra.errors import UsageError
 
-SCHEMA_VERSION = "1.7"
+SCHEMA_VERSION = "1.8"
 
 
 class SchemaError(ValueError):

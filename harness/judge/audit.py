@@ -47,6 +47,7 @@ from harness.judge.datachecks import CheckResult
 from harness.judge.headline import Headline, headline
 from harness.judge.lanes import lane_events, lanes, merge_axes, single
 from harness.judge.lockstep import kip_steps
+from harness.judge.tiered import apply_tiered, kip_profile, local_log_steps
 from harness.judge.traffic import apply_traffic, hwm_drop_allowed, model_view, tick_step
 from harness.scenario import steps as step_kinds
 from harness.scenario.loader import Expectation, Scenario, load_scenario
@@ -95,6 +96,8 @@ class RecordedStep:
     verdict: str | None
     observed: dict[str, Any] | None
     outcome: StepOutcome
+    #: The last storage event before the step (tiered clusters): KIP-1303's local logs.
+    storage: dict[str, Any] | None = None
 
 
 def audit(run_dir: Path, events: list[dict[str, Any]] | None = None,
@@ -190,6 +193,7 @@ def _judge(result: AuditResult, scenario: Scenario, meta: dict[str, Any],
                               trace_check.memo(logs, scenario, events, elr,
                                                _birth_if_following(meta)), elr)
     verdict = apply_traffic(result.axes, result.run_dir, scenario, events)
+    apply_tiered(result.axes, result.run_dir, scenario, events)
     if verdict is not None:
         result.traffic = verdict.to_json()
     result.trace = {"summary": trace_check.describe(result.axes["release"].details, logs),
@@ -210,7 +214,7 @@ def judge_axes(scenario: Scenario, profile: Profile, build: str, meta: dict[str,
     follows = bool(meta.get("profile_follows_builds"))
     model = model_for(scenario, mutate(profile), elr, follow_builds=follows)
     kip = KipJudge(model_under, profile, elr, _outcome_mismatch,
-                   upgrade_profiles(scenario, elr) if follows else ())
+                   upgrade_profiles(scenario, elr) if follows else (), kip_profile(scenario))
     release, reason = _replay(model, kip, scenario, recorded_steps(events),
                               str(meta.get("verdict")), _recorded_reason(events))
     checks = run_data_checks(raw_checks, model, predicts_hwm_drop(events)
@@ -243,14 +247,17 @@ def recorded_steps(events: list[dict[str, Any]]) -> list[RecordedStep]:
     current: RecordedStep | None = None
     epoch: int | None = None  # the quorum epoch last recorded (DescribeQuorum, observations)
     epoch_at_start: int | None = None
+    storage: dict[str, Any] | None = None  # the last storage event (one partition's lane)
     for e in events:
         kind = e["kind"]
         if kind == "quorum":
             epoch = (e.get("state") or {}).get("leader_epoch", epoch)
+        if kind == "storage" and "error" not in e:
+            storage = e
         if kind == "step" and e.get("phase") == "start":
             ((name, params),) = dict(e["step"]).items()
             current = RecordedStep(int(e["index"]), str(name), dict(params or {}), None, None,
-                                   StepOutcome())
+                                   StepOutcome(), storage)
             out.append(current)
             # Recorded since schema 1.5 runs of 2026-11-27 (None: DescribeQuorum unanswered
             # when the step began); older runs: the last epoch recorded before the step.
@@ -274,6 +281,12 @@ def recorded_steps(events: list[dict[str, Any]]) -> list[RecordedStep]:
         elif kind == "verdict" and e.get("index") == current.index:
             current.verdict = str(e["verdict"])
     return out
+
+
+def _before(scenario: Scenario, rec: RecordedStep) -> tuple[Any, ...]:
+    """The kip model's steps before ``rec``: the local logs last observed, when the kip
+    axis judges KIP-1303 (harness/judge/tiered.py); as the runner passes them."""
+    return local_log_steps(rec.storage) if kip_profile(scenario) is not None else ()
 
 
 def with_quorum_elected(state: dict[str, Any] | None, epoch_at_start: int | None
@@ -324,7 +337,7 @@ def _replay(model: Any, kip: KipJudge, scenario: Scenario, steps: list[RecordedS
         if tick is not None:
             model.apply(tick, continues_step=True)
         if not kind.settles(step):  # not waited for: the steps after it check it
-            kip_steps(kip, rec.index, step, None, rec.outcome, tick)
+            kip_steps(kip, rec.index, step, None, rec.outcome, tick, _before(scenario, rec))
             continue
         if kind.reads and rec.outcome.consumed is None:
             rec.outcome.consumed = []
@@ -334,7 +347,7 @@ def _replay(model: Any, kip: KipJudge, scenario: Scenario, steps: list[RecordedS
         why = (model.explain(observed) if observed is not None else "no observation recorded") \
             or await_mismatch(kind.expects(rec.params), rec.observed or {}) \
             or _outcome_mismatch(pred, rec.outcome)
-        kip_steps(kip, rec.index, step, observed, rec.outcome, tick)
+        kip_steps(kip, rec.index, step, observed, rec.outcome, tick, _before(scenario, rec))
         if why is not None:
             return DIVERGES, f"step {rec.index + 1} {rec.kind}: {why}"
         model.resolve(observed, rec.outcome.acks, read_of(rec.outcome))

@@ -153,6 +153,9 @@ class ObservedStep:
     outcome: Any
     #: The step happens during the previous one (the traffic's tick: Model.apply).
     continues: bool = False
+    #: Model steps the kip model takes before ``step``: the local logs observed at the end of
+    #: the step before (KIP-1303's reports, harness/judge/tiered.local_log_steps).
+    before: tuple[Any, ...] = ()
 
 
 
@@ -174,13 +177,15 @@ class KipJudge:
     """``kip966`` in lockstep with the release run, adopting cited deviations on demand."""
 
     def __init__(self, new_model: Callable[[Any], Any], release_profile: Any,
-                 elr_enabled: bool, mismatch: Mismatch, more_profiles: Iterable[Any] = ()
-                 ) -> None:
+                 elr_enabled: bool, mismatch: Mismatch, more_profiles: Iterable[Any] = (),
+                 kip: Any = None) -> None:
         """``more_profiles``: the profiles of the other builds the run's nodes ran (a
         rolling upgrade): their cited deviations explain the decisions those builds made,
-        as the release model's rules follow the active controller's build."""
+        as the release model's rules follow the active controller's build. ``kip``: the KIP
+        to judge against when not the release profile's (kip_base): KIP-1303 for a tiered
+        cluster that configures it (harness/judge/tiered.kip_profile)."""
         self._new_model, self._mismatch = new_model, mismatch
-        self.base = kip_base(release_profile)
+        self.base = kip if kip is not None else kip_base(release_profile)
         available = list(deviations_of(release_profile, elr_enabled, self.base))
         for prof in more_profiles:
             available += [d for d in deviations_of(prof, elr_enabled, self.base)
@@ -245,6 +250,8 @@ class KipJudge:
         return AxisVerdict("kip", CONFORMS)
 
     def _advance(self, model: Any, seen: ObservedStep) -> str | None:
+        for report in seen.before:
+            model.apply(report, continues_step=True)
         pred = model.apply(seen.step, continues_step=seen.continues)
         if pred.unsupported:
             return None  # the release run marks the step UNSUPPORTED already

@@ -36,6 +36,7 @@ def shape_of(scenario: Scenario) -> ClusterShape:
                         unstable_features=bool(getattr(c, "unstable_features", False)),
                         builds=tuple(getattr(c, "builds", ())),
                         log_dirs=int(getattr(c, "log_dirs", 1)),
+                        tiered_storage=bool(getattr(c, "tiered_storage", False)),
                         lines=tuple(getattr(c, "lines", ())))
 
 

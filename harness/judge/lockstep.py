@@ -11,6 +11,7 @@ from typing import Any
 
 from harness.judge.axes import KipJudge, Mismatch, ObservedStep, read_of, upgrade_profiles
 from harness.judge.lanes import Lane, lanes
+from harness.judge.tiered import kip_profile
 from harness.scenario import steps as step_kinds
 from harness.scenario.loader import Scenario
 from harness.scenario.steps.topics import for_lane
@@ -35,7 +36,7 @@ class Lockstep:
                      else model_for(ln.scenario, profile, elr))
             more = upgrade_profiles(scenario, elr) if follow_builds else []
             kip = KipJudge(_factory(model_for, ln.scenario, elr), model.profile, elr, mismatch,
-                           more)
+                           more, kip_profile(scenario))
             self.lanes.append(LaneModel(ln, model, kip))
         self.multi = len(self.lanes) > 1
 
@@ -134,23 +135,27 @@ class Lockstep:
             lm.model.resolve(state, outcome.acks, read_of(outcome))
 
     def kip_step(self, index: int, steps: Sequence[Any], observed: Sequence[Any] | None,
-                 outcomes: Sequence[Any], ticks: Sequence[Any] | None = None) -> None:
+                 outcomes: Sequence[Any], ticks: Sequence[Any] | None = None,
+                 before: Sequence[tuple[Any, ...]] | None = None) -> None:
+        """``before``: each lane's model steps the kip model takes first (the local logs
+        observed at the previous step's end: tiered.local_log_steps)."""
         for i, lm in enumerate(self.lanes):
             seen = None if observed is None else observed[i]
             kip_steps(lm.kip, index, steps[i], seen, outcomes[i],
-                      None if ticks is None else ticks[i])
+                      None if ticks is None else ticks[i], () if before is None else before[i])
 
 
 def kip_steps(kip: KipJudge, index: int, step: Any, observed: Any, outcome: Any,
-              tick: Any) -> None:
+              tick: Any, before: tuple[Any, ...] = ()) -> None:
     """The kip judge's view of one step: the step with its outcome and observation, or
     under traffic the step with its outcome (its acks checked), then the traffic's tick
-    with the observation (the state compared); runner and audit alike."""
+    with the observation (the state compared); runner and audit alike. ``before``: model
+    steps taken first (ObservedStep.before)."""
     if tick is None:
-        kip.step(ObservedStep(index, step, observed, outcome))
+        kip.step(ObservedStep(index, step, observed, outcome, before=before))
         return
     from harness.scenario.steps import StepOutcome
-    kip.step(ObservedStep(index, step, None, outcome))
+    kip.step(ObservedStep(index, step, None, outcome, before=before))
     kip.step(ObservedStep(index, tick, observed, StepOutcome(), continues=True))
 
 

@@ -364,8 +364,8 @@ def _requires(ctx: Reader, node: Node) -> Requires:
 
 def _cluster(ctx: Reader, node: Node) -> ClusterShape:
     items = ctx.mapping(node, "cluster")
-    ctx.unknown(items, ("brokers", "controllers", "elr", "broker_config", *BIRTH_KEYS),
-                "cluster")
+    ctx.unknown(items, ("brokers", "controllers", "elr", "broker_config", "tiered_storage",
+                        *BIRTH_KEYS), "cluster")
     brokers = ctx.int_(ctx.required(items, "brokers", node, "cluster"), "cluster.brokers")
     if not 1 <= brokers <= MAX_BROKERS:
         raise ctx.fail(items["brokers"][1], "cluster.brokers",
@@ -381,7 +381,13 @@ def _cluster(ctx: Reader, node: Node) -> ClusterShape:
         cfg = ctx.props(items["broker_config"][1], "cluster.broker_config")
         check_not_owned(ctx, items["broker_config"][1], "cluster.broker_config", cfg)
     ids = tuple(range(1, brokers + 1)) + tuple(range(100, 100 + controllers))
-    return ClusterShape(brokers, controllers, elr, cfg, **parse_birth(ctx, items, ids, elr))
+    birth = parse_birth(ctx, items, ids, elr)
+    if "tiered_storage" in items:
+        tnode = items["tiered_storage"][1]
+        if ctx.bool_(tnode, "cluster.tiered_storage"):
+            birth["tiered_storage"] = True
+            birth["lines"] = (*birth["lines"], ("tiered_storage", tnode.start_mark.line + 1))
+    return ClusterShape(brokers, controllers, elr, cfg, **birth)
 
 
 def _topics(ctx: Reader, top: Items, root: Node, cluster: ClusterShape) -> tuple[Topic, ...]:

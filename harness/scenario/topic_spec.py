@@ -11,6 +11,7 @@ from itertools import permutations
 
 from yaml.nodes import Node
 
+from harness.cluster.tiered import TIERED_TOPIC_KEYS
 from harness.cluster.topology import ClusterShape
 from harness.scenario.nodes import (
     MAX_INT,
@@ -78,19 +79,25 @@ def topic(ctx: Reader, node: Node, cluster: ClusterShape, where: str) -> Topic:
                         "config"), where)
     name = topic_name(ctx, ctx.required(items, "name", node, where), f"{where}.name")
     rows = assignment(ctx, node, items, cluster, where)
-    mir, cfg = topic_configs(ctx, node, items, where)
+    mir, cfg = topic_configs(ctx, node, items, where, cluster)
     return Topic(name, rows[0], mir, cfg, rows if len(rows) > 1 else ())
 
 
-def topic_configs(ctx: Reader, node: Node, items: Items, where: str
-                  ) -> tuple[int, dict[str, str]]:
-    """``min_insync_replicas`` (required) and the other ``config``."""
+def topic_configs(ctx: Reader, node: Node, items: Items, where: str,
+                  cluster: ClusterShape | None = None) -> tuple[int, dict[str, str]]:
+    """``min_insync_replicas`` (required) and the other ``config``; tiered storage's
+    topic configs only on a cluster with ``tiered_storage: true``."""
     mir = ctx.int_(ctx.required(items, "min_insync_replicas", node, where),
                    f"{where}.min_insync_replicas", 1, MAX_INT)
     cfg = ctx.props(items["config"][1], f"{where}.config") if "config" in items else {}
     if "min.insync.replicas" in cfg:
         raise ctx.fail(items["config"][1], f"{where}.config",
                        f"set min.insync.replicas with {where}.min_insync_replicas")
+    tiered = sorted(set(cfg) & set(TIERED_TOPIC_KEYS))
+    if tiered and cluster is not None and not cluster.tiered_storage:
+        raise ctx.fail(items["config"][1], f"{where}.config",
+                       f"{', '.join(tiered)}: tiered storage's topic configs need "
+                       "cluster.tiered_storage: true (FORMAT.md \"Tiered storage\")")
     return mir, cfg
 
 

@@ -128,8 +128,15 @@ def _counted(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{name} {n}" for name, n in counts.items())
 
 
+#: (topic, partition) -> its log start at the end of the run, for partitions whose log start
+#: moved by retention (tiered storage, harness/judge/tiered.py): what lies below it was
+#: deleted by retention, neither lost nor displaced; whether the log start moved only by
+#: retention is judged apart (the tiered-log-start-by-retention check).
+Retained = Mapping[tuple[str, int], int]
+
+
 def check_file(path: Path, budget: LossBudget | None = None, idempotent: bool | None = None,
-               examples: int = 20) -> TrafficVerdict:
+               examples: int = 20, retained: Retained | None = None) -> TrafficVerdict:
     """Every check in this process, streaming the file once (twice when it deletes or
     creates topics: their lives first, then each incarnation as a log of its own,
     incarnations.py)."""
@@ -138,11 +145,12 @@ def check_file(path: Path, budget: LossBudget | None = None, idempotent: bool | 
     if lives is None:
         index = TrafficIndex.build(history, examples)
         return TrafficVerdict("in-process", index.events, history.skipped,
-                              check_events(index, budget, idempotent))
+                              check_events(index, budget, idempotent, retained=retained))
     index = TrafficIndex.build(lives.relabel(history), examples)
     lives.resolve(index)
     return TrafficVerdict("in-process", index.events + lives.indeterminate, history.skipped,
-                          check_events(index, budget, idempotent, lives=lives),
+                          check_events(index, budget, idempotent, lives=lives,
+                                       retained=retained),
                           incarnations=lives.summary())
 
 
@@ -166,13 +174,15 @@ def index_of(source: Source, examples: int = 20) -> TrafficIndex:
 
 def check_events(source: Source, budget: LossBudget | None = None,
                  idempotent: bool | None = None, examples: int = 20,
-                 lives: Incarnations | None = None) -> list[Summary]:
+                 lives: Incarnations | None = None,
+                 retained: Retained | None = None) -> list[Summary]:
     """Every check over one streamed pass, in CHECKS order; ``lives``: the index was built
     from ``lives.relabel`` (each incarnation of a topic its own log)."""
     index = index_of(source, examples)
     gone = lives.gone_logs() if lives is not None else None
-    return [lost_writes(index, budget, gone), duplicates(index, idempotent, lives is not None),
-            inconsistent_offsets(index), lost_after_read(index), poll_order(index),
+    return [lost_writes(index, budget, gone, retained),
+            duplicates(index, idempotent, lives is not None),
+            inconsistent_offsets(index), lost_after_read(index, retained), poll_order(index),
             commit_order(index), unseen_acked(index, gone)]
 
 
@@ -188,7 +198,7 @@ def _record_key(item: Mapping[str, Any]) -> tuple[Any, ...]:
 # --- lost writes ---------------------------------------------------------------------------
 
 def lost_writes(source: Source, budget: LossBudget | None = None,
-                gone: set[str] | None = None) -> Summary:
+                gone: set[str] | None = None, retained: Retained | None = None) -> Summary:
     """Acked, in a partition whose final read is complete, and not in that read. Excused:
     records of a producer without acks=all, and what `budget` covers; the rest count, and
     more of them than `budget.records` fail. ``gone``: logs deleted by request
@@ -207,6 +217,9 @@ def lost_writes(source: Source, budget: LossBudget | None = None,
             continue
         counts["acked"] += 1
         if index.in_final[id_number] == 1:
+            continue
+        if _below_log_start(index, partition, offset, retained):
+            counts["deleted_by_retention"] = counts.get("deleted_by_retention", 0) + 1
             continue
         item = _lost_item(index, id_number, partition, offset, budget)
         counts["lost"] += 1
@@ -273,7 +286,17 @@ def inconsistent_offsets(source: Source) -> Summary:
 
 # --- lost after read -----------------------------------------------------------------------
 
-def lost_after_read(source: Source) -> Summary:
+def _below_log_start(index: TrafficIndex, partition: int, offset: int | None,
+                     retained: Retained | None) -> bool:
+    """Whether a record at ``offset`` lies below its partition's final log start (deleted
+    by retention: ``Retained``)."""
+    if not retained or offset is None:
+        return False
+    start = retained.get(_topic_partition(index, partition))
+    return start is not None and offset < start
+
+
+def lost_after_read(source: Source, retained: Retained | None = None) -> Summary:
     """Polled ids displaced at the end: at a polled position in a partition whose final
     read is complete, the id is in no final read ("absent") or that offset holds another
     id there ("replaced"). Each id once, at its first displaced position."""
@@ -281,7 +304,8 @@ def lost_after_read(source: Source) -> Summary:
     counts = {"polled": 0, "lost": 0, "absent": 0, "replaced": 0}
     first = Smallest(index.examples, _record_key)
     for id_number in range(len(index.ids)):
-        judged = [p for p in index.positions.polled_of(id_number) if p[0] in index.complete]
+        judged = [p for p in index.positions.polled_of(id_number) if p[0] in index.complete
+                  and not _below_log_start(index, p[0], p[1], retained)]
         if not judged:
             continue
         counts["polled"] += 1

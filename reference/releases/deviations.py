@@ -103,6 +103,10 @@ KNOWN_DEVIATIONS: tuple[Deviation, ...] = (
               "once, when a record makes the partition leaderless, and clears it only when a "
               "record names a leader (apache/kafka PR 20629): they differ after ELR was "
               "turned off and on again"),
+    Deviation("no-kip1303", "kip1303", False,
+              "no release implements KIP-1303 (through 4.4.0): the controller elects in "
+              "assignment order whatever the replicas' local logs hold; "
+              "leader.election.eligible.local.log.ms/.bytes are unknown configs"),
     Deviation("reassignment-ignores-min-isr", "reassignment_needs_min_isr", False,
               "a reassignment completes (or is cancelled) without the KIP's ISR >= min ISR "
               "condition, and a removed replica can stay in the ELR (4.3.1 "

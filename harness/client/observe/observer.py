@@ -19,6 +19,7 @@ from harness.client.observe.offsets import HighWatermarks
 from harness.client.observe.partitions import PartitionViews, _freshest
 from harness.client.observe.quorum import QuorumState
 from harness.client.observe.reassignment import reassignment_state
+from harness.client.observe.storage import ReplicaLogs
 
 if TYPE_CHECKING:
     from harness.cluster.backends.base import Cluster
@@ -29,7 +30,7 @@ STATE_FIELDS = ("leader", "leader_epoch", "replicas", "isr", "elr", "last_known_
 
 
 class Observer(PartitionViews, BrokerStates, HighWatermarks, QuorumState, ControllerLog,
-               LogDirs):
+               LogDirs, ReplicaLogs):
     def __init__(self, cluster: Cluster, record: bool = True,
                  current_brokers: Callable[[], list[int]] | None = None) -> None:
         self.cluster = cluster

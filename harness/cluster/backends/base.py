@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from harness.cluster import config as kafkaconfig
-from harness.cluster import logdirs, storage
+from harness.cluster import logdirs, storage, tiered
 from harness.cluster.backends.readiness import wait_log_line
 from harness.cluster.builds import Build, from_maven
 from harness.cluster.topology import CLIENT, ClusterShape, host_alias, node_name
@@ -84,6 +84,9 @@ class Cluster(abc.ABC):
         #: Nodes that run another build than ``build`` (the one the cluster was born on,
         #: formatted with): set by ``switch_build`` while the node is down.
         self.node_builds: dict[int, Build] = {}
+        #: The kafka-storage test jar with LocalTieredStorage and its version, for a
+        #: cluster with tiered storage (resolved at ``start``, appended to the class path).
+        self.tiered_jar: tuple[list[Path], str] | None = None
         #: Nodes born on another build (``cluster.builds``; resolved, and cached, before
         #: the run starts a cluster: harness/run/runner/birth.py).
         for node, version in shape.builds:
@@ -97,6 +100,13 @@ class Cluster(abc.ABC):
     def start(self) -> None:
         """Bring up proxies and every node; return when the readiness strategy says the
         cluster is ready. On failure everything already started is stopped before raising."""
+        if self.shape.tiered_storage and self.tiered_jar is None:
+            self.tiered_jar = tiered.rsm_classpath(self.build)
+            entries, version = self.tiered_jar
+            self.history.update(tiered_storage={
+                "rsm_jar": entries[-1].name, "rsm_jar_version": version,
+                "bridge": [str(e) for e in entries[:-1]],
+                "remote_dir": str(tiered.remote_root(self.run_dir))})
         self._check_prerequisites()
         with startslots.start_slot() as waited:
             procs.register_cleanup(self, self.teardown)
@@ -229,6 +239,11 @@ class Cluster(abc.ABC):
             node, self.shape, addr, ",".join(map(str, self.log_dirs(node))),
             self.shape.broker_config,
             controller_leader_endpoints=self.build_of(node).version_tuple >= (3, 9, 0))
+        if self.shape.tiered_storage:
+            extra = (tiered.controller_props() if self.shape.is_controller(node)
+                     else tiered.broker_props(self.shape, self.run_dir))
+            text += "".join(f"{k}={kafkaconfig.escape(v)}\n" for k, v in extra.items()
+                            if k not in self.shape.broker_config)
         if self.shape.unstable_features:
             # Born at a non-production level: each server needs the build's switch to
             # start on it (its supported range ends at latestTesting only with it).
@@ -241,6 +256,13 @@ class Cluster(abc.ABC):
         hosts.update({host_alias(other): self.ip(node, other)
                       for other in self.shape.nodes if other != node})
         return hosts
+
+    def classpath_of(self, build: Build) -> str:
+        """A node's class path: the build's jars, and LocalTieredStorage's test jar when
+        the cluster has tiered storage (after the build's own jars)."""
+        if self.tiered_jar is None:
+            return build.classpath()
+        return os.pathsep.join([build.classpath(), *map(str, self.tiered_jar[0])])
 
     def jvm_args(self, node: int, java: str, classpath: str,
                  extra_opts: list[str] | None = None) -> list[str]:

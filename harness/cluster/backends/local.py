@@ -100,7 +100,7 @@ class LocalCluster(Cluster):
         build = self.build_of(node)
         self._prepare_build(build)
         java, opts = self._runtimes[build]
-        cmd = self.jvm_args(node, java, build.classpath(), opts)
+        cmd = self.jvm_args(node, java, self.classpath_of(build), opts)
         self._procs[node] = procs.spawn(cmd, self.log_path(node), cwd=self.node_dir(node))
 
     _relaunch = _launch

@@ -21,6 +21,7 @@ from harness.run.runner.requirements import requirement_gap, step_builds
 from harness.run.runner.results import RunResult, StepResult
 from harness.run.runner.settle import _fully_replicated
 from harness.run.runner.step import StepMixin, _settled_predictions, step_mapping
+from harness.run.runner.tiered import check_tiered, tiered_gap
 from harness.run.runner.traffic import TrafficMixin
 from harness.run.sampler import MIN_RATE, SampleObserver, Sampler
 from harness.scenario import steps as step_kinds
@@ -54,12 +55,14 @@ class Runner(StepMixin, TrafficMixin, FinalReadMixin, JudgingMixin):
         try:
             step_builds(sc)  # every build a step names, resolved before any cluster starts
             born = birth_builds(sc)  # and every build a node is born on
-            gap = requirement_gap(sc, self.build) or birth_gap(sc, self.backend)
+            gap = (requirement_gap(sc, self.build) or birth_gap(sc, self.backend)
+                   or tiered_gap(sc, self.backend))
             if not gap:
                 # Several log dirs on a build before 3.7 the file did not declare out of
                 # range (requires.min_version): a file:line ERROR, no cluster started.
                 check_log_dirs(sc, self.build, born)
                 check_birth(sc, self.build, born)  # the builds' tools take the birth
+                check_tiered(sc, self.build)  # a build with KIP-405, its RSM jar fetched
             if gap:
                 self._predict_only(history, result, gap)
             else:

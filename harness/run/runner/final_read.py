@@ -14,10 +14,10 @@ from harness.judge.compare import predicts_hwm_drop, run_data_checks
 from harness.judge.lanes import lane_events, merge_checks
 from harness.judge.traffic import hwm_drop_allowed
 from harness.run import recovery
-from harness.run.runner.state import RunnerState
+from harness.run.runner.storage import StorageMixin
 
 
-class FinalReadMixin(RunnerState):
+class FinalReadMixin(StorageMixin):
     """The final read, the data checks, the recovery read and the metadata archive."""
 
     def _data_checks(self, history: History, session: Session) -> list[dict[str, Any]]:
@@ -34,6 +34,9 @@ class FinalReadMixin(RunnerState):
                 session.workload.consume_all(lm.lane.topic, lm.lane.partition)
             except Exception as exc:  # noqa: BLE001 - a partition with no leader: nothing to read
                 progress.say(f"final read of {lm.lane.label} failed: {exc}")
+        # Tiered storage: the log start after the read, which the read started at or below;
+        # what lies below it retention deleted (harness/judge/tiered.py).
+        self._observe_storage(session, history, None)
         from harness.judge import datachecks
         events = list(read_events(history.run_dir))
         self._events, self._raw_checks = events, []

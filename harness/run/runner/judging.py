@@ -7,6 +7,7 @@ from harness.infra.history import History
 from harness.judge import trace_check
 from harness.judge.axes import AXES, AxisVerdict, RunEvidence, judge_run
 from harness.judge.lanes import lane_events, merge_axes
+from harness.judge.tiered import apply_tiered
 from harness.judge.traffic import apply_traffic
 from harness.run.runner.requirements import elr_enabled
 from harness.run.runner.results import RunResult
@@ -34,6 +35,7 @@ class JudgingMixin(RunnerState):
             per_lane.append((lm.lane, judge_run(release, lm.model.profile, lm.kip, evidence)))
         result.axes = merge_axes(per_lane)
         verdict = apply_traffic(result.axes, history.run_dir, self.scenario, self._events)
+        apply_tiered(result.axes, history.run_dir, self.scenario, self._events)
         if verdict is not None:
             history.update(traffic={**(history.meta.get("traffic") or {}),
                                     "checks": verdict.to_json()})

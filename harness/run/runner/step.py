@@ -27,6 +27,7 @@ from harness.run.runner.logdirs import log_dirs_at
 from harness.run.runner.record import RecordMixin, _unsettled
 from harness.run.runner.results import RunResult, StepResult
 from harness.run.runner.settle import SettleMixin
+from harness.run.runner.storage import StorageMixin
 from harness.run.runner.traffic import topic_life
 from harness.scenario import steps as step_kinds
 from harness.scenario.steps import StepOutcome, Target
@@ -38,7 +39,7 @@ def step_mapping(step: Any) -> tuple[str, dict[str, Any], int | None]:
     return str(kind), dict(params or {}), step.line
 
 
-class StepMixin(SettleMixin, RecordMixin):
+class StepMixin(SettleMixin, RecordMixin, StorageMixin):
     """One scenario step on the cluster, judged against the model in lockstep."""
 
     def _run_step(self, session: Session, history: History, result: RunResult, index: int,
@@ -92,7 +93,8 @@ class StepMixin(SettleMixin, RecordMixin):
         if not step_kind.settles(step):
             # Not waited for (restart wait: false): its prediction is checked by the steps
             # after it, on the model's branches it leaves; nothing is observed here.
-            ls.kip_step(index, steps, None, outcomes, ticks)
+            ls.kip_step(index, steps, None, outcomes, ticks, self._kip_before())
+            self._observe_storage(session, history, index)
             history.record("step", index=index, phase="end", step={kind: params}, line=line,
                            **noted, **self._builds_at(session, history, index),
                            **log_dirs_at(session, history, index))
@@ -110,8 +112,9 @@ class StepMixin(SettleMixin, RecordMixin):
         if states is not None and reason is None:
             ls.resolve(states, outcomes)
         if not blind:
-            ls.kip_step(index, steps, states, outcomes, ticks)
+            ls.kip_step(index, steps, states, outcomes, ticks, self._kip_before())
         topic_life(self._traffic, history, kind, life_topic, "settled")
+        self._observe_storage(session, history, index)
         history.record("step", index=index, phase="end", step={kind: params}, line=line,
                        **noted, **self._builds_at(session, history, index),
                        **log_dirs_at(session, history, index))

@@ -51,7 +51,7 @@ def _parse_create(c: Reader, it: Items, n: Node, w: str, cl: ClusterShape) -> T.
     c.unknown(it, SPEC_KEYS, w)
     if not it:
         return T.CreateTopic()
-    mir, cfg = topic_configs(c, n, it, w)
+    mir, cfg = topic_configs(c, n, it, w, cl)
     config = {"min.insync.replicas": str(mir), **cfg}
     if "replication_factor" in it:
         for key in ("assignment", "replicas"):
