@@ -33,6 +33,10 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
                      help="events per lane before a new session (10..100000; default 500, "
                           "with --coverage 150: a lane's session is the unit the coverage "
                           "feedback admits to its corpus, so sessions come more often)")
+    cmd.add_argument("--events", default=None,
+                     help="stop the search after this many events (checked between "
+                          "batches), or at the budget, whichever comes first: the same seed "
+                          "and count meet the same events on any machine")
     cmd.add_argument("--no-shrink", action="store_true", help="report findings unshrunk")
     cmd.add_argument("--coverage", action="store_true",
                      help="run the search under the JaCoCo agent and report line and branch "
@@ -90,7 +94,9 @@ def parse_config(args: argparse.Namespace) -> object:
                   shrink=not args.no_shrink,
                   shrink_attempts=_int(args.shrink_attempts, "--shrink-attempts", 1, 10_000),
                   shrink_budget_s=shrink_budget, coverage=args.coverage,
-                  feature_weight=_weight(args.feature_weight))
+                  feature_weight=_weight(args.feature_weight),
+                  max_events=None if args.events is None else
+                  _int(args.events, "--events", 1, 10**9))
 
 
 def for_build(cfg: Any, elr_flag: str, build_runs_either: bool) -> Any:

@@ -39,7 +39,7 @@ class Campaign(Classifier, Feedback, Shrinker, Writer):
         if cfg.coverage:
             self._agent = coverage.agent_options(self.out_dir / "coverage" / "jacoco.exec")
             self._last_report = t0
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not self._enough():
             self._session(random.Random(rng.getrandbits(63)), t0, deadline)
             if cfg.coverage:
                 self._progress(t0, deadline)
@@ -56,6 +56,11 @@ class Campaign(Classifier, Feedback, Shrinker, Writer):
                 self._shrink(found)
                 self.say(f"diff: {found.shrink_note}")
         self._write()
+
+    def _enough(self) -> bool:
+        """``max_events`` reached (checked between batches: the same seed and count send
+        the same batches)."""
+        return self.cfg.max_events is not None and self.stats.events >= self.cfg.max_events
 
     def _session(self, rng: random.Random, t0: float, deadline: float) -> None:
         cfg = self.cfg
@@ -101,7 +106,7 @@ class Campaign(Classifier, Feedback, Shrinker, Writer):
             novel = [0] * cfg.lanes
             novel_end = list(setup_len)
             for _ in range(cfg.lane_events):
-                if time.monotonic() >= deadline:
+                if time.monotonic() >= deadline or self._enough():
                     break
                 batch = []
                 for k, g in enumerate(gens):

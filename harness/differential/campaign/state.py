@@ -97,6 +97,9 @@ class Config:
     #: Weight of the live ELR toggle (``updateFeature``) per lane event where the build has
     #: the feature (``--feature-weight``); None: workload.FEATURE_WEIGHT.
     feature_weight: float | None = None
+    #: Stop the search after this many events (None: the budget alone): the same seed and
+    #: count meet the same events whatever the machine's speed (``--events``).
+    max_events: int | None = None
 
 
 class CampaignState:
