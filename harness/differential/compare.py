@@ -30,11 +30,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from time import perf_counter
 from typing import Any
 
 from harness.differential.model import FIELDS, observed, view
 from harness.differential.protocol import Answer
-from reference.model.controller_events import Cluster, Outcome, apply, configured, world_of
+from reference.model.controller_events import (
+    Cluster,
+    Outcome,
+    Prediction,
+    apply,
+    configured,
+    world_of,
+)
 from reference.model.state import evolve
 from reference.releases.catalog import get_profile, profile_for_build
 from reference.releases.deviations import (
@@ -238,8 +246,24 @@ class Comparator:
         self._profiles: dict[tuple[Deviation, ...], Profile] = {}
         #: Deviation sets that explained a difference, most recent first (tried first).
         self._recent: list[tuple[Deviation, ...]] = []
+        #: Seconds in the model (``apply``) and in the rest of ``step`` (bench.py).
+        self.timing = {"model": 0.0, "compare": 0.0}
+
+    def _apply(self, prior: Cluster, profile: Profile, event: Mapping[str, Any]) -> Prediction:
+        t0 = perf_counter()
+        try:
+            return apply(prior, profile, event)
+        finally:
+            self.timing["model"] += perf_counter() - t0
 
     def step(self, event: Mapping[str, Any], answer: Answer) -> StepReport:
+        t0, model = perf_counter(), self.timing["model"]
+        try:
+            return self._step(event, answer)
+        finally:
+            self.timing["compare"] += perf_counter() - t0 - (self.timing["model"] - model)
+
+    def _step(self, event: Mapping[str, Any], answer: Answer) -> StepReport:
         op = str(event.get("op"))
         if answer.unsupported is not None:
             return StepReport(op, UNSUPPORTED, UNSUPPORTED, why=answer.unsupported)
@@ -254,7 +278,7 @@ class Comparator:
         for axis, profile in (("release", self.release), ("kip", self.kip)):
             prior = self.states[axis]
             obs = base if axis == "release" else _hidden_from(base, prior)
-            pred = apply(prior, profile, event)
+            pred = self._apply(prior, profile, event)
             if pred.unmodelled is not None:
                 report.release = report.kip = UNMODELLED
                 report.why = pred.unmodelled
@@ -312,7 +336,7 @@ class Comparator:
             profile = self._profiles.get(devs)
             if profile is None:
                 profile = self._profiles[devs] = apply_deviations(self.kip, devs)
-            pred = apply(prior, profile, event)
+            pred = self._apply(prior, profile, event)
             if pred.unmodelled is not None:
                 return None
             chosen, ds = best(pred.outcomes, obs, ok, prior)

@@ -139,6 +139,9 @@ class ControllerDriver:
         self._buffer = bytearray()
         self._seq = 0
         self._failed = False
+        #: Seconds of send_many spent waiting for the driver's answers (``wait``) and the
+        #: rest of it: encoding, writing, reading, decoding (``protocol``); bench.py.
+        self.timing = {"wait": 0.0, "protocol": 0.0}
 
     @classmethod
     def for_build(cls, build: Build, settings: Settings | None = None, *,
@@ -247,6 +250,8 @@ class ControllerDriver:
         """Answers in order; all events are written while answers are being read."""
         if self._proc is None or self.ready is None:
             raise DriverError(f"{self.label} is not started: call start() first")
+        t0 = time.perf_counter()
+        waited = self.timing["wait"]
         checked = [check_event(e) for e in events]
         if not checked:
             return []
@@ -261,6 +266,7 @@ class ControllerDriver:
         except BaseException:
             self._failed = True
             raise
+        self.timing["protocol"] += time.perf_counter() - t0 - (self.timing["wait"] - waited)
         return answers
 
     # ---- the pipes ----
@@ -291,7 +297,10 @@ class ControllerDriver:
                     self._kill()
                     raise self._failure(f"no answer within {timeout_s:.0f} s "
                                         f"({len(lines)} of {answers} answered; killed)")
-                for key, _ in selector.select(min(remaining, 1.0)):
+                t0 = time.perf_counter()
+                ready = selector.select(min(remaining, 1.0))
+                self.timing["wait"] += time.perf_counter() - t0
+                for key, _ in ready:
                     if key.fd == stdin:
                         try:
                             sent += os.write(stdin, view[sent:sent + _WRITE_CHUNK])

@@ -45,6 +45,8 @@ class Session:
         t0 = time.monotonic()
         ready = self.driver.start()
         self.start_seconds = time.monotonic() - t0
+        #: The driver's CPU seconds at its ready answer: the JVM's start and the set-up.
+        self.start_cpu_s = self.cpu_seconds()
         self.elr = ready.elr
         self.comparator = Comparator(version_of(build), ready.elr, initial(
             ready.partitions, ready.brokers, min_isr=settings.min_isr,
