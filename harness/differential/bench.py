@@ -130,26 +130,33 @@ def campaign_parts(build: builds.Build, events: int, seed: int, lanes: int,
     st = c.stats
     start_wall = st.start_seconds
     start_cpu = sum(s.start_cpu_s for s, _ in c.sessions)
-    part = {k: sum(s.driver.timing[k] for s, _ in c.sessions) for k in ("wait", "protocol")}
+    drivers = list({id(s.driver): s.driver for s, _ in c.sessions}.values())
+    part = {k: sum(d.timing[k] for d in drivers) for k in ("wait", "protocol")}
     part |= {k: sum(s.comparator.timing[k] for s, _ in c.sessions) for k in ("model", "compare")}
     wall = st.seconds - start_wall
     java = st.driver_cpu_s - start_cpu
     python = st.harness_cpu_s
     rest = max(0.0, wall - sum(part.values()))
     n = st.events
-    # The driver alone: the same batches, a fresh JVM per session, no model.
-    alone_wall = alone_java = alone_py = alone_proto = 0.0
-    for s, batches in c.sessions:
-        with ControllerDriver.for_build(build, s.driver.settings) as d:
-            cpu_start = cpu_seconds(d.pid)
+    # The driver alone: the same batches, in sessions as the campaign's (one JVM, a new
+    # session in it for each), no model.
+    alone_wall = alone_java = alone_py = 0.0
+    d = ControllerDriver.for_build(build, c.sessions[0][0].settings)
+    try:
+        for n_session, (s, batches) in enumerate(c.sessions):
+            if n_session == 0:
+                d.start()
+            else:
+                d.restart(s.settings)
             clock = Clock(d.pid)
-            clock.java = cpu_start
             for batch in batches:
                 d.send_many(batch)
             alone_wall += time.monotonic() - clock.wall
-            alone_java += cpu_seconds(d.pid) - cpu_start
+            alone_java += cpu_seconds(d.pid) - clock.java
             alone_py += time.process_time() - clock.python
-            alone_proto += d.timing["protocol"]
+        alone_proto = d.timing["protocol"]
+    finally:
+        d.close()
     load1 = _load()
 
     def us(x: float) -> str:

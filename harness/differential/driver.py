@@ -190,6 +190,31 @@ class ControllerDriver:
             self.close()
             raise
         self.start_seconds = time.monotonic() - t0
+        self.timing = {"wait": 0.0, "protocol": 0.0}  # events only, not the start
+        return self.ready
+
+    def restart(self, settings: Settings) -> Ready:
+        """A new session in the same JVM (``{"newSession": settings}``): the driver builds new
+        managers and state as a new process would, its JIT warm and no JVM to start (issue
+        44 item 3); answers count from 1 again. SessionUnsupported (the process closed) if
+        the build cannot run these settings."""
+        if self._proc is None or self.ready is None:
+            raise DriverError(f"{self.label} is not started: call start() first")
+        t0 = time.monotonic()
+        self.settings = settings
+        try:
+            line = self._exchange(encode({"newSession": settings.to_json()}), 1,
+                                  self.start_timeout_s)[0]
+            self.ready = parse_ready(line)
+        except SessionUnsupported:
+            self.close()
+            raise
+        except BaseException:
+            self._failed = True
+            self.close()
+            raise
+        self._seq = 0
+        self.start_seconds = time.monotonic() - t0
         return self.ready
 
     def close(self) -> None:

@@ -39,10 +39,15 @@ class Campaign(Classifier, Feedback, Shrinker, Writer):
         if cfg.coverage:
             self._agent = coverage.agent_options(self.out_dir / "coverage" / "jacoco.exec")
             self._last_report = t0
-        while time.monotonic() < deadline and not self._enough():
-            self._session(random.Random(rng.getrandbits(63)), t0, deadline)
-            if cfg.coverage:
-                self._progress(t0, deadline)
+        try:
+            while time.monotonic() < deadline and not self._enough():
+                self._session(random.Random(rng.getrandbits(63)), t0, deadline)
+                if cfg.coverage:
+                    self._progress(t0, deadline)
+        finally:
+            if self._jvm is not None:
+                self._jvm.close()
+                self._jvm = None
         self.stats.seconds = time.monotonic() - t0
         self.stats.harness_cpu_s = time.process_time() - cpu0
         if cfg.coverage:
@@ -65,8 +70,13 @@ class Campaign(Classifier, Feedback, Shrinker, Writer):
     def _session(self, rng: random.Random, t0: float, deadline: float) -> None:
         cfg = self.cfg
         elr = self.stats.sessions % 2 == 0 if cfg.elr_both else None
+        # One JVM for every session (a new session in it: its JIT stays warm), except under
+        # the coverage agent, whose probes are told per JVM (a session is the unit the
+        # corpus admits).
         s = Session(self.build, settings_for(cfg.lanes, cfg, probes=cfg.coverage, elr=elr),
-                    self._agent)
+                    self._agent, driver=self._jvm)
+        if not cfg.coverage:
+            self._jvm = s.driver
         self.stats.sessions += 1
         self.stats.start_seconds += s.start_seconds
         self.elr = s.elr
@@ -121,6 +131,11 @@ class Campaign(Classifier, Feedback, Shrinker, Writer):
                             novel_end[k] = len(logs[k])
             if feedback:
                 self._admit(session, gens, logs, setup_len, novel, novel_end)
+        except BaseException:
+            self._jvm = None
+            s.close()
+            raise
         finally:
             self.stats.driver_cpu_s += s.cpu_seconds()
-            s.close()
+            if self._jvm is None:
+                s.close()

@@ -39,13 +39,23 @@ class Session:
     """One driver session with its comparator and the merged state the answers report."""
 
     def __init__(self, build: Build, settings: Settings,
-                 extra_jvm_opts: Sequence[str] = ()) -> None:
-        self.driver = ControllerDriver.for_build(build, settings,
-                                                 jvm_opts=(*JVM_OPTS, *extra_jvm_opts))
+                 extra_jvm_opts: Sequence[str] = (), driver: ControllerDriver | None = None
+                 ) -> None:
+        """``driver``: a running driver whose JVM the session takes over (a new session in
+        it, ``ControllerDriver.restart``), else a new JVM."""
         t0 = time.monotonic()
-        ready = self.driver.start()
+        if driver is None:
+            self.driver = ControllerDriver.for_build(build, settings,
+                                                     jvm_opts=(*JVM_OPTS, *extra_jvm_opts))
+            self.cpu_at_open = 0.0
+            ready = self.driver.start()
+        else:
+            self.driver = driver
+            self.cpu_at_open = self._jvm_cpu()
+            ready = driver.restart(settings)
         self.start_seconds = time.monotonic() - t0
-        #: The driver's CPU seconds at its ready answer: the JVM's start and the set-up.
+        #: The driver's CPU seconds for this session's start: the JVM's (a new one) and
+        #: the set-up.
         self.start_cpu_s = self.cpu_seconds()
         self.elr = ready.elr
         self.comparator = Comparator(version_of(build), ready.elr, initial(
@@ -54,6 +64,7 @@ class Session:
         self.partitions: dict[str, dict[str, Any]] = dict(ready.partitions)
         self.brokers: dict[str, dict[str, Any]] = dict(ready.brokers)
         self.ready = ready
+        self.settings = settings
 
     def send(self, events: Sequence[Mapping[str, Any]]) -> list[Answer]:
         answers = self.driver.send_many(events)
@@ -66,11 +77,15 @@ class Session:
         return answers
 
     def cpu_seconds(self) -> float:
-        """CPU time the driver's JVM has used so far (0 once it has exited)."""
+        """CPU time the driver's JVM has used for this session so far (0 once it has
+        exited)."""
+        return max(0.0, self._jvm_cpu() - self.cpu_at_open)
+
+    def _jvm_cpu(self) -> float:
         from harness.differential.bench import cpu_seconds
         try:
             return cpu_seconds(self.driver.pid)
-        except (OSError, IndexError, ValueError):
+        except (OSError, IndexError, ValueError, TypeError):
             return 0.0
 
     def close(self) -> None:

@@ -14,6 +14,7 @@ from harness.cluster.builds import Build
 from harness.differential.compare import Finding
 from harness.differential.corpus import Corpus, ProbeMap
 from harness.differential.coverage import CoverageReport
+from harness.differential.driver import ControllerDriver
 from reference.releases.known_bugs import KnownBug
 
 
@@ -126,3 +127,5 @@ class CampaignState:
         #: (seconds, events, corpus size, probes covered per class, branch ratios or None).
         self.timeline: list[dict[str, Any]] = []
         self._last_report = 0.0
+        #: The driver whose JVM the next session takes over (none with coverage).
+        self._jvm: ControllerDriver | None = None
