@@ -41,9 +41,10 @@ from reference.model.controller_events import (
     Prediction,
     apply,
     configured,
-    world_of,
 )
-from reference.model.state import evolve
+from reference.model.controller_events.changes import min_isr_of
+from reference.model.controller_events.cluster import Reg
+from reference.model.state import Partition, evolve
 from reference.releases.catalog import get_profile, profile_for_build
 from reference.releases.deviations import (
     Deviation,
@@ -132,14 +133,18 @@ def _changed(c: Cluster, prior: Cluster) -> set[str]:
             if (q := old.get(k)) is not p and q != p} | (old.keys() - c.partitions.keys())
 
 
-def diffs(out: Outcome, obs: Cluster, obs_accepted: bool, prior: Cluster) -> list[Diff]:
-    """Every field where the outcome and the build's state differ."""
+def diffs(out: Outcome, obs: Cluster, obs_accepted: bool, prior: Cluster,
+          obs_changed: set[str] | None = None) -> list[Diff]:
+    """Every field where the outcome and the build's state differ (``obs_changed``:
+    ``_changed(obs, prior)`` if already known)."""
     found: list[Diff] = []
     if out.accepted != obs_accepted:
         found.append(Diff("event", "accepted", out.accepted, obs_accepted))
     if out.cluster.elr_now != obs.elr_now:
         found.append(Diff("event", "elr", out.cluster.elr_now, obs.elr_now))
-    for key in sorted(_changed(out.cluster, prior) | _changed(obs, prior)):
+    if obs_changed is None:
+        obs_changed = _changed(obs, prior)
+    for key in sorted(_changed(out.cluster, prior) | obs_changed):
         mp, op = out.cluster.partitions.get(key), obs.partitions.get(key)
         if mp is None or op is None:
             if (mp is None) != (op is None):
@@ -162,7 +167,8 @@ def diffs(out: Outcome, obs: Cluster, obs_accepted: bool, prior: Cluster) -> lis
 def best(outcomes: tuple[Outcome, ...], obs: Cluster, obs_accepted: bool, prior: Cluster
          ) -> tuple[Outcome, list[Diff]]:
     """The allowed outcome closest to the build's (no differences: it matches)."""
-    scored = [(o, diffs(o, obs, obs_accepted, prior)) for o in outcomes]
+    changed = _changed(obs, prior)
+    scored = [(o, diffs(o, obs, obs_accepted, prior, changed)) for o in outcomes]
     return min(scored, key=lambda x: len(x[1]))
 
 
@@ -185,7 +191,7 @@ def violations(c: Cluster, key: str) -> list[tuple[str, str]]:
                     f"{list(q.replicas)}"))
     if q.isr & q.elr:
         out.append(("ElrIsrDisjoint", f"{key}: {sorted(q.isr & q.elr)} in both ISR and ELR"))
-    min_isr = world_of(c, key).min_isr
+    min_isr = min_isr_of(c, key)
     if q.elr and len(q.isr) >= min_isr:
         out.append(("ElrEmptyAtMinIsr", f"{key}: ELR {sorted(q.elr)} with ISR "
                                         f"{sorted(q.isr)} at min ISR {min_isr}"))
@@ -352,12 +358,23 @@ class Comparator:
     def _resync(obs: Cluster, chosen: Outcome, event: Mapping[str, Any], ok: bool) -> Cluster:
         """The build's state, with the model's hidden fields (the KIP's last known leader)
         and the configs of the event if the build accepted it."""
-        parts = dict(obs.partitions)
+        parts: dict[str, Partition] | None = None
         for key, p in chosen.cluster.partitions.items():
-            if key in parts and parts[key].last_known_leader != p.last_known_leader:
-                parts[key] = evolve(parts[key], last_known_leader=p.last_known_leader)
-        regs = {b: (evolve(r, expired=chosen.cluster.brokers[b].expired)
-                    if b in chosen.cluster.brokers and not r.alive else r)
-                for b, r in obs.brokers.items()}
-        out = evolve(obs, partitions=parts, brokers=regs)
+            q = obs.partitions.get(key)
+            if q is not None and q is not p and q.last_known_leader != p.last_known_leader:
+                if parts is None:
+                    parts = dict(obs.partitions)
+                parts[key] = evolve(q, last_known_leader=p.last_known_leader)
+        model = chosen.cluster.brokers
+        regs: dict[int, Reg] | None = None
+        for b, r in obs.brokers.items():
+            m = model.get(b)
+            if not r.alive and m is not None and m is not r and m.expired != r.expired:
+                if regs is None:
+                    regs = dict(obs.brokers)
+                regs[b] = evolve(r, expired=m.expired)
+        out = obs
+        if parts is not None or regs is not None:
+            out = evolve(obs, partitions=obs.partitions if parts is None else parts,
+                         brokers=obs.brokers if regs is None else regs)
         return configured(out, event) if ok else out
