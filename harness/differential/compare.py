@@ -126,8 +126,8 @@ def accepted(answer: Answer) -> bool:
 
 def _changed(c: Cluster, prior: Cluster) -> set[str]:
     """Partitions that differ from ``prior``'s, removed ones (a deleted topic's) too."""
-    if c.partitions is prior.partitions:
-        return set()
+    if c.partitions is prior.partitions or c.partitions == prior.partitions:
+        return set()  # (dict equality: a C loop that takes identical values as equal)
     old = prior.partitions
     return {k for k, p in c.partitions.items()
             if (q := old.get(k)) is not p and q != p} | (old.keys() - c.partitions.keys())
@@ -153,7 +153,7 @@ def diffs(out: Outcome, obs: Cluster, obs_accepted: bool, prior: Cluster,
         mv, ov = view(mp), view(op)
         found.extend(Diff(key, f, mv[f], ov[f]) for f in FIELDS if mv[f] != ov[f])
     mb, ob = out.cluster.brokers, obs.brokers
-    for b in sorted(set(mb) | set(ob)):
+    for b in sorted(set(mb) | set(ob)) if mb != ob else ():
         mr, br = mb.get(b), ob.get(b)
         if mr is br:
             continue
