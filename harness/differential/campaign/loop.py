@@ -32,6 +32,24 @@ class Campaign(Classifier, Feedback, Shrinker, Writer):
 
     def run(self) -> None:
         cfg = self.cfg
+        if cfg.workers > 1 and not cfg.coverage:
+            from harness.differential.campaign.workers import search_in_workers
+            search_in_workers(self)
+        else:
+            self.search()
+        if cfg.shrink:
+            for n, found in enumerate(self.found.values(), 1):
+                self.say(f"diff: shrinking {n}/{len(self.found)} {found.finding.signature} "
+                         f"({len(found.events)} events)")
+                self._replay_elr = found.elr if self.cfg.elr_both else None
+                self._shrink(found)
+                self.say(f"diff: {found.shrink_note}")
+        self._write()
+
+    def search(self) -> None:
+        """Sessions until the budget (or ``max_events``) ends, in this process: one driver,
+        its model."""
+        cfg = self.cfg
         rng = random.Random(cfg.seed)
         t0 = time.monotonic()
         cpu0 = time.process_time()
@@ -53,14 +71,6 @@ class Campaign(Classifier, Feedback, Shrinker, Writer):
         if cfg.coverage:
             self.coverage = self._report()
             self._mark(t0, self.coverage)
-        if cfg.shrink:
-            for n, found in enumerate(self.found.values(), 1):
-                self.say(f"diff: shrinking {n}/{len(self.found)} {found.finding.signature} "
-                         f"({len(found.events)} events)")
-                self._replay_elr = found.elr if self.cfg.elr_both else None
-                self._shrink(found)
-                self.say(f"diff: {found.shrink_note}")
-        self._write()
 
     def _enough(self) -> bool:
         """``max_events`` reached (checked between batches: the same seed and count send

@@ -101,6 +101,11 @@ class Config:
     #: Stop the search after this many events (None: the budget alone): the same seed and
     #: count meet the same events whatever the machine's speed (``--events``).
     max_events: int | None = None
+    #: Driver and model pairs searching at once, each in a process of its own with its own
+    #: JVM (``--workers``; the CLI's default: one per core). Worker 0 runs ``seed``'s events,
+    #: worker k a seed of its own (campaign/workers.py); 1: this process alone, as before.
+    #: With coverage: 1 (the corpus and the JaCoCo data are one per campaign).
+    workers: int = 1
 
 
 class CampaignState:
