@@ -136,7 +136,7 @@ def campaign_parts(build: builds.Build, events: int, seed: int, lanes: int,
     wall = st.seconds - start_wall
     java = st.driver_cpu_s - start_cpu
     python = st.harness_cpu_s
-    rest = max(0.0, wall - sum(part.values()))
+    rest = max(0.0, python - part["protocol"] - part["model"] - part["compare"])
     n = st.events
     # The driver alone: the same batches, in sessions as the campaign's (one JVM, a new
     # session in it for each), no model.
@@ -176,7 +176,7 @@ def campaign_parts(build: builds.Build, events: int, seed: int, lanes: int,
         f"| - protocol (encode, pipes, decode) | {us(part['protocol'])} | {us(alone_proto)} |",
         f"| - model (apply) | {us(part['model'])} | - |",
         f"| - compare (rest of Comparator.step) | {us(part['compare'])} | - |",
-        f"| - generator, logs, findings (rest) | {us(rest)} | - |",
+        f"| - generator, lane logs, findings (the rest) | {us(rest)} | - |",
         f"| waiting for the driver (wall) | {us(part['wait'])} | - |",
         f"| events per wall second | {n / wall:,.0f} | {n / alone_wall:,.0f} |",
         f"| events per CPU second (driver + harness) | {n / full_cpu:,.0f} | "

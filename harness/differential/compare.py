@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from time import perf_counter
+from time import thread_time
 from typing import Any
 
 from harness.differential.model import FIELDS, observed, view
@@ -252,22 +252,23 @@ class Comparator:
         self._profiles: dict[tuple[Deviation, ...], Profile] = {}
         #: Deviation sets that explained a difference, most recent first (tried first).
         self._recent: list[tuple[Deviation, ...]] = []
-        #: Seconds in the model (``apply``) and in the rest of ``step`` (bench.py).
+        #: CPU seconds in the model (``apply``) and in the rest of ``step`` (bench.py):
+        #: this thread's CPU time, which the machine's other load does not stretch.
         self.timing = {"model": 0.0, "compare": 0.0}
 
     def _apply(self, prior: Cluster, profile: Profile, event: Mapping[str, Any]) -> Prediction:
-        t0 = perf_counter()
+        t0 = thread_time()
         try:
             return apply(prior, profile, event)
         finally:
-            self.timing["model"] += perf_counter() - t0
+            self.timing["model"] += thread_time() - t0
 
     def step(self, event: Mapping[str, Any], answer: Answer) -> StepReport:
-        t0, model = perf_counter(), self.timing["model"]
+        t0, model = thread_time(), self.timing["model"]
         try:
             return self._step(event, answer)
         finally:
-            self.timing["compare"] += perf_counter() - t0 - (self.timing["model"] - model)
+            self.timing["compare"] += thread_time() - t0 - (self.timing["model"] - model)
 
     def _step(self, event: Mapping[str, Any], answer: Answer) -> StepReport:
         op = str(event.get("op"))
