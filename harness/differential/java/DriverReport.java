@@ -128,12 +128,13 @@ final class DriverReport {
     }
 
     /** What brokers() says, as numbers: id, epoch and the three flags of each registration,
-     * in id order (two answers with equal keys say the same brokers). */
+     * in the map's own order (equal keys say the same brokers; the same brokers in another
+     * order only cost an answer that carries them). */
     static long[] brokersKey(DriverState st) {
         Map<Integer, BrokerRegistration> regs = st.clusterControl.brokerRegistrations();
         long[] key = new long[regs.size() * 2];
         int i = 0;
-        for (BrokerRegistration r : new TreeMap<>(regs).values()) {
+        for (BrokerRegistration r : regs.values()) {
             key[i++] = r.id();
             key[i++] = r.epoch() * 8 + (r.fenced() ? 4 : 0) + (r.inControlledShutdown() ? 2 : 0)
                 + (st.alive.contains(r.id()) ? 1 : 0);
