@@ -164,10 +164,12 @@ def diffs(out: Outcome, obs: Cluster, obs_accepted: bool, prior: Cluster,
     return found
 
 
-def best(outcomes: tuple[Outcome, ...], obs: Cluster, obs_accepted: bool, prior: Cluster
-         ) -> tuple[Outcome, list[Diff]]:
-    """The allowed outcome closest to the build's (no differences: it matches)."""
-    changed = _changed(obs, prior)
+def best(outcomes: tuple[Outcome, ...], obs: Cluster, obs_accepted: bool, prior: Cluster,
+         changed: set[str] | None = None) -> tuple[Outcome, list[Diff]]:
+    """The allowed outcome closest to the build's (no differences: it matches);
+    ``changed``: ``_changed(obs, prior)`` if already known."""
+    if changed is None:
+        changed = _changed(obs, prior)
     scored = [(o, diffs(o, obs, obs_accepted, prior, changed)) for o in outcomes]
     return min(scored, key=lambda x: len(x[1]))
 
@@ -282,6 +284,7 @@ class Comparator:
                         elr if isinstance(elr, bool) else None)
         if answer.exception is not None:
             return self._fault(op, answer, base)
+        touched = answer.partitions.keys() | set(answer.removed)
         for axis, profile in (("release", self.release), ("kip", self.kip)):
             prior = self.states[axis]
             obs = base if axis == "release" else _hidden_from(base, prior)
@@ -291,10 +294,14 @@ class Comparator:
                 report.why = pred.unmodelled
                 self.states[axis] = configured(obs, event) if ok else obs
                 continue
-            chosen, ds = best(pred.outcomes, obs, ok, prior)
+            # The build changed only what its answer names (model.observed puts nothing
+            # else in): the others are the prior's, or equal to them.
+            seen = {k for k in touched if (q := prior.partitions.get(k)) is not
+                    (p := obs.partitions.get(k)) and q != p}
+            chosen, ds = best(pred.outcomes, obs, ok, prior, seen)
             verdict = AGREES
             if ds and axis == "kip":
-                explained = self._explain(prior, event, obs, ok)
+                explained = self._explain(prior, event, obs, ok, seen)
                 if explained is not None:
                     devs, chosen = explained
                     verdict = DEVIATES
@@ -333,7 +340,8 @@ class Comparator:
             "as a fault, renounces leadership and reverts the event)",
             records=answer.records)])
 
-    def _explain(self, prior: Cluster, event: Mapping[str, Any], obs: Cluster, ok: bool
+    def _explain(self, prior: Cluster, event: Mapping[str, Any], obs: Cluster, ok: bool,
+                 seen: set[str] | None = None
                  ) -> tuple[tuple[Deviation, ...], Outcome] | None:
         tried: set[tuple[Deviation, ...]] = set()
         for devs in [*self._recent, *candidate_sets(self.available, ())]:
@@ -346,7 +354,7 @@ class Comparator:
             pred = self._apply(prior, profile, event)
             if pred.unmodelled is not None:
                 return None
-            chosen, ds = best(pred.outcomes, obs, ok, prior)
+            chosen, ds = best(pred.outcomes, obs, ok, prior, seen)
             if not ds:
                 if devs in self._recent:
                     self._recent.remove(devs)
