@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.cluster import builds
 from harness.differential import protocol as p
-from harness.differential.driver import ControllerDriver, compile_driver
+from harness.differential.driver import ControllerDriver, compile_driver, cpu_seconds
 from harness.differential.protocol import Settings
 from harness.differential.workload import RandomEvents, cycle
 from harness.infra import machine
@@ -49,13 +49,6 @@ def start_to_first_event(build: builds.Build) -> float:
         elapsed = time.monotonic() - t0
         assert answer.ok, answer.error
     return elapsed
-
-
-def cpu_seconds(pid: int | None) -> float:
-    """CPU time (user + system) the process has used so far, from /proc."""
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rsplit(") ", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class Clock:

@@ -119,6 +119,13 @@ def compile_driver(build: Build) -> javaprogram.Program:
     return javaprogram.compile_program(source_for(build), build, main=MAIN)
 
 
+def cpu_seconds(pid: int | None) -> float:
+    """CPU time (user + system) the process has used so far, from /proc."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(") ", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class ControllerDriver:
     """One session of the build's controller. Not thread-safe: one caller at a time."""
 

@@ -13,7 +13,7 @@ from harness.differential import coverage
 from harness.differential.campaign.lanes import clock_broker, lane_brokers
 from harness.differential.campaign.state import Config
 from harness.differential.compare import Comparator
-from harness.differential.driver import JVM_OPTS, ControllerDriver
+from harness.differential.driver import JVM_OPTS, ControllerDriver, cpu_seconds
 from harness.differential.model import initial
 from harness.differential.protocol import Answer, Settings
 
@@ -82,7 +82,6 @@ class Session:
         return max(0.0, self._jvm_cpu() - self.cpu_at_open)
 
     def _jvm_cpu(self) -> float:
-        from harness.differential.bench import cpu_seconds
         try:
             return cpu_seconds(self.driver.pid)
         except (OSError, IndexError, ValueError, TypeError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -32,16 +33,17 @@ def share(max_events: int | None, workers: int, k: int) -> int | None:
     return max_events // workers + (1 if k < max_events % workers else 0)
 
 
-def _work(build: Build, cfg: Config, out_dir: Path, k: int) -> dict[str, Any]:
-    """One worker's search (in its own process)."""
-    from harness.differential.campaign.loop import Campaign
+def _work(campaign: Callable[..., Any], build: Build, cfg: Config, out_dir: Path, k: int
+          ) -> dict[str, Any]:
+    """One worker's search (in its own process): ``campaign`` is the campaign's class
+    (loop.Campaign; passed, not imported, as loop.py imports this module)."""
     from harness.infra import progress
 
     def say(line: str) -> None:
         progress.say(f"[worker {k}] {line}")
     own = dataclasses.replace(cfg, seed=worker_seed(cfg.seed, k), workers=1, shrink=False,
                               max_events=share(cfg.max_events, cfg.workers, k))
-    c = Campaign(build, own, out_dir / f"worker-{k}", say=say)
+    c = campaign(build, own, out_dir / f"worker-{k}", say=say)
     c.search()
     return {"stats": c.stats, "found": c.found, "profiles": c.profiles,
             "profiles_by_elr": c.profiles_by_elr, "elr": c.elr}
@@ -71,7 +73,8 @@ def search_in_workers(c: CampaignState) -> None:
     # spawn: a fresh interpreter per worker (the harness may hold threads and open pipes).
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=cfg.workers, mp_context=ctx) as pool:
-        futures = [pool.submit(_work, c.build, cfg, c.out_dir, k) for k in range(cfg.workers)]
+        futures = [pool.submit(_work, type(c), c.build, cfg, c.out_dir, k)
+                   for k in range(cfg.workers)]
         results = [f.result() for f in futures]
     for r in results:
         merge_stats(c.stats, r["stats"])
