@@ -102,6 +102,7 @@ def campaign_parts(build: builds.Build, events: int, seed: int, lanes: int,
     the driver alone; Markdown lines, per part."""
     from harness.differential.campaign import Campaign, Config
     from harness.differential.campaign.session import Session as _Session
+    from harness.differential.compare import Comparator
 
     class Recorded(Campaign):
         sessions: list[tuple[_Session, list[list[dict[str, Any]]]]]
@@ -114,6 +115,7 @@ def campaign_parts(build: builds.Build, events: int, seed: int, lanes: int,
             self.sessions[-1][1].append(list(events))
             super()._compare(s, events, answers, logs, t0)
 
+    Comparator.timed = True
     cfg = Config(seed=seed, budget_s=24 * 3600.0, lanes=lanes, shrink=False,
                  elr_both=build.features.elr, max_events=events)
     c = Recorded(build, cfg, out_dir, say=lambda _: None)
