@@ -231,3 +231,41 @@ def test_create_partitions_and_coverage_probes(kafka_build: Build, tmp_path: Any
                 assert answer.ok and answer.partition("t", 1)["leader"] == 3
                 assert answer.partition("t", 2)["isr"] == [4, 5, 1]
         assert seen.get("PartitionChangeBuilder")
+
+
+def _without_ids(answers: list[Answer]) -> list[dict[str, Any]]:
+    """Answers as data, topic ids (random per creation) left out."""
+    def strip(x: Any) -> Any:
+        if isinstance(x, dict):
+            return {k: strip(v) for k, v in x.items() if k != "topicId"}
+        if isinstance(x, list):
+            return [strip(v) for v in x]
+        return x
+    return [strip(a.raw) for a in answers]
+
+
+def test_a_new_session_in_the_same_jvm_answers_as_a_new_jvm(kafka_build: Build) -> None:
+    """Issue 44 item 3: {"newSession": settings} builds fresh managers in the running
+    driver; the same events then get the same answers as in a new process (topic ids
+    aside), counted from 1, and nothing of the first session is left. With report
+    "changed", an answer carries the brokers only when they changed."""
+    gen_events = RandomEvents(random.Random(3), list(BROKERS), ["r0", "r1"])
+    first = ControllerDriver.for_build(kafka_build, Settings(brokers=BROKERS, min_isr=2))
+    with first:
+        last = first.send_many(gen_events.setup())[-1]
+        for _ in range(60):
+            last = first.send(gen_events.next(last.partitions, last.brokers))
+        settings = Settings(brokers=(1, 2, 3), min_isr=2, report="changed")
+        ready = first.restart(settings)
+        assert ready.partitions == {} and sorted(ready.brokers) == ["1", "2", "3"]
+        events = [p.create_topic("a", [[1, 2, 3]]),
+                  p.alter_config({"min.insync.replicas": "3"}, topic="a"),
+                  p.fence(3), p.unfence(3), p.create_topic("c", [[1, 2]])]
+        again = first.send_many(events)
+    with ControllerDriver.for_build(kafka_build, settings) as fresh:
+        alone = fresh.send_many(events)
+    assert [a.seq for a in again] == [1, 2, 3, 4, 5]
+    assert _without_ids(again) == _without_ids(alone)
+    # createTopic changes no broker: no brokers; fence and unfence do.
+    assert "brokers" not in again[0].raw and "brokers" in again[2].raw
+    assert again[2].brokers["3"]["fenced"] is True and again[3].brokers["3"]["fenced"] is False

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,14 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
                      help="events per lane before a new session (10..100000; default 500, "
                           "with --coverage 150: a lane's session is the unit the coverage "
                           "feedback admits to its corpus, so sessions come more often)")
+    cmd.add_argument("--workers", default="auto",
+                     help="driver and model pairs searching at once, one process and JVM "
+                          "each (auto, the default: one per core; 1 with --coverage); worker "
+                          "0 runs the seed's events, the others seeds of their own")
+    cmd.add_argument("--events", default=None,
+                     help="stop the search after this many events (checked between "
+                          "batches), or at the budget, whichever comes first: the same seed "
+                          "and count meet the same events on any machine")
     cmd.add_argument("--no-shrink", action="store_true", help="report findings unshrunk")
     cmd.add_argument("--coverage", action="store_true",
                      help="run the search under the JaCoCo agent and report line and branch "
@@ -90,7 +99,21 @@ def parse_config(args: argparse.Namespace) -> object:
                   shrink=not args.no_shrink,
                   shrink_attempts=_int(args.shrink_attempts, "--shrink-attempts", 1, 10_000),
                   shrink_budget_s=shrink_budget, coverage=args.coverage,
-                  feature_weight=_weight(args.feature_weight))
+                  feature_weight=_weight(args.feature_weight),
+                  max_events=None if args.events is None else
+                  _int(args.events, "--events", 1, 10**9),
+                  workers=_workers(args.workers, args.coverage))
+
+
+def _workers(text: str, coverage: bool) -> int:
+    """``--workers``: auto is one per core (os.cpu_count), 1 with coverage."""
+    if text == "auto":
+        return 1 if coverage else max(1, os.cpu_count() or 1)
+    n = _int(text, "--workers", 1, 64)
+    if coverage and n > 1:
+        raise UsageError("diff: --coverage runs one worker (its corpus and JaCoCo data are "
+                         "the campaign's): leave --workers out or give 1")
+    return n
 
 
 def for_build(cfg: Any, elr_flag: str, build_runs_either: bool) -> Any:
@@ -115,7 +138,8 @@ def _diff(args: argparse.Namespace) -> int:
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     out_dir = Path(args.runs_dir) / f"diff-{build.version}-s{cfg.seed}-{stamp}"
     progress.say(f"diff: Kafka {build.version}, seed {cfg.seed}, budget {cfg.budget_s:.0f} s, "
-                 f"{cfg.lanes} lanes of {cfg.lane_events} events; findings to {out_dir}")
+                 f"{cfg.lanes} lanes of {cfg.lane_events} events, {cfg.workers} worker(s); "
+                 f"findings to {out_dir}")
     campaign = Campaign(build, cfg, out_dir, say=progress.say)
     try:
         campaign.run()

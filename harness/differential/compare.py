@@ -30,12 +30,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from time import thread_time
 from typing import Any
 
 from harness.differential.model import FIELDS, observed, view
 from harness.differential.protocol import Answer
-from reference.model.controller_events import Cluster, Outcome, apply, configured, world_of
-from reference.model.state import evolve
+from reference.model.controller_events import (
+    Cluster,
+    Outcome,
+    Prediction,
+    apply,
+    configured,
+)
+from reference.model.controller_events.changes import min_isr_of
+from reference.model.controller_events.cluster import Reg
+from reference.model.state import Partition, evolve
 from reference.releases.catalog import get_profile, profile_for_build
 from reference.releases.deviations import (
     Deviation,
@@ -117,21 +126,25 @@ def accepted(answer: Answer) -> bool:
 
 def _changed(c: Cluster, prior: Cluster) -> set[str]:
     """Partitions that differ from ``prior``'s, removed ones (a deleted topic's) too."""
-    if c.partitions is prior.partitions:
-        return set()
+    if c.partitions is prior.partitions or c.partitions == prior.partitions:
+        return set()  # (dict equality: a C loop that takes identical values as equal)
     old = prior.partitions
     return {k for k, p in c.partitions.items()
             if (q := old.get(k)) is not p and q != p} | (old.keys() - c.partitions.keys())
 
 
-def diffs(out: Outcome, obs: Cluster, obs_accepted: bool, prior: Cluster) -> list[Diff]:
-    """Every field where the outcome and the build's state differ."""
+def diffs(out: Outcome, obs: Cluster, obs_accepted: bool, prior: Cluster,
+          obs_changed: set[str] | None = None) -> list[Diff]:
+    """Every field where the outcome and the build's state differ (``obs_changed``:
+    ``_changed(obs, prior)`` if already known)."""
     found: list[Diff] = []
     if out.accepted != obs_accepted:
         found.append(Diff("event", "accepted", out.accepted, obs_accepted))
     if out.cluster.elr_now != obs.elr_now:
         found.append(Diff("event", "elr", out.cluster.elr_now, obs.elr_now))
-    for key in sorted(_changed(out.cluster, prior) | _changed(obs, prior)):
+    if obs_changed is None:
+        obs_changed = _changed(obs, prior)
+    for key in sorted(_changed(out.cluster, prior) | obs_changed):
         mp, op = out.cluster.partitions.get(key), obs.partitions.get(key)
         if mp is None or op is None:
             if (mp is None) != (op is None):
@@ -140,7 +153,7 @@ def diffs(out: Outcome, obs: Cluster, obs_accepted: bool, prior: Cluster) -> lis
         mv, ov = view(mp), view(op)
         found.extend(Diff(key, f, mv[f], ov[f]) for f in FIELDS if mv[f] != ov[f])
     mb, ob = out.cluster.brokers, obs.brokers
-    for b in sorted(set(mb) | set(ob)):
+    for b in sorted(set(mb) | set(ob)) if mb != ob else ():
         mr, br = mb.get(b), ob.get(b)
         if mr is br:
             continue
@@ -151,10 +164,13 @@ def diffs(out: Outcome, obs: Cluster, obs_accepted: bool, prior: Cluster) -> lis
     return found
 
 
-def best(outcomes: tuple[Outcome, ...], obs: Cluster, obs_accepted: bool, prior: Cluster
-         ) -> tuple[Outcome, list[Diff]]:
-    """The allowed outcome closest to the build's (no differences: it matches)."""
-    scored = [(o, diffs(o, obs, obs_accepted, prior)) for o in outcomes]
+def best(outcomes: tuple[Outcome, ...], obs: Cluster, obs_accepted: bool, prior: Cluster,
+         changed: set[str] | None = None) -> tuple[Outcome, list[Diff]]:
+    """The allowed outcome closest to the build's (no differences: it matches);
+    ``changed``: ``_changed(obs, prior)`` if already known."""
+    if changed is None:
+        changed = _changed(obs, prior)
+    scored = [(o, diffs(o, obs, obs_accepted, prior, changed)) for o in outcomes]
     return min(scored, key=lambda x: len(x[1]))
 
 
@@ -177,7 +193,7 @@ def violations(c: Cluster, key: str) -> list[tuple[str, str]]:
                     f"{list(q.replicas)}"))
     if q.isr & q.elr:
         out.append(("ElrIsrDisjoint", f"{key}: {sorted(q.isr & q.elr)} in both ISR and ELR"))
-    min_isr = world_of(c, key).min_isr
+    min_isr = min_isr_of(c, key)
     if q.elr and len(q.isr) >= min_isr:
         out.append(("ElrEmptyAtMinIsr", f"{key}: ELR {sorted(q.elr)} with ISR "
                                         f"{sorted(q.isr)} at min ISR {min_isr}"))
@@ -229,6 +245,10 @@ def _hidden_from(obs: Cluster, prior: Cluster) -> Cluster:
 class Comparator:
     """Model and build, event by event, from the session's first state ``start``."""
 
+    #: Whether ``step`` and the model keep their CPU time in ``timing`` (bench.py turns it
+    #: on; each reading of the thread's CPU clock is a system call of about 2 us).
+    timed = False
+
     def __init__(self, version: tuple[int, int, int], elr: bool, start: Cluster) -> None:
         self.release: Profile = get_profile(profile_for_build(version, elr))
         self.kip: Profile = kip_base(self.release)
@@ -238,8 +258,29 @@ class Comparator:
         self._profiles: dict[tuple[Deviation, ...], Profile] = {}
         #: Deviation sets that explained a difference, most recent first (tried first).
         self._recent: list[tuple[Deviation, ...]] = []
+        #: CPU seconds in the model (``apply``) and in the rest of ``step`` (bench.py):
+        #: this thread's CPU time, which the machine's other load does not stretch.
+        self.timing = {"model": 0.0, "compare": 0.0}
+
+    def _apply(self, prior: Cluster, profile: Profile, event: Mapping[str, Any]) -> Prediction:
+        if not self.timed:
+            return apply(prior, profile, event)
+        t0 = thread_time()
+        try:
+            return apply(prior, profile, event)
+        finally:
+            self.timing["model"] += thread_time() - t0
 
     def step(self, event: Mapping[str, Any], answer: Answer) -> StepReport:
+        if not self.timed:
+            return self._step(event, answer)
+        t0, model = thread_time(), self.timing["model"]
+        try:
+            return self._step(event, answer)
+        finally:
+            self.timing["compare"] += thread_time() - t0 - (self.timing["model"] - model)
+
+    def _step(self, event: Mapping[str, Any], answer: Answer) -> StepReport:
         op = str(event.get("op"))
         if answer.unsupported is not None:
             return StepReport(op, UNSUPPORTED, UNSUPPORTED, why=answer.unsupported)
@@ -251,19 +292,24 @@ class Comparator:
                         elr if isinstance(elr, bool) else None)
         if answer.exception is not None:
             return self._fault(op, answer, base)
+        touched = answer.partitions.keys() | set(answer.removed)
         for axis, profile in (("release", self.release), ("kip", self.kip)):
             prior = self.states[axis]
             obs = base if axis == "release" else _hidden_from(base, prior)
-            pred = apply(prior, profile, event)
+            pred = self._apply(prior, profile, event)
             if pred.unmodelled is not None:
                 report.release = report.kip = UNMODELLED
                 report.why = pred.unmodelled
                 self.states[axis] = configured(obs, event) if ok else obs
                 continue
-            chosen, ds = best(pred.outcomes, obs, ok, prior)
+            # The build changed only what its answer names (model.observed puts nothing
+            # else in): the others are the prior's, or equal to them.
+            seen = {k for k in touched if (q := prior.partitions.get(k)) is not
+                    (p := obs.partitions.get(k)) and q != p}
+            chosen, ds = best(pred.outcomes, obs, ok, prior, seen)
             verdict = AGREES
             if ds and axis == "kip":
-                explained = self._explain(prior, event, obs, ok)
+                explained = self._explain(prior, event, obs, ok, seen)
                 if explained is not None:
                     devs, chosen = explained
                     verdict = DEVIATES
@@ -302,7 +348,8 @@ class Comparator:
             "as a fault, renounces leadership and reverts the event)",
             records=answer.records)])
 
-    def _explain(self, prior: Cluster, event: Mapping[str, Any], obs: Cluster, ok: bool
+    def _explain(self, prior: Cluster, event: Mapping[str, Any], obs: Cluster, ok: bool,
+                 seen: set[str] | None = None
                  ) -> tuple[tuple[Deviation, ...], Outcome] | None:
         tried: set[tuple[Deviation, ...]] = set()
         for devs in [*self._recent, *candidate_sets(self.available, ())]:
@@ -312,10 +359,10 @@ class Comparator:
             profile = self._profiles.get(devs)
             if profile is None:
                 profile = self._profiles[devs] = apply_deviations(self.kip, devs)
-            pred = apply(prior, profile, event)
+            pred = self._apply(prior, profile, event)
             if pred.unmodelled is not None:
                 return None
-            chosen, ds = best(pred.outcomes, obs, ok, prior)
+            chosen, ds = best(pred.outcomes, obs, ok, prior, seen)
             if not ds:
                 if devs in self._recent:
                     self._recent.remove(devs)
@@ -328,12 +375,23 @@ class Comparator:
     def _resync(obs: Cluster, chosen: Outcome, event: Mapping[str, Any], ok: bool) -> Cluster:
         """The build's state, with the model's hidden fields (the KIP's last known leader)
         and the configs of the event if the build accepted it."""
-        parts = dict(obs.partitions)
+        parts: dict[str, Partition] | None = None
         for key, p in chosen.cluster.partitions.items():
-            if key in parts and parts[key].last_known_leader != p.last_known_leader:
-                parts[key] = evolve(parts[key], last_known_leader=p.last_known_leader)
-        regs = {b: (evolve(r, expired=chosen.cluster.brokers[b].expired)
-                    if b in chosen.cluster.brokers and not r.alive else r)
-                for b, r in obs.brokers.items()}
-        out = evolve(obs, partitions=parts, brokers=regs)
+            q = obs.partitions.get(key)
+            if q is not None and q is not p and q.last_known_leader != p.last_known_leader:
+                if parts is None:
+                    parts = dict(obs.partitions)
+                parts[key] = evolve(q, last_known_leader=p.last_known_leader)
+        model = chosen.cluster.brokers
+        regs: dict[int, Reg] | None = None
+        for b, r in obs.brokers.items():
+            m = model.get(b)
+            if not r.alive and m is not None and m is not r and m.expired != r.expired:
+                if regs is None:
+                    regs = dict(obs.brokers)
+                regs[b] = evolve(r, expired=m.expired)
+        out = obs
+        if parts is not None or regs is not None:
+            out = evolve(obs, partitions=obs.partitions if parts is None else parts,
+                         brokers=obs.brokers if regs is None else regs)
         return configured(out, event) if ok else out

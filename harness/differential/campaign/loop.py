@@ -32,22 +32,11 @@ class Campaign(Classifier, Feedback, Shrinker, Writer):
 
     def run(self) -> None:
         cfg = self.cfg
-        rng = random.Random(cfg.seed)
-        t0 = time.monotonic()
-        cpu0 = time.process_time()
-        deadline = t0 + cfg.budget_s
-        if cfg.coverage:
-            self._agent = coverage.agent_options(self.out_dir / "coverage" / "jacoco.exec")
-            self._last_report = t0
-        while time.monotonic() < deadline:
-            self._session(random.Random(rng.getrandbits(63)), t0, deadline)
-            if cfg.coverage:
-                self._progress(t0, deadline)
-        self.stats.seconds = time.monotonic() - t0
-        self.stats.harness_cpu_s = time.process_time() - cpu0
-        if cfg.coverage:
-            self.coverage = self._report()
-            self._mark(t0, self.coverage)
+        if cfg.workers > 1 and not cfg.coverage:
+            from harness.differential.campaign.workers import search_in_workers
+            search_in_workers(self)
+        else:
+            self.search()
         if cfg.shrink:
             for n, found in enumerate(self.found.values(), 1):
                 self.say(f"diff: shrinking {n}/{len(self.found)} {found.finding.signature} "
@@ -57,11 +46,47 @@ class Campaign(Classifier, Feedback, Shrinker, Writer):
                 self.say(f"diff: {found.shrink_note}")
         self._write()
 
+    def search(self) -> None:
+        """Sessions until the budget (or ``max_events``) ends, in this process: one driver,
+        its model."""
+        cfg = self.cfg
+        rng = random.Random(cfg.seed)
+        t0 = time.monotonic()
+        cpu0 = time.process_time()
+        deadline = t0 + cfg.budget_s
+        if cfg.coverage:
+            self._agent = coverage.agent_options(self.out_dir / "coverage" / "jacoco.exec")
+            self._last_report = t0
+        try:
+            while time.monotonic() < deadline and not self._enough():
+                self._session(random.Random(rng.getrandbits(63)), t0, deadline)
+                if cfg.coverage:
+                    self._progress(t0, deadline)
+        finally:
+            if self._jvm is not None:
+                self._jvm.close()
+                self._jvm = None
+        self.stats.seconds = time.monotonic() - t0
+        self.stats.harness_cpu_s = time.process_time() - cpu0
+        if cfg.coverage:
+            self.coverage = self._report()
+            self._mark(t0, self.coverage)
+
+    def _enough(self) -> bool:
+        """``max_events`` reached (checked between batches: the same seed and count send
+        the same batches)."""
+        return self.cfg.max_events is not None and self.stats.events >= self.cfg.max_events
+
     def _session(self, rng: random.Random, t0: float, deadline: float) -> None:
         cfg = self.cfg
         elr = self.stats.sessions % 2 == 0 if cfg.elr_both else None
+        # One JVM for every session (a new session in it: its JIT stays warm), except under
+        # the coverage agent, whose probes are told per JVM (a session is the unit the
+        # corpus admits).
         s = Session(self.build, settings_for(cfg.lanes, cfg, probes=cfg.coverage, elr=elr),
-                    self._agent)
+                    self._agent, driver=self._jvm)
+        if not cfg.coverage:
+            self._jvm = s.driver
         self.stats.sessions += 1
         self.stats.start_seconds += s.start_seconds
         self.elr = s.elr
@@ -101,7 +126,7 @@ class Campaign(Classifier, Feedback, Shrinker, Writer):
             novel = [0] * cfg.lanes
             novel_end = list(setup_len)
             for _ in range(cfg.lane_events):
-                if time.monotonic() >= deadline:
+                if time.monotonic() >= deadline or self._enough():
                     break
                 batch = []
                 for k, g in enumerate(gens):
@@ -116,6 +141,11 @@ class Campaign(Classifier, Feedback, Shrinker, Writer):
                             novel_end[k] = len(logs[k])
             if feedback:
                 self._admit(session, gens, logs, setup_len, novel, novel_end)
+        except BaseException:
+            self._jvm = None
+            s.close()
+            raise
         finally:
             self.stats.driver_cpu_s += s.cpu_seconds()
-            s.close()
+            if self._jvm is None:
+                s.close()

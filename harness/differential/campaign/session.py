@@ -13,7 +13,7 @@ from harness.differential import coverage
 from harness.differential.campaign.lanes import clock_broker, lane_brokers
 from harness.differential.campaign.state import Config
 from harness.differential.compare import Comparator
-from harness.differential.driver import JVM_OPTS, ControllerDriver
+from harness.differential.driver import JVM_OPTS, ControllerDriver, cpu_seconds
 from harness.differential.model import initial
 from harness.differential.protocol import Answer, Settings
 
@@ -39,12 +39,24 @@ class Session:
     """One driver session with its comparator and the merged state the answers report."""
 
     def __init__(self, build: Build, settings: Settings,
-                 extra_jvm_opts: Sequence[str] = ()) -> None:
-        self.driver = ControllerDriver.for_build(build, settings,
-                                                 jvm_opts=(*JVM_OPTS, *extra_jvm_opts))
+                 extra_jvm_opts: Sequence[str] = (), driver: ControllerDriver | None = None
+                 ) -> None:
+        """``driver``: a running driver whose JVM the session takes over (a new session in
+        it, ``ControllerDriver.restart``), else a new JVM."""
         t0 = time.monotonic()
-        ready = self.driver.start()
+        if driver is None:
+            self.driver = ControllerDriver.for_build(build, settings,
+                                                     jvm_opts=(*JVM_OPTS, *extra_jvm_opts))
+            self.cpu_at_open = 0.0
+            ready = self.driver.start()
+        else:
+            self.driver = driver
+            self.cpu_at_open = self._jvm_cpu()
+            ready = driver.restart(settings)
         self.start_seconds = time.monotonic() - t0
+        #: The driver's CPU seconds for this session's start: the JVM's (a new one) and
+        #: the set-up.
+        self.start_cpu_s = self.cpu_seconds()
         self.elr = ready.elr
         self.comparator = Comparator(version_of(build), ready.elr, initial(
             ready.partitions, ready.brokers, min_isr=settings.min_isr,
@@ -52,6 +64,7 @@ class Session:
         self.partitions: dict[str, dict[str, Any]] = dict(ready.partitions)
         self.brokers: dict[str, dict[str, Any]] = dict(ready.brokers)
         self.ready = ready
+        self.settings = settings
 
     def send(self, events: Sequence[Mapping[str, Any]]) -> list[Answer]:
         answers = self.driver.send_many(events)
@@ -64,11 +77,14 @@ class Session:
         return answers
 
     def cpu_seconds(self) -> float:
-        """CPU time the driver's JVM has used so far (0 once it has exited)."""
-        from harness.differential.bench import cpu_seconds
+        """CPU time the driver's JVM has used for this session so far (0 once it has
+        exited)."""
+        return max(0.0, self._jvm_cpu() - self.cpu_at_open)
+
+    def _jvm_cpu(self) -> float:
         try:
             return cpu_seconds(self.driver.pid)
-        except (OSError, IndexError, ValueError):
+        except (OSError, IndexError, ValueError, TypeError):
             return 0.0
 
     def close(self) -> None:

@@ -14,6 +14,7 @@ from harness.cluster.builds import Build
 from harness.differential.compare import Finding
 from harness.differential.corpus import Corpus, ProbeMap
 from harness.differential.coverage import CoverageReport
+from harness.differential.driver import ControllerDriver
 from reference.releases.known_bugs import KnownBug
 
 
@@ -97,6 +98,14 @@ class Config:
     #: Weight of the live ELR toggle (``updateFeature``) per lane event where the build has
     #: the feature (``--feature-weight``); None: workload.FEATURE_WEIGHT.
     feature_weight: float | None = None
+    #: Stop the search after this many events (None: the budget alone): the same seed and
+    #: count meet the same events whatever the machine's speed (``--events``).
+    max_events: int | None = None
+    #: Driver and model pairs searching at once, each in a process of its own with its own
+    #: JVM (``--workers``; the CLI's default: one per core). Worker 0 runs ``seed``'s events,
+    #: worker k a seed of its own (campaign/workers.py); 1: this process alone, as before.
+    #: With coverage: 1 (the corpus and the JaCoCo data are one per campaign).
+    workers: int = 1
 
 
 class CampaignState:
@@ -123,3 +132,5 @@ class CampaignState:
         #: (seconds, events, corpus size, probes covered per class, branch ratios or None).
         self.timeline: list[dict[str, Any]] = []
         self._last_report = 0.0
+        #: The driver whose JVM the next session takes over (none with coverage).
+        self._jvm: ControllerDriver | None = None

@@ -50,6 +50,7 @@ class Writer(CampaignState):
                    "elr": "both" if self.cfg.elr_both else self.elr,
                    "profiles": {"release": self.profiles[0], "kip": self.profiles[1]},
                    "lanes": self.cfg.lanes, "lane_events": self.cfg.lane_events,
+                   "workers": self.cfg.workers,
                    "stats": self.stats.to_json(), "findings": findings,
                    "coverage": None if self.coverage is None else self.coverage.to_json()}
         if self.cfg.coverage:
@@ -70,7 +71,8 @@ def summary_lines(c: CampaignState) -> Iterator[str]:
                f"{release_name} (release axis) and {kip_name} (kip axis)")
     yield (f"{st.events:,} events in {st.seconds:.1f} s: {rate:,.0f} events/s, "
            f"{st.per_cpu_second:,.0f} per CPU second of driver and harness "
-           f"({st.sessions} sessions, {st.start_seconds:.1f} s of JVM starts); "
+           f"({c.cfg.workers} worker(s), {st.sessions} sessions, {st.start_seconds:.1f} s of "
+           "session starts); "
            f"{st.refused:,} refused by the controller")
     yield "events per kind: " + ", ".join(f"{op} {n:,}" for op, n in st.per_op.most_common())
     rel = {k.split()[1]: v for k, v in st.verdicts.items() if k.startswith("release ")}

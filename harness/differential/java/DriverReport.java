@@ -93,10 +93,14 @@ final class DriverReport {
 
     static ObjectNode partitions(DriverState st, boolean changedOnly) {
         ObjectNode out = JSON.createObjectNode();
+        if (changedOnly && st.touched.isEmpty()) {
+            return out;
+        }
         for (Map.Entry<String, Uuid> t : st.topicIds.entrySet()) {
             int count = st.partitionCounts.getOrDefault(t.getValue(), 0);
+            String id = changedOnly ? t.getValue() + ":" : null;
             for (int p = 0; p < count; p++) {
-                if (changedOnly && !st.touched.contains(t.getValue() + ":" + p)) {
+                if (changedOnly && !st.touched.contains(id + p)) {
                     continue;
                 }
                 PartitionRegistration reg = st.replicationControl.getPartition(t.getValue(), p);
@@ -121,6 +125,21 @@ final class DriverReport {
         s.set("removing", ints(reg.removingReplicas));
         s.put("leaderRecoveryState", reg.leaderRecoveryState.name());
         return s;
+    }
+
+    /** What brokers() says, as numbers: id, epoch and the three flags of each registration,
+     * in the map's own order (equal keys say the same brokers; the same brokers in another
+     * order only cost an answer that carries them). */
+    static long[] brokersKey(DriverState st) {
+        Map<Integer, BrokerRegistration> regs = st.clusterControl.brokerRegistrations();
+        long[] key = new long[regs.size() * 2];
+        int i = 0;
+        for (BrokerRegistration r : regs.values()) {
+            key[i++] = r.id();
+            key[i++] = r.epoch() * 8 + (r.fenced() ? 4 : 0) + (r.inControlledShutdown() ? 2 : 0)
+                + (st.alive.contains(r.id()) ? 1 : 0);
+        }
+        return key;
     }
 
     static ObjectNode brokers(DriverState st) {

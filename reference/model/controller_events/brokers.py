@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reference.model.controller import Ctx, partition_change
-from reference.model.controller_events.changes import _accepted, _each, _refused
+from reference.model.controller_events.changes import _accepted, _each, _elections, _refused
 from reference.model.controller_events.cluster import MAX_BRANCHES, Cluster, Prediction, Reg
 from reference.model.state import World, evolve
 from reference.releases.profiles import Profile
@@ -105,10 +105,7 @@ def _unfence(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction:
     # get an election.
     keys = [k for k, p in c2.partitions.items()
             if p.leader is None or (ctx.elr_on and b in p.elr)]
-
-    def change(w: World) -> list[World]:
-        return partition_change(w, ctx)
-    return _accepted(_each(c2, keys, change))
+    return _accepted(_elections(c2, keys, ctx, "online"))
 
 
 def _fence(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction:

@@ -9,9 +9,10 @@ event is one outcome with the model's reason.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from itertools import product
 
-from reference.model.controller import Ctx
+from reference.model.controller import Ctx, partition_change
 from reference.model.controller_events.cluster import (
     CONTROLLER,
     MAX_BRANCHES,
@@ -32,22 +33,76 @@ def ctx_for(profile: Profile, c: Cluster) -> Ctx:
     return Ctx(profile=profile, elr_on=on, rebalance=False)
 
 
+#: What the rules of one partition see of a broker: (id, registered, active).
+BrokerView = tuple[int, bool, bool]
+
+
+def _views(c: Cluster, part: Partition, extra: frozenset[int]) -> tuple[BrokerView, ...]:
+    """The brokers the rules of ``part`` can look at (replicas, ISR, ELR, LastKnownELR, last
+    known leader, ``extra``), in id order, as the controller's registrations show them."""
+    ids = set(part.replicas) | part.elr | part.isr | part.last_known_elr | extra
+    if part.last_known_leader is not None:
+        ids.add(part.last_known_leader)
+    regs = c.brokers
+    return tuple((i, i in regs, i in regs and regs[i].active) for i in sorted(ids))
+
+
+def _config(c: Cluster, key: str) -> Config:
+    t = c.topics.get(c.topic_of(key), _NO_CONF)
+    return _config_of(t.min_isr, c.min_isr, c.unclean if t.unclean is None else t.unclean)
+
+
+_NO_CONF = TopicConf()
+
+
+@lru_cache(maxsize=1024)
+def _config_of(topic_min_isr: int | None, cluster_min_isr: int, unclean: bool) -> Config:
+    return Config(topic_min_isr=topic_min_isr, cluster_min_isr=cluster_min_isr,
+                  unclean_leader_election=unclean)
+
+
+def _world(part: Partition, views: tuple[BrokerView, ...], cfg: Config) -> World:
+    """An unregistered broker is a stopped, fenced broker, never acceptable."""
+    brokers = tuple(Broker(id=i, alive=registered, fenced=not active)
+                    for i, registered, active in views)
+    return World(brokers=brokers, controllers=(CONTROLLER,), partition=part, config=cfg)
+
+
 def world_of(c: Cluster, key: str, p: Partition | None = None,
              extra: frozenset[int] = frozenset()) -> World:
     """The one-partition world of ``key``: the brokers its rules can look at (replicas,
     ISR, ELR, LastKnownELR, last known leader); an unregistered one is a stopped, fenced
     broker, never acceptable."""
     part = c.partitions[key] if p is None else p
-    ids = set(part.replicas) | part.elr | part.isr | part.last_known_elr | extra
-    if part.last_known_leader is not None:
-        ids.add(part.last_known_leader)
-    regs = c.brokers
-    brokers = tuple(Broker(id=i, alive=i in regs, fenced=i not in regs or not regs[i].active)
-                    for i in sorted(ids))
-    t = c.topics.get(c.topic_of(key), TopicConf())
-    cfg = Config(topic_min_isr=t.min_isr, cluster_min_isr=c.min_isr,
-                 unclean_leader_election=c.unclean if t.unclean is None else t.unclean)
-    return World(brokers=brokers, controllers=(CONTROLLER,), partition=part, config=cfg)
+    return _world(part, _views(c, part, extra), _config(c, key))
+
+
+def min_isr_of(c: Cluster, key: str) -> int:
+    """The effective min ISR of partition ``key`` (``World.min_isr`` of its world)."""
+    cfg = _config(c, key)
+    configured = cfg.topic_min_isr if cfg.topic_min_isr is not None else cfg.cluster_min_isr
+    rf = len(c.partitions[key].replicas)
+    return configured if 1 <= configured <= rf else max(1, min(configured, rf))
+
+
+@lru_cache(maxsize=1 << 14)
+def _elected(ctx: Ctx, part: Partition, views: tuple[BrokerView, ...], cfg: Config,
+             election: str) -> tuple[Partition, ...]:
+    """The partitions an election of kind ``election`` (``partition_change`` with nothing
+    proposed) may leave, in order, each once. A function of its arguments alone (the
+    one-partition world is made of them), so kept for the same arguments: an unfencing
+    re-runs every leaderless partition of the cluster (handleBrokerUnfenced), most of
+    them with the same world as at the last unfencing."""
+    outs = partition_change(_world(part, views, cfg), ctx, election=election)
+    return tuple(dict.fromkeys(w.partition for w in outs)) or (part,)
+
+
+def _elections(c: Cluster, keys: Sequence[str], ctx: Ctx, election: str) -> list[Cluster]:
+    """``partition_change`` with election ``election`` and nothing proposed, on each
+    partition of ``keys``: as ``_each`` with that change."""
+    alts = [_elected(ctx, p, _views(c, p, frozenset()), _config(c, key), election)
+            for key in keys for p in (c.partitions[key],)]
+    return _combine(c, keys, alts)
 
 
 def _bump(before: Partition, after: Partition) -> Partition:
@@ -78,6 +133,13 @@ def _each(c: Cluster, keys: Sequence[str], change: Change, prior: Cluster | None
             if np not in seen:
                 seen.append(np)
         alts.append(seen)
+    return _combine(c, keys, alts)
+
+
+def _combine(c: Cluster, keys: Sequence[str], alts: Sequence[Sequence[Partition]]
+             ) -> list[Cluster]:
+    """One cluster per combination of the partitions' alternatives (at most
+    MAX_BRANCHES)."""
     result: list[Cluster] = []
     for combo in product(*alts):
         parts = dict(c.partitions)

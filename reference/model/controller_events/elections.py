@@ -12,10 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from reference.model.controller import Ctx, partition_change
-from reference.model.controller_events.changes import _accepted, _each, _refused, world_of
+from reference.model.controller import Ctx
+from reference.model.controller_events.changes import (
+    _accepted,
+    _config,
+    _elections,
+    _refused,
+)
 from reference.model.controller_events.cluster import MAX_BRANCHES, Cluster, Outcome, Prediction
-from reference.model.state import World
 
 
 def _elect(c: Cluster, ctx: Ctx, key: str, kind: str) -> tuple[list[Cluster], str | None]:
@@ -25,9 +29,7 @@ def _elect(c: Cluster, ctx: Ctx, key: str, kind: str) -> tuple[list[Cluster], st
     if kind == "unclean" and p.leader is not None:
         return [c], "ELECTION_NOT_NEEDED"
 
-    def change(w: World) -> list[World]:
-        return partition_change(w, ctx, election=kind)
-    outs = [x for x in _each(c, [key], change) if x.partitions[key] != p]
+    outs = [x for x in _elections(c, [key], ctx, kind) if x.partitions[key] != p]
     if not outs:
         return [c], ("PREFERRED_LEADER_NOT_AVAILABLE" if kind == "preferred"
                      else "ELIGIBLE_LEADERS_NOT_AVAILABLE")
@@ -59,17 +61,11 @@ def _tick(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction:
     task = e["task"]
     if task == "electPreferred":
         keys = [k for k, p in c.partitions.items() if p.leader != p.replicas[0]]
-
-        def preferred(w: World) -> list[World]:
-            return partition_change(w, ctx, election="preferred")
-        return _accepted(_each(c, keys, preferred))
+        return _accepted(_elections(c, keys, ctx, "preferred"))
     if task == "electUnclean":
         keys = [k for k, p in c.partitions.items() if p.leader is None
-                and world_of(c, k).config.unclean_leader_election]
-
-        def unclean(w: World) -> list[World]:
-            return partition_change(w, ctx, election="unclean")
-        return _accepted(_each(c, keys, unclean))
+                and _config(c, k).unclean_leader_election]
+        return _accepted(_elections(c, keys, ctx, "unclean"))
     # fenceStale: the clock does not move; every session that expired was fenced by the
     # `fence` that moved it.
     return _accepted([c])
