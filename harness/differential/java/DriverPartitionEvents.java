@@ -123,6 +123,17 @@ final class DriverPartitionEvents {
         AlterPartitionReassignmentsRequestData request = new AlterPartitionReassignmentsRequestData()
             .setTopics(new ArrayList<>(List.of(new AlterPartitionReassignmentsRequestData.ReassignableTopic()
                 .setName(topic).setPartitions(new ArrayList<>(List.of(part))))));
+        if (e.has("allowRfChange")) {
+            // KIP-860 (4.1+): AllowReplicationFactorChange false refuses a reassignment that
+            // changes the replica count (validatePartitionReplicationFactorUnchanged).
+            if (DriverReflection.method(AlterPartitionReassignmentsRequestData.class,
+                    "setAllowReplicationFactorChange", 1) == null) {
+                throw new Unsupported("this build's AlterPartitionReassignments has no "
+                    + "AllowReplicationFactorChange (KIP-860, 4.1+)");
+            }
+            DriverReflection.invoke(request, "setAllowReplicationFactorChange",
+                e.get("allowRfChange").asBoolean());
+        }
         ControllerResult<AlterPartitionReassignmentsResponseData> result =
             st.replicationControl.alterPartitionReassignments(request);
         st.replayAll(result.records());
@@ -144,14 +155,16 @@ final class DriverPartitionEvents {
         } else {
             throw new ProtocolError("electLeaders type must be preferred or unclean, not " + type);
         }
-        String topic = requireText(e, "topic");
-        st.topicId(topic);
-        ElectLeadersRequestData.TopicPartitionsCollection partitions =
-            new ElectLeadersRequestData.TopicPartitionsCollection();
-        List<Integer> indexes = e.has("partitions") ? intList(e.get("partitions"))
-            : List.of(e.path("partition").asInt(0));
-        partitions.add(new ElectLeadersRequestData.TopicPartitions().setTopic(topic)
-            .setPartitions(new ArrayList<>(indexes)));
+        ElectLeadersRequestData.TopicPartitionsCollection partitions = null;  // no topic: every partition
+        if (e.hasNonNull("topic")) {
+            String topic = requireText(e, "topic");
+            st.topicId(topic);
+            partitions = new ElectLeadersRequestData.TopicPartitionsCollection();
+            List<Integer> indexes = e.has("partitions") ? intList(e.get("partitions"))
+                : List.of(e.path("partition").asInt(0));
+            partitions.add(new ElectLeadersRequestData.TopicPartitions().setTopic(topic)
+                .setPartitions(new ArrayList<>(indexes)));
+        }
         ElectLeadersRequestData request = new ElectLeadersRequestData()
             .setElectionType(electionType).setTopicPartitions(partitions);
         ControllerResult<ElectLeadersResponseData> result = st.replicationControl.electLeaders(request);
@@ -184,6 +197,11 @@ final class DriverPartitionEvents {
         ControllerResult<?> result;
         switch (task) {
             case "electPreferred":
+                // QuorumController.maybeScheduleNextBalancePartitionLeaders asks first.
+                if (DriverReflection.method(ReplicationControlManager.class,
+                        "arePartitionLeadersImbalanced", 0) != null) {
+                    DriverReflection.invoke(st.replicationControl, "arePartitionLeadersImbalanced");
+                }
                 result = st.replicationControl.maybeBalancePartitionLeaders();
                 break;
             case "electUnclean":

@@ -60,13 +60,35 @@ UNMODELLED_WHY = {
                         "not modelled; give an assignment",
     "alterConfig": "broker-level configs are not modelled",
     "updateFeature": "features other than eligible.leader.replicas.version are not modelled",
+    "assignDirs": "log directories (KIP-858 AssignReplicasToDirs) are not modelled",
+    "listReassignments": "a query: the controller writes nothing",
+    "findTopics": "a query: the controller writes nothing",
 }
+
+
+def _unmodelled_form(event: Mapping[str, Any]) -> str | None:
+    """Forms of modelled events the model does not predict (issue 44 item 2's additions):
+    a registration with no log directory (refused on a metadata.version with directory
+    assignment, ClusterControlManager.registerBroker), a heartbeat's directories, an
+    election of every partition (ElectLeaders with no topics: every lane's), a
+    reassignment that may not change the replica count (KIP-860)."""
+    op = event.get("op")
+    if op == "register" and event.get("logDirs") == 0:
+        return "a registration without log directories is not modelled"
+    if op == "electLeaders" and event.get("topic") is None:
+        return "an election of every partition (no topic) is not modelled"
+    if op == "reassign" and event.get("allowRfChange") is False:
+        return "a reassignment with AllowReplicationFactorChange false is not modelled"
+    return None
 
 
 def apply(c: Cluster, profile: Profile, event: Mapping[str, Any]) -> Prediction:
     """The allowed outcomes of one driver event under ``profile`` (or UNMODELLED)."""
     op = str(event.get("op"))
     fn = EVENTS.get(op)
+    form = _unmodelled_form(event)
+    if form is not None:
+        return Prediction(unmodelled=form)
     if fn is None:
         return Prediction(unmodelled=UNMODELLED_WHY.get(op, f"event {op} is not modelled"))
     pred = fn(c, ctx_for(profile, c), event)
