@@ -17,7 +17,7 @@ from harness.differential.campaign.session import Session, settings_for
 from harness.differential.campaign.shrink import Shrinker
 from harness.differential.campaign.write import Writer
 from harness.differential.corpus import Planned, mutate
-from harness.differential.workload import RandomEvents
+from harness.differential.workload import Capabilities, RandomEvents
 
 
 def _lane_state(s: Session, k: int) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -74,11 +74,12 @@ class Campaign(Classifier, Feedback, Shrinker, Writer):
             self.probes.add(s.ready.new_probes)
         try:
             gens: list[RandomEvents | Planned] = []
+            caps = Capabilities.of(s.ready.kafka, s.ready.supported_features)
             for k in range(cfg.lanes):
                 lane_rng = random.Random(rng.getrandbits(63))
                 gen = RandomEvents(lane_rng, lane_brokers(k), lane_topics(k),
                                    elr_feature=s.ready.elr_feature,
-                                   feature_weight=cfg.feature_weight)
+                                   feature_weight=cfg.feature_weight, caps=caps)
                 if feedback and self.corpus.entries and lane_rng.random() < cfg.mutate_share:
                     plan, how = mutate(lane_rng, self.corpus.entries, cfg.lane_events)
                     gens.append(Planned([rename(e, 0, k) for e in plan], gen, clock_broker(k),

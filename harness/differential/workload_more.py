@@ -1,0 +1,126 @@
+"""The wider vocabulary of the random generator (issue 44 item 2): what a cluster sends the
+controller beyond the base events of workload.RandomEvents, each form only where the build
+has it (``workload.Capabilities``, read from the session's ready answer):
+
+- registration with 1-3 log directories, and now and then none (refused on a
+  metadata.version with directory assignment: ClusterControlManager.registerBroker,
+  KIP-858, 3.7+); a broker that was unregistered registering again;
+- heartbeats: wanting to be fenced, not caught up (a fenced broker behind its registration
+  stays fenced: BrokerHeartbeatManager.calculateNextBrokerState), with an offline log
+  directory (ReplicationControlManager.handleDirectoriesOffline), cordoning or uncordoning
+  a directory (4.3+, handleDirectoriesCordoned); the stale-broker task run alone;
+- unregistration of a stopped broker (and rarely of a running one);
+- AssignReplicasToDirs (3.7+) of a partition's replica (or of a broker that is not one);
+- configs: ``unclean.leader.election.enable`` of a topic, ``min.insync.replicas`` and
+  ``unclean.leader.election.enable`` of the cluster (set and deleted), a broker's config;
+- a deleted topic's name created again by partition count and replication factor (the
+  replica placer), and CreateTopics of a name that exists;
+- ElectLeaders of every partition (no topics; the whole controller's, as a tick);
+  a reassignment while one is in progress; AllowReplicationFactorChange false (4.1+);
+- the queries: ListPartitionReassignments, the topic lookups;
+- UpdateFeatures of ``metadata.version`` to a level the controller supports, by every
+  upgrade type (mostly refused: a downgrade that would lose metadata, a level the
+  registered brokers do not support).
+
+Weights are per lane event, small beside the base events (0.3-3), so the base search
+keeps its pace. A refusal is an answer too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from harness.differential import protocol as p
+
+State = Mapping[str, Mapping[str, Any]]
+UPGRADE_TYPES = ("upgrade", "safeDowngrade", "unsafeDowngrade")
+
+
+def more_choices(gen: Any, caps: Any, partitions: State, brokers: State, life: str,
+                 have: int) -> list[tuple[float, Any]]:
+    """(weight, make-event) pairs of the wider vocabulary for one lane event; ``gen`` is the
+    lane's RandomEvents (its rng, brokers, topics), ``life`` its life-cycle topic this
+    event, ``have`` that topic's partition count."""
+    rng = gen.rng
+    lane = list(gen.brokers)
+    alive_unfenced = [int(b) for b, s in brokers.items() if s["alive"] and not s["fenced"]]
+    alive = [int(b) for b, s in brokers.items() if s["alive"]]
+    alive_fenced = [int(b) for b, s in brokers.items() if s["alive"] and s["fenced"]]
+    down = [int(b) for b, s in brokers.items() if not s["alive"]]
+    gone = [b for b in lane if str(b) not in brokers]  # unregistered
+    out: list[tuple[float, Any]] = []
+    if gone:
+        out.append((1.5, lambda: p.register(rng.choice(gone), clean=rng.random() < 0.5)))
+    if caps.log_dirs and (down or gone):
+        def with_dirs() -> dict[str, Any]:
+            e = p.register(rng.choice(down + gone), clean=rng.random() < 0.5)
+            e["logDirs"] = 0 if rng.random() < 0.1 else rng.randint(1, 3)
+            return e
+        out.append((0.5, with_dirs))
+    if alive_unfenced:
+        out.append((0.15, lambda: p.heartbeat(rng.choice(alive_unfenced), wantFence=True)))
+    if alive_fenced:
+        out.append((0.3, lambda: p.heartbeat(rng.choice(alive_fenced), caughtUp=False)))
+    if alive and caps.log_dirs:
+        out.append((0.15, lambda: p.heartbeat(rng.choice(alive),
+                                              offlineDirs=[rng.choice((0, 0, 1, 3))])))
+    if alive and caps.cordoned_dirs:
+        out.append((0.15, lambda: p.heartbeat(rng.choice(alive),
+                                              cordonedDirs=rng.choice(([], [], [0], [1])))))
+    if down:
+        out.append((0.3, lambda: p.unregister(rng.choice(down))))
+    if alive:
+        out.append((0.03, lambda: p.unregister(rng.choice(alive))))
+    out.append((0.05, lambda: p.tick("fenceStale")))
+    keys = sorted(partitions)
+    if keys and caps.log_dirs:
+        def assign() -> dict[str, Any]:
+            topic, _, index = rng.choice(keys).rpartition("-")
+            replicas = list(partitions[f"{topic}-{index}"]["replicas"])
+            b = rng.choice(replicas) if rng.random() < 0.85 else rng.choice(lane)
+            return p.assign_dirs(b, topic, int(index) + (1 if rng.random() < 0.05 else 0),
+                                 rng.choice((0, 0, 1, 2)))
+        out.append((0.4, assign))
+    # configs
+    if have:
+        out.append((0.2, lambda t=life: p.alter_config(
+            {"unclean.leader.election.enable": rng.choice(("true", "false", None))}, t)))
+        out.append((0.05, lambda t=life: p.alter_config({"min.insync.replicas": None}, t)))
+        out.append((0.03, lambda t=life: p.create_topic(t, [rng.sample(lane, 2)])))
+    out.append((0.04, lambda: p.alter_config(
+        {"min.insync.replicas": rng.choice(("1", "2", "3", None))})))
+    out.append((0.04, lambda: p.alter_config(
+        {"unclean.leader.election.enable": rng.choice(("true", "false", None))})))
+    out.append((0.03, lambda: {"op": "alterConfig", "broker": rng.choice(lane),
+                               "configs": {"log.retention.ms": rng.choice(("60000", None))}}))
+    if not have:
+        out.append((0.6, lambda t=life: {
+            "op": "createTopic", "topic": t, "partitions": rng.randint(1, 3),
+            "replicationFactor": rng.randint(1, 4)}))
+    # elections, reassignments
+    out.append((0.03, lambda: {"op": "electLeaders",
+                               "type": rng.choice(("preferred", "unclean"))}))
+    if keys:
+        key = rng.choice(keys)
+        topic, _, index = key.rpartition("-")
+        part = partitions[key]
+        if part["adding"] or part["removing"]:
+            out.append((0.3, lambda: p.reassign(topic, rng.sample(lane, len(part["replicas"])),
+                                                int(index))))
+        if caps.allow_rf_change:
+            def no_rf() -> dict[str, Any]:
+                rf = len(part["replicas"]) + rng.choice((-1, 0, 1))
+                e = p.reassign(topic, rng.sample(lane, max(1, min(rf, len(lane)))), int(index))
+                e["allowRfChange"] = rng.random() < 0.3
+                return e
+            out.append((0.3, no_rf))
+    # queries
+    out.append((0.1, lambda: p.list_reassignments(
+        rng.choice((None, [life], list(gen.topics))))))
+    out.append((0.1, lambda: p.find_topics([life, f"{life}x"])))
+    if caps.mv_levels is not None:
+        lo, hi = caps.mv_levels
+        out.append((0.02, lambda: p.update_feature("metadata.version", rng.randint(lo, hi),
+                                                   rng.choice(UPGRADE_TYPES))))
+    return out
