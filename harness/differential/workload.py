@@ -77,6 +77,12 @@ class RandomEvents:
         #: The wider vocabulary of issue 44 item 2 (workload_more.py), for a build with
         #: these capabilities; None: the base vocabulary only (same events as before).
         self.caps = caps
+        #: Events this lane sends next, before any random one: what undoes a state the
+        #: model does not follow (an offline or cordoned log directory, a replica assigned
+        #: to an unknown directory), queued with the event that made it.
+        self.heal: list[dict[str, Any]] = []
+        #: Log directories each broker last registered with (workload_more.py).
+        self.dir_count: dict[int, int] = {}
         self.brokers = list(brokers)
         self.topics = list(topics)
         self.max_min_isr = max_min_isr
@@ -92,6 +98,9 @@ class RandomEvents:
                 for i, t in enumerate(self.topics)]
 
     def next(self, partitions: State, brokers: State) -> dict[str, Any]:
+        if self.heal:
+            # The events that undo what the model cannot follow (workload_more.py).
+            return self.heal.pop(0)
         rng = self.rng
         alive_unfenced = [int(b) for b, s in brokers.items() if s["alive"] and not s["fenced"]]
         alive_fenced = [int(b) for b, s in brokers.items() if s["alive"] and s["fenced"]]
@@ -250,6 +259,8 @@ def repair(event: Mapping[str, Any], partitions: State, brokers: State,
     e = dict(event)
     op = e.get("op")
     allowed = set(lane_brokers)
+    if op == "heartbeat" and ({"offlineDirs", "cordonedDirs"} & e.keys()):
+        return None  # a state the model cannot follow, undone only by the generator
     if op in ("fence", "unfence", "register", "controlledShutdown", "unregister", "heartbeat"):
         b = e.get("broker")
         if op == "fence" and b == clock and clock is not None:
@@ -267,8 +278,8 @@ def repair(event: Mapping[str, Any], partitions: State, brokers: State,
     if op in ("tick", "state", "updateFeature", "listReassignments", "findTopics") or (
             op == "electLeaders" and e.get("topic") is None):
         return e
-    if op == "assignDirs":
-        return e if e.get("broker") in allowed else None
+    if op == "assignDirs":  # to the first directory only (another one needs undoing)
+        return e if e.get("broker") in allowed and not e.get("dir") else None
     topic = e.get("topic")
     have = sum(1 for k in partitions if k.rpartition("-")[0] == topic)
     if op == "deleteTopic":

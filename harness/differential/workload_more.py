@@ -23,7 +23,13 @@ has it (``workload.Capabilities``, read from the session's ready answer):
   registered brokers do not support).
 
 Weights are per lane event, small beside the base events (0.3-3), so the base search
-keeps its pace. A refusal is an answer too.
+keeps its pace. A refusal is an answer too. The model knows no log directories, so a state
+it cannot follow is undone by the lane's next events (``RandomEvents.heal``): an offline
+directory by the broker's stop and new registration (all its directories online again), a
+cordoned one by a heartbeat that uncordons it, a replica assigned to another directory
+(perhaps one the broker never registered, which is offline) by its assignment back to the
+first. The corpus's repair drops these forms (a mutation could separate them from their
+undoing).
 """
 
 from __future__ import annotations
@@ -54,8 +60,15 @@ def more_choices(gen: Any, caps: Any, partitions: State, brokers: State, life: s
         out.append((1.5, lambda: p.register(rng.choice(gone), clean=rng.random() < 0.5)))
     if caps.log_dirs and (down or gone):
         def with_dirs() -> dict[str, Any]:
-            e = p.register(rng.choice(down + gone), clean=rng.random() < 0.5)
-            e["logDirs"] = 0 if rng.random() < 0.1 else rng.randint(1, 3)
+            # Never fewer directories than before (a partition on a directory the broker
+            # no longer registers is on an offline one, which the model does not know);
+            # now and then none (refused).
+            b = rng.choice(down + gone)
+            e = p.register(b, clean=rng.random() < 0.5)
+            if rng.random() < 0.1:
+                e["logDirs"] = 0
+            else:
+                e["logDirs"] = gen.dir_count[b] = rng.randint(gen.dir_count.get(b, 1), 3)
             return e
         out.append((0.5, with_dirs))
     if alive_unfenced:
@@ -63,11 +76,19 @@ def more_choices(gen: Any, caps: Any, partitions: State, brokers: State, life: s
     if alive_fenced:
         out.append((0.3, lambda: p.heartbeat(rng.choice(alive_fenced), caughtUp=False)))
     if alive and caps.log_dirs:
-        out.append((0.15, lambda: p.heartbeat(rng.choice(alive),
-                                              offlineDirs=[rng.choice((0, 0, 1, 3))])))
+        def offline() -> dict[str, Any]:
+            # Healed at once: the broker stops and a new incarnation registers with its
+            # directories, all online again (the model knows no directories).
+            b = rng.choice(alive)
+            gen.heal += [p.fence(b), p.register(b, clean=rng.random() < 0.5)]
+            return p.heartbeat(b, offlineDirs=[rng.choice((0, 0, 1, 3))])
+        out.append((0.15, offline))
     if alive and caps.cordoned_dirs:
-        out.append((0.15, lambda: p.heartbeat(rng.choice(alive),
-                                              cordonedDirs=rng.choice(([], [], [0], [1])))))
+        def cordon() -> dict[str, Any]:
+            b = rng.choice(alive)
+            gen.heal.append(p.heartbeat(b, cordonedDirs=[]))
+            return p.heartbeat(b, cordonedDirs=[rng.choice((0, 0, 1))])
+        out.append((0.15, cordon))
     if down:
         out.append((0.3, lambda: p.unregister(rng.choice(down))))
     if alive:
@@ -79,8 +100,10 @@ def more_choices(gen: Any, caps: Any, partitions: State, brokers: State, life: s
             topic, _, index = rng.choice(keys).rpartition("-")
             replicas = list(partitions[f"{topic}-{index}"]["replicas"])
             b = rng.choice(replicas) if rng.random() < 0.85 else rng.choice(lane)
-            return p.assign_dirs(b, topic, int(index) + (1 if rng.random() < 0.05 else 0),
-                                 rng.choice((0, 0, 1, 2)))
+            part, d = int(index) + (1 if rng.random() < 0.05 else 0), rng.choice((0, 0, 1, 2))
+            if d:  # perhaps a directory the broker never registered: offline; back to 0
+                gen.heal.append(p.assign_dirs(b, topic, part, 0))
+            return p.assign_dirs(b, topic, part, d)
         out.append((0.4, assign))
     # configs
     if have:
@@ -88,8 +111,9 @@ def more_choices(gen: Any, caps: Any, partitions: State, brokers: State, life: s
             {"unclean.leader.election.enable": rng.choice(("true", "false", None))}, t)))
         out.append((0.05, lambda t=life: p.alter_config({"min.insync.replicas": None}, t)))
         out.append((0.03, lambda t=life: p.create_topic(t, [rng.sample(lane, 2)])))
+    # (not deleted at cluster level: the model knows no static value beneath it)
     out.append((0.04, lambda: p.alter_config(
-        {"min.insync.replicas": rng.choice(("1", "2", "3", None))})))
+        {"min.insync.replicas": rng.choice(("1", "2", "3"))})))
     out.append((0.04, lambda: p.alter_config(
         {"unclean.leader.election.enable": rng.choice(("true", "false", None))})))
     out.append((0.03, lambda: {"op": "alterConfig", "broker": rng.choice(lane),
@@ -106,8 +130,8 @@ def more_choices(gen: Any, caps: Any, partitions: State, brokers: State, life: s
         topic, _, index = key.rpartition("-")
         part = partitions[key]
         if part["adding"] or part["removing"]:
-            out.append((0.3, lambda: p.reassign(topic, rng.sample(lane, len(part["replicas"])),
-                                                int(index))))
+            out.append((0.3, lambda: p.reassign(
+                topic, rng.sample(lane, min(len(lane), len(part["replicas"]))), int(index))))
         if caps.allow_rf_change:
             def no_rf() -> dict[str, Any]:
                 rf = len(part["replicas"]) + rng.choice((-1, 0, 1))
@@ -115,6 +139,10 @@ def more_choices(gen: Any, caps: Any, partitions: State, brokers: State, life: s
                 e["allowRfChange"] = rng.random() < 0.3
                 return e
             out.append((0.3, no_rf))
+    # requests that name what is not there, or that the controller refuses as malformed
+    # (the request-level branches: validateNewTopicNames, createTopic's checks,
+    # validateTotalNumberOfPartitions, the unknown-topic paths of every request)
+    out += _refusals(gen, partitions, brokers, life, have, gone)
     # queries
     out.append((0.1, lambda: p.list_reassignments(
         rng.choice((None, [life], list(gen.topics))))))
@@ -123,4 +151,51 @@ def more_choices(gen: Any, caps: Any, partitions: State, brokers: State, life: s
         lo, hi = caps.mv_levels
         out.append((0.02, lambda: p.update_feature("metadata.version", rng.randint(lo, hi),
                                                    rng.choice(UPGRADE_TYPES))))
+    return out
+
+
+def _refusals(gen: Any, partitions: State, brokers: State, life: str, have: int,
+              gone: list[int]) -> list[tuple[float, Any]]:
+    rng = gen.rng
+    lane = list(gen.brokers)
+    out: list[tuple[float, Any]] = []
+    keys = sorted(partitions)
+    if not have:  # the life-cycle topic is deleted: every request naming it
+        out += [(0.03, lambda: p.elect_leaders(life, rng.choice(("preferred", "unclean")))),
+                (0.03, lambda: p.reassign(life, rng.sample(lane, 3))),
+                (0.03, lambda: p.create_partitions(life, 2, [rng.sample(lane, 2)])),
+                (0.03, lambda: p.assign_dirs(rng.choice(lane), life)),
+                (0.03, lambda: {**p.create_topic(life, [rng.sample(lane, 2)]),
+                                "validateOnly": True}),
+                (0.03, lambda: {**p.create_topic(life, [rng.sample(lane, 2)] * 2),
+                                "indexes": rng.choice(([0, 0], [1, 2], [0, 2]))}),
+                (0.05, lambda: {"op": "createTopic", "topic": life,
+                                "partitions": rng.choice((-1, -2, 0, 10_001)),
+                                "replicationFactor": rng.choice((-1, -2, 0, 2))})]
+    else:
+        out += [(0.02, lambda: p.elect_leaders(life, "preferred", have)),
+                (0.02, lambda: p.reassign(life, rng.sample(lane, 3), have)),
+                (0.03, lambda: {"op": "createPartitions", "topic": life,
+                                "count": rng.choice((have - 1, 100_000, -1))}),
+                (0.02, lambda: p.create_partitions(life, have + 2, [rng.sample(lane, 2)])),
+                (0.03, lambda: {"op": "deleteTopic", "topic": life,
+                                "byId": rng.choice(("unknown", "zero"))})]
+    if keys:
+        key = rng.choice(keys)
+        topic, _, index = key.rpartition("-")
+        part = partitions[key]
+        isr = list(part["isr"])
+        if not (part["adding"] or part["removing"]):
+            out.append((0.05, lambda: p.cancel_reassignment(topic, int(index))))
+        if part["leader"] >= 0:
+            out.append((0.03, lambda: {**p.alter_partition(topic, isr, int(index)),
+                                       "topicId": rng.choice(("unknown", "zero"))}))
+            out.append((0.05, lambda: {**p.alter_partition(topic, isr, int(index)),
+                                       "isrBrokerEpochs": [rng.choice((-1, 0, 1, 999))
+                                                           for _ in isr]}))
+            if gone:
+                out.append((0.1, lambda: p.alter_partition(topic, isr + [rng.choice(gone)],
+                                                           int(index))))
+    if gone:
+        out.append((0.05, lambda: p.unregister(rng.choice(gone))))
     return out

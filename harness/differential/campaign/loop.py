@@ -13,7 +13,7 @@ from harness.differential import coverage
 from harness.differential.campaign.classify import Classifier
 from harness.differential.campaign.feedback import Feedback
 from harness.differential.campaign.lanes import clock_broker, lane_brokers, lane_topics, rename
-from harness.differential.campaign.session import Session, settings_for
+from harness.differential.campaign.session import Session, older_mv, settings_for, version_of
 from harness.differential.campaign.shrink import Shrinker
 from harness.differential.campaign.write import Writer
 from harness.differential.corpus import Planned, mutate
@@ -60,8 +60,11 @@ class Campaign(Classifier, Feedback, Shrinker, Writer):
     def _session(self, rng: random.Random, t0: float, deadline: float) -> None:
         cfg = self.cfg
         elr = self.stats.sessions % 2 == 0 if cfg.elr_both else None
-        s = Session(self.build, settings_for(cfg.lanes, cfg, probes=cfg.coverage, elr=elr),
-                    self._agent)
+        mv = older_mv(cfg, self.stats.sessions, version_of(self.build))
+        if mv is not None:
+            elr = False
+        s = Session(self.build, settings_for(cfg.lanes, cfg, probes=cfg.coverage, elr=elr,
+                                             metadata_version=mv), self._agent)
         self.stats.sessions += 1
         self.stats.start_seconds += s.start_seconds
         self.elr = s.elr

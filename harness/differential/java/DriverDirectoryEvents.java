@@ -56,9 +56,16 @@ final class DriverDirectoryEvents {
     }
 
     /** The registration's log directories: {@code count} of the broker's (0: none; more
-     * than it had: new ones added). No {@code logDirs} field: the adapter's default. */
+     * than it had: new ones added). No {@code logDirs} field: the adapter's default (one
+     * directory), or, once the broker has registered with more, all of them (a broker
+     * restarted with the same log.dirs: a partition assigned to any of them stays on an
+     * online directory). */
     void setLogDirs(BrokerRegistrationRequestData request, int id, JsonNode e) {
         if (e == null || !e.has("logDirs")) {
+            List<Uuid> mine = dirs.get(id);
+            if (mine != null && mine.size() > 1) {
+                invoke(request, "setLogDirs", new ArrayList<>(mine));
+            }
             return;
         }
         if (method(BrokerRegistrationRequestData.class, "setLogDirs", 1) == null) {

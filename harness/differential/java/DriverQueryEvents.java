@@ -3,7 +3,8 @@
  * branches of ReplicationControlManager they run): ListPartitionReassignments
  * (listPartitionReassignments, as QuorumController.listPartitionReassignments calls it) and
  * the topic lookups ControllerApis asks for DeleteTopics and CreatePartitions by name or id
- * (findTopicIds, findTopicNames, findAllTopicIds). Read at the latest state
+ * (findTopicIds, findTopicNames, findAllTopicIds), each also asked for no name, an unknown id
+ * and the zero id, as a request may name them. Read at the latest state
  * (Long.MAX_VALUE: the timeline's current values; QuorumController reads at its last
  * committed offset, which here is the same: every record is committed at once).
  */
@@ -67,7 +68,9 @@ final class DriverQueryEvents {
         for (JsonNode t : e.path("topics")) {
             names.add(t.asText());
         }
-        Map<String, ?> ids = st.replicationControl.findTopicIds(LATEST, names);
+        List<String> asked = new ArrayList<>(names);
+        asked.add(null);  // a request may name no topic: NotFound (findTopicIds)
+        Map<String, ?> ids = st.replicationControl.findTopicIds(LATEST, asked);
         List<Uuid> wanted = new ArrayList<>();
         ObjectNode out = JSON.createObjectNode();
         ObjectNode byName = out.putObject("byName");
@@ -80,6 +83,8 @@ final class DriverQueryEvents {
             byName.put(name, r == null ? "missing" : r.toString());
         }
         wanted.add(Uuid.randomUuid());
+        wanted.add(Uuid.ZERO_UUID);  // neither is a topic id (findTopicNames)
+        wanted.add(null);
         Map<Uuid, ?> found = st.replicationControl.findTopicNames(LATEST, wanted);
         out.put("byId", found.size());
         out.put("all", st.replicationControl.findAllTopicIds(LATEST).size());

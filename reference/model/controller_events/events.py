@@ -71,7 +71,9 @@ def _unmodelled_form(event: Mapping[str, Any]) -> str | None:
     a registration with no log directory (refused on a metadata.version with directory
     assignment, ClusterControlManager.registerBroker), a heartbeat's directories, an
     election of every partition (ElectLeaders with no topics: every lane's), a
-    reassignment that may not change the replica count (KIP-860)."""
+    reassignment that may not change the replica count (KIP-860), CreateTopics with
+    explicit partition indexes or validateOnly, DeleteTopics by an unknown id,
+    AlterPartition by an unknown topic id or with ISR broker epochs."""
     op = event.get("op")
     if op == "register" and event.get("logDirs") == 0:
         return "a registration without log directories is not modelled"
@@ -79,6 +81,13 @@ def _unmodelled_form(event: Mapping[str, Any]) -> str | None:
         return "an election of every partition (no topic) is not modelled"
     if op == "reassign" and event.get("allowRfChange") is False:
         return "a reassignment with AllowReplicationFactorChange false is not modelled"
+    if op == "createTopic" and ("indexes" in event or event.get("validateOnly")):
+        return "CreateTopics with explicit partition indexes or validateOnly is not modelled"
+    if op == "deleteTopic" and "byId" in event:
+        return "DeleteTopics by a topic id that is no topic's is not modelled"
+    if op == "alterPartition" and ("topicId" in event or "isrBrokerEpochs" in event):
+        return ("AlterPartition naming an unknown topic id or giving ISR broker epochs is "
+                "not modelled")
     return None
 
 
