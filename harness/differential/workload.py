@@ -58,13 +58,17 @@ class Capabilities:
     cordoned_dirs: bool = False
     allow_rf_change: bool = False
     mv_levels: tuple[int, int] | None = None
+    #: CreatePartitions refuses more than 10,000 new partitions in one request (4.4+,
+    #: ReplicationControlManager.validateTotalNumberOfPartitions); before, the placer would
+    #: place them all.
+    partitions_batch_limit: bool = False
 
     @staticmethod
     def of(kafka: str, supported_features: Mapping[str, tuple[int, int]]) -> Capabilities:
         v = tuple(int(x) for x in re.findall(r"\d+", kafka)[:2])
         mv = supported_features.get("metadata.version")
         return Capabilities(log_dirs=v >= (3, 7), cordoned_dirs=v >= (4, 3),
-                            allow_rf_change=v >= (4, 1),
+                            allow_rf_change=v >= (4, 1), partitions_batch_limit=v >= (4, 4),
                             mv_levels=(int(mv[0]), int(mv[1])) if mv else None)
 
 
@@ -278,8 +282,9 @@ def repair(event: Mapping[str, Any], partitions: State, brokers: State,
     if op in ("tick", "state", "updateFeature", "listReassignments", "findTopics") or (
             op == "electLeaders" and e.get("topic") is None):
         return e
-    if op == "assignDirs":  # to the first directory only (another one needs undoing)
-        return e if e.get("broker") in allowed and not e.get("dir") else None
+    if op == "assignDirs":  # another directory than the first only undone in the event
+        return e if e.get("broker") in allowed and (not e.get("dir") or e.get("back")) \
+            else None
     topic = e.get("topic")
     have = sum(1 for k in partitions if k.rpartition("-")[0] == topic)
     if op == "deleteTopic":

@@ -13,8 +13,10 @@ has it (``workload.Capabilities``, read from the session's ready answer):
 - AssignReplicasToDirs (3.7+) of a partition's replica (or of a broker that is not one);
 - configs: ``unclean.leader.election.enable`` of a topic, ``min.insync.replicas`` and
   ``unclean.leader.election.enable`` of the cluster (set and deleted), a broker's config;
-- a deleted topic's name created again by partition count and replication factor (the
-  replica placer), and CreateTopics of a name that exists;
+- a deleted topic's name created again by partition count and replication factor, never
+  placed (a factor above the registered brokers, or invalid counts: the replica placer
+  would put a lane's topic on other lanes' brokers), and CreateTopics of a name that
+  exists;
 - ElectLeaders of every partition (no topics; the whole controller's, as a tick);
   a reassignment while one is in progress; AllowReplicationFactorChange false (4.1+);
 - the queries: ListPartitionReassignments, the topic lookups;
@@ -24,12 +26,13 @@ has it (``workload.Capabilities``, read from the session's ready answer):
 
 Weights are per lane event, small beside the base events (0.3-3), so the base search
 keeps its pace. A refusal is an answer too. The model knows no log directories, so a state
-it cannot follow is undone by the lane's next events (``RandomEvents.heal``): an offline
-directory by the broker's stop and new registration (all its directories online again), a
-cordoned one by a heartbeat that uncordons it, a replica assigned to another directory
-(perhaps one the broker never registered, which is offline) by its assignment back to the
-first. The corpus's repair drops these forms (a mutation could separate them from their
-undoing).
+it cannot follow is undone: an offline directory (only of a broker holding none of the
+lane's replicas) by the lane's next events (``RandomEvents.heal``: the broker's stop and
+new registration, all its directories online again), a cordoned one by a heartbeat that
+uncordons it, a replica assigned to another directory (perhaps one the broker never
+registered, which is offline) by its assignment back to the first in the same event
+(``back``). The corpus's repair drops the first two (a mutation could separate them from
+their undoing).
 """
 
 from __future__ import annotations
@@ -75,14 +78,20 @@ def more_choices(gen: Any, caps: Any, partitions: State, brokers: State, life: s
         out.append((0.15, lambda: p.heartbeat(rng.choice(alive_unfenced), wantFence=True)))
     if alive_fenced:
         out.append((0.3, lambda: p.heartbeat(rng.choice(alive_fenced), caughtUp=False)))
-    if alive and caps.log_dirs:
+    # A directory offline: only of a broker that holds no replica of the lane's partitions
+    # (so that no election, also one another lane's unfencing runs before the undoing,
+    # meets a replica on an offline directory, which the model does not know); what it
+    # still holds is what a deleted topic left in the controller's directory index.
+    # Undone at once: the broker stops and a new incarnation registers with its
+    # directories, all online again.
+    holders = {b for part in partitions.values() for b in part["replicas"]}
+    spare = [b for b in alive if b not in holders]
+    if spare and caps.log_dirs:
         def offline() -> dict[str, Any]:
-            # Healed at once: the broker stops and a new incarnation registers with its
-            # directories, all online again (the model knows no directories).
-            b = rng.choice(alive)
+            b = rng.choice(spare)
             gen.heal += [p.fence(b), p.register(b, clean=rng.random() < 0.5)]
             return p.heartbeat(b, offlineDirs=[rng.choice((0, 0, 1, 3))])
-        out.append((0.15, offline))
+        out.append((0.3, offline))
     if alive and caps.cordoned_dirs:
         def cordon() -> dict[str, Any]:
             b = rng.choice(alive)
@@ -101,9 +110,10 @@ def more_choices(gen: Any, caps: Any, partitions: State, brokers: State, life: s
             replicas = list(partitions[f"{topic}-{index}"]["replicas"])
             b = rng.choice(replicas) if rng.random() < 0.85 else rng.choice(lane)
             part, d = int(index) + (1 if rng.random() < 0.05 else 0), rng.choice((0, 0, 1, 2))
-            if d:  # perhaps a directory the broker never registered: offline; back to 0
-                gen.heal.append(p.assign_dirs(b, topic, part, 0))
-            return p.assign_dirs(b, topic, part, d)
+            e = p.assign_dirs(b, topic, part, d)
+            if d:  # perhaps a directory the broker never registered (offline): back to 0
+                e["back"] = True  # in the same event (DriverDirectoryEvents.assignDirs)
+            return e
         out.append((0.4, assign))
     # configs
     if have:
@@ -119,9 +129,11 @@ def more_choices(gen: Any, caps: Any, partitions: State, brokers: State, life: s
     out.append((0.03, lambda: {"op": "alterConfig", "broker": rng.choice(lane),
                                "configs": {"log.retention.ms": rng.choice(("60000", None))}}))
     if not have:
-        out.append((0.6, lambda t=life: {
-            "op": "createTopic", "topic": t, "partitions": rng.randint(1, 3),
-            "replicationFactor": rng.randint(1, 4)}))
+        # By count: never placed (a replication factor above the registered brokers, or
+        # invalid), since the placer would put a lane's topic on other lanes' brokers.
+        out.append((0.3, lambda t=life: {
+            "op": "createTopic", "topic": t, "partitions": rng.choice((-1, 1, 2)),
+            "replicationFactor": rng.choice((100, -2, 0))}))
     # elections, reassignments
     out.append((0.03, lambda: {"op": "electLeaders",
                                "type": rng.choice(("preferred", "unclean"))}))
@@ -130,8 +142,14 @@ def more_choices(gen: Any, caps: Any, partitions: State, brokers: State, life: s
         topic, _, index = key.rpartition("-")
         part = partitions[key]
         if part["adding"] or part["removing"]:
-            out.append((0.3, lambda: p.reassign(
-                topic, rng.sample(lane, min(len(lane), len(part["replicas"]))), int(index))))
+            def again() -> dict[str, Any]:
+                # A new target while one is in progress: random, or drawn from the replicas
+                # the partition has now (a change of only the adding or removing replicas,
+                # PartitionChangeBuilder.changeRecordIsNoOp's last tests).
+                pool = list(part["replicas"]) if rng.random() < 0.5 else lane
+                k = rng.randint(min(2, len(pool)), len(pool))
+                return p.reassign(topic, rng.sample(pool, k), int(index))
+            out.append((0.3, again))
         if caps.allow_rf_change:
             def no_rf() -> dict[str, Any]:
                 rf = len(part["replicas"]) + rng.choice((-1, 0, 1))
@@ -142,7 +160,7 @@ def more_choices(gen: Any, caps: Any, partitions: State, brokers: State, life: s
     # requests that name what is not there, or that the controller refuses as malformed
     # (the request-level branches: validateNewTopicNames, createTopic's checks,
     # validateTotalNumberOfPartitions, the unknown-topic paths of every request)
-    out += _refusals(gen, partitions, brokers, life, have, gone)
+    out += _refusals(gen, caps, partitions, life, have, gone)
     # queries
     out.append((0.1, lambda: p.list_reassignments(
         rng.choice((None, [life], list(gen.topics))))))
@@ -154,7 +172,7 @@ def more_choices(gen: Any, caps: Any, partitions: State, brokers: State, life: s
     return out
 
 
-def _refusals(gen: Any, partitions: State, brokers: State, life: str, have: int,
+def _refusals(gen: Any, caps: Any, partitions: State, life: str, have: int,
               gone: list[int]) -> list[tuple[float, Any]]:
     rng = gen.rng
     lane = list(gen.brokers)
@@ -170,13 +188,14 @@ def _refusals(gen: Any, partitions: State, brokers: State, life: str, have: int,
                 (0.03, lambda: {**p.create_topic(life, [rng.sample(lane, 2)] * 2),
                                 "indexes": rng.choice(([0, 0], [1, 2], [0, 2]))}),
                 (0.05, lambda: {"op": "createTopic", "topic": life,
-                                "partitions": rng.choice((-1, -2, 0, 10_001)),
-                                "replicationFactor": rng.choice((-1, -2, 0, 2))})]
+                                "partitions": rng.choice((-2, 0, 10_001)),
+                                "replicationFactor": rng.choice((-1, 2, 100))})]
     else:
         out += [(0.02, lambda: p.elect_leaders(life, "preferred", have)),
                 (0.02, lambda: p.reassign(life, rng.sample(lane, 3), have)),
                 (0.03, lambda: {"op": "createPartitions", "topic": life,
-                                "count": rng.choice((have - 1, 100_000, -1))}),
+                                "count": rng.choice((have - 1, -1) + (
+                                    (have + 10_001,) if caps.partitions_batch_limit else ()))}),
                 (0.02, lambda: p.create_partitions(life, have + 2, [rng.sample(lane, 2)])),
                 (0.03, lambda: {"op": "deleteTopic", "topic": life,
                                 "byId": rng.choice(("unknown", "zero"))})]

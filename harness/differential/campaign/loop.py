@@ -13,7 +13,13 @@ from harness.differential import coverage
 from harness.differential.campaign.classify import Classifier
 from harness.differential.campaign.feedback import Feedback
 from harness.differential.campaign.lanes import clock_broker, lane_brokers, lane_topics, rename
-from harness.differential.campaign.session import Session, older_mv, settings_for, version_of
+from harness.differential.campaign.session import (
+    DEBUG_RCM,
+    Session,
+    older_mv,
+    settings_for,
+    version_of,
+)
 from harness.differential.campaign.shrink import Shrinker
 from harness.differential.campaign.write import Writer
 from harness.differential.corpus import Planned, mutate
@@ -61,10 +67,12 @@ class Campaign(Classifier, Feedback, Shrinker, Writer):
         cfg = self.cfg
         elr = self.stats.sessions % 2 == 0 if cfg.elr_both else None
         mv = older_mv(cfg, self.stats.sessions, version_of(self.build))
+        jvm = list(self._agent)
         if mv is not None:
             elr = False
+            jvm += DEBUG_RCM
         s = Session(self.build, settings_for(cfg.lanes, cfg, probes=cfg.coverage, elr=elr,
-                                             metadata_version=mv), self._agent)
+                                             metadata_version=mv), jvm)
         self.stats.sessions += 1
         self.stats.start_seconds += s.start_seconds
         self.elr = s.elr

@@ -118,9 +118,24 @@ final class DriverDirectoryEvents {
     }
 
     /** AssignReplicasToDirs from a broker: one partition of a topic (an unknown name: an
-     * unknown topic id) to one of its directories (by index). */
-    @SuppressWarnings("unchecked")
+     * unknown topic id) to one of its directories (by index); with {@code back}, then a
+     * second request assigning it back to the first directory, in the same event (so that
+     * no other event sees a replica on a directory the broker never registered, which is
+     * offline: the model knows no directories). */
     ObjectNode assignDirs(JsonNode e) {
+        ObjectNode out = assignDirs(e, e.path("dir").asInt(0));
+        if (e.path("back").asBoolean(false) && e.path("dir").asInt(0) != 0) {
+            try {
+                assignDirs(e, 0);
+            } catch (DriverProtocol.Refused r) {
+                // the first was refused the same way: nothing to undo
+            }
+        }
+        return out;
+    }
+
+    @SuppressWarnings("unchecked")
+    private ObjectNode assignDirs(JsonNode e, int dirIndex) {
         String requestClass = "org.apache.kafka.common.message.AssignReplicasToDirsRequestData";
         Class<?> req = classOrNull(requestClass);
         if (req == null || method(ReplicationControlManager.class, "handleAssignReplicasToDirs", 1) == null) {
@@ -133,7 +148,7 @@ final class DriverDirectoryEvents {
         }
         long epoch = e.has("brokerEpoch") ? e.get("brokerEpoch").asLong() : registration.epoch();
         Uuid topicId = st.topicIds.get(requireText(e, "topic"));
-        Uuid dir = resolve(id, JSON.createArrayNode().add(e.path("dir").asInt(0))).get(0);
+        Uuid dir = resolve(id, JSON.createArrayNode().add(dirIndex)).get(0);
         Object request = newInstance(req);
         invoke(request, "setBrokerId", id);
         invoke(request, "setBrokerEpoch", epoch);
