@@ -125,6 +125,7 @@ def _cluster() -> Cluster:
     (p.elect_leaders("k0t0"), True),
     ({**p.reassign("k0t0", [1, 2, 4]), "allowRfChange": False}, False),
     ({**p.reassign("k0t0", [1, 2, 4]), "allowRfChange": True}, True),
+    (p.reassign("k0t1", [1, 2, 3]), False),  # one is in progress
     (p.assign_dirs(1, "k0t0"), False),
     (p.list_reassignments(), False),
     (p.find_topics(["k0t0"]), False),
@@ -196,3 +197,13 @@ def test_every_manager_is_reported_whole_with_its_own_lines(tmp_path: Path) -> N
     assert "coverage ReplicationControlManager: branches 80.0% (8/10) (target 80%: met)" in \
         lines[0]
     assert not any("FeatureControlManager" in line and "target" in line for line in lines)
+
+
+def test_older_metadata_version_sessions_come_with_coverage_only() -> None:
+    from harness.differential.campaign.session import OLDER_MV, older_mv
+    from harness.differential.campaign.state import Config
+    cov = Config(seed=1, budget_s=1, coverage=True)
+    assert [older_mv(cov, k, (4, 4, 0)) for k in range(6)] == [
+        None, OLDER_MV, None, None, None, OLDER_MV]
+    assert older_mv(Config(seed=1, budget_s=1), 1, (4, 4, 0)) is None
+    assert older_mv(cov, 1, (3, 6, 2)) is None

@@ -89,7 +89,9 @@ class Campaign(Classifier, Feedback, Shrinker, Writer):
             for k in range(cfg.lanes):
                 lane_rng = random.Random(rng.getrandbits(63))
                 gen = RandomEvents(lane_rng, lane_brokers(k), lane_topics(k),
-                                   elr_feature=s.ready.elr_feature,
+                                   # no ELR toggles at an older metadata.version:
+                                   # the feature needs a newer one (refused)
+                                   elr_feature=s.ready.elr_feature and mv is None,
                                    feature_weight=cfg.feature_weight, caps=caps)
                 if feedback and self.corpus.entries and lane_rng.random() < cfg.mutate_share:
                     plan, how = mutate(lane_rng, self.corpus.entries, cfg.lane_events)

@@ -96,6 +96,13 @@ def apply(c: Cluster, profile: Profile, event: Mapping[str, Any]) -> Prediction:
     op = str(event.get("op"))
     fn = EVENTS.get(op)
     form = _unmodelled_form(event)
+    if form is None and op == "reassign":
+        # A new target while a reassignment runs (ReplicationControlManager.
+        # changePartitionReassignment from the partition's current replicas, adding and
+        # removing): the model starts reassignments from a settled partition only.
+        part = c.partitions.get(f"{event.get('topic')}-{int(event.get('partition', 0))}")
+        if part is not None and (part.adding or part.removing):
+            form = "a reassignment while another is in progress is not modelled"
     if form is not None:
         return Prediction(unmodelled=form)
     if fn is None:
