@@ -207,3 +207,14 @@ def test_older_metadata_version_sessions_come_with_coverage_only() -> None:
         None, OLDER_MV, None, None, None, OLDER_MV]
     assert older_mv(Config(seed=1, budget_s=1), 1, (4, 4, 0)) is None
     assert older_mv(cov, 1, (3, 6, 2)) is None
+
+
+def test_the_directory_index_fault_at_a_heartbeat_is_named() -> None:
+    from reference.releases.known_bugs import naming_diff_finding
+    sig = "fault:RuntimeException:heartbeat:kafka-4.3"
+    text = ("the controller threw java.lang.RuntimeException: Topic ID x existed in "
+            "isrMembers, but not in the topics map.")
+    bug = naming_diff_finding((4, 4, 0), sig, text)
+    assert bug is not None and bug.id == "directory-index-stale-after-topic-deletion"
+    assert naming_diff_finding((4, 4, 0), sig, "java.lang.RuntimeException: other") is None
+    assert naming_diff_finding((3, 7, 2), sig, text) is None
