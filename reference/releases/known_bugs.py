@@ -48,7 +48,10 @@ class KnownBug:
 #: show (a change that drops a replica; an election of a leaderless partition).
 _CHANGE_OPS = ("reassign", "cancelReassignment", "alterPartition", "completeReassignment",
                "fence", "controlledShutdown", "register", "unfence", "unregister", "tick",
-               "electLeaders", "alterConfig")
+               "electLeaders", "alterConfig",
+               # issue 44 item 2: AssignReplicasToDirs and a heartbeat's offline directory
+               # run the builder too (handleAssignReplicasToDirs, handleDirectoriesOffline)
+               "assignDirs", "heartbeat")
 
 KNOWN_BUGS: tuple[KnownBug, ...] = (
     KnownBug(
