@@ -93,7 +93,10 @@ class Campaign(Classifier, Feedback, Shrinker, Writer):
                                    # the feature needs a newer one (refused)
                                    elr_feature=s.ready.elr_feature and mv is None,
                                    feature_weight=cfg.feature_weight, caps=caps)
-                if feedback and self.corpus.entries and lane_rng.random() < cfg.mutate_share:
+                # (no corpus mutations at an older metadata.version: entries hold ELR
+                # toggles, which it refuses)
+                if (feedback and mv is None and self.corpus.entries
+                        and lane_rng.random() < cfg.mutate_share):
                     plan, how = mutate(lane_rng, self.corpus.entries, cfg.lane_events)
                     gens.append(Planned([rename(e, 0, k) for e in plan], gen, clock_broker(k),
                                         how))
