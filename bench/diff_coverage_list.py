@@ -238,7 +238,18 @@ REASONS: list[tuple[str, str, str, str]] = [
     ("ConfigurationControlManager", "", r"isSensitive", "no sensitive config is set"),
     ("ConfigurationControlManager", "", r"supportedConfigChecker", DEFENSIVE +
      " (a ConfigRecord of a config the build does not support)"),
-    ("ConfigurationControlManager", "maybeGenerateElrSafetyRecords", "", "ELR turned on "
+    ("ConfigurationControlManager", "isCordonedLogDirsInvalid|isCordonedLogDirsDisabled", "",
+     "not generated: the broker config cordoned.log.dirs (4.3+)"),
+    ("ConfigurationControlManager", "updateFeatures", r"isSuccess", "request form not "
+     "sent: UpdateFeatures validateOnly"),
+    ("ConfigurationControlManager", "incrementalAlterConfigResource", r"error\.isFailure",
+     "a config change its validation refuses (the disallowed min ISR transitions, "
+     "cordoned.log.dirs): not generated"),
+    ("ConfigurationControlManager", "uncleanLeaderElectionEnabledForTopic", "",
+     "setting: the driver always sets the static unclean.leader.election.enable, so the "
+     "effective value is never empty"),
+    ("ConfigurationControlManager", "maybeGenerateElrSafetyRecords|updateFeatures",
+     "", "ELR turned on "
      "over a cluster without a cluster-level min.insync.replicas, or with broker-level "
      "ones: the cluster-level value is written at bootstrap and broker-level ones are not "
      "generated"),
@@ -248,6 +259,8 @@ REASONS: list[tuple[str, str, str, str]] = [
     # ---- FeatureControlManager ----
     ("FeatureControlManager", "", r"KRaftVersion|kraft", "not generated: kraft.version "
      "updates (KIP-853; the driver has no Raft quorum)"),
+    ("FeatureControlManager", "updateFeature", "@277|@294", "inside the kraft.version "
+     "branch: not generated (KIP-853; the driver has no Raft quorum)"),
     ("FeatureControlManager", "", r"validateOnly", "request form not sent: UpdateFeatures "
      "validateOnly"),
     ("FeatureControlManager", "", r"UpgradeType\.UNKNOWN", "request form: an unknown "
@@ -266,7 +279,7 @@ REASONS: list[tuple[str, str, str, str]] = [
 ]
 
 
-def explain(cls: str, method: str, text: str) -> str:
+def explain(cls: str, method: str, text: str, line: int = 0) -> str:
     if not text:
         return ("no source at this build's lines: the rows of the same method in the 4.3.1 "
                 "list explain it (its source differs beyond imports, javap -l)")
@@ -275,7 +288,10 @@ def explain(cls: str, method: str, text: str) -> str:
             continue
         if m and not re.fullmatch(m, method):
             continue
-        if t and not re.search(t, text):
+        if t.startswith("@"):  # line numbers (4.3.1 and 4.4.0 alike for the class)
+            if str(line) not in t[1:].split("|@"):
+                continue
+        elif t and not re.search(t, text):
             continue
         return reason
     return NOT_REACHED
@@ -324,7 +340,7 @@ def main() -> None:
         for method, n, mb, cb, text in rows:
             src = f"`{text.replace('|', chr(92) + '|')[:90]}`" if text else "(no source)"
             print(f"| {n} | `{method}` | {mb} / {mb + cb} | {src} | "
-                  f"{explain(cls, method, text)} |")
+                  f"{explain(cls, method, text, n)} |")
         print()
 
 
