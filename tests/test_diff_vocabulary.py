@@ -218,3 +218,13 @@ def test_the_directory_index_fault_at_a_heartbeat_is_named() -> None:
     assert bug is not None and bug.id == "directory-index-stale-after-topic-deletion"
     assert naming_diff_finding((4, 4, 0), sig, "java.lang.RuntimeException: other") is None
     assert naming_diff_finding((3, 7, 2), sig, text) is None
+
+
+def test_base_vocabulary_flag() -> None:
+    from harness.cli.app import parser
+    from harness.cli.diff import parse_config
+    from harness.differential.campaign.state import Config
+    wide = parse_config(parser().parse_args(["diff"]))
+    base = parse_config(parser().parse_args(["diff", "--base-vocabulary"]))
+    assert isinstance(wide, Config) and isinstance(base, Config)
+    assert wide.wide and not base.wide

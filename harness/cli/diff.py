@@ -49,6 +49,10 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
                           "eligible.leader.replicas.version 0 or 1) per lane event, where the "
                           "build has the feature (other events weigh 0.2-3; default 0.05, "
                           "workload.FEATURE_WEIGHT; 0: no toggles)")
+    cmd.add_argument("--base-vocabulary", action="store_true",
+                     help="the generator without issue 44's wider vocabulary (log "
+                          "directories, heartbeats, unregistration, cluster configs, "
+                          "requests naming what is not there, queries): as before it")
     cmd.add_argument("--shrink-budget", default="90s", help="time per finding's shrink")
     cmd.add_argument("--shrink-attempts", default="400",
                      help="candidate sequences replayed per shrink (default 400)")
@@ -90,7 +94,8 @@ def parse_config(args: argparse.Namespace) -> object:
                   shrink=not args.no_shrink,
                   shrink_attempts=_int(args.shrink_attempts, "--shrink-attempts", 1, 10_000),
                   shrink_budget_s=shrink_budget, coverage=args.coverage,
-                  feature_weight=_weight(args.feature_weight))
+                  feature_weight=_weight(args.feature_weight),
+                  wide=not args.base_vocabulary)
 
 
 def for_build(cfg: Any, elr_flag: str, build_runs_either: bool) -> Any:

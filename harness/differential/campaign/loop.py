@@ -85,7 +85,8 @@ class Campaign(Classifier, Feedback, Shrinker, Writer):
             self.probes.add(s.ready.new_probes)
         try:
             gens: list[RandomEvents | Planned] = []
-            caps = Capabilities.of(s.ready.kafka, s.ready.supported_features)
+            caps = (Capabilities.of(s.ready.kafka, s.ready.supported_features)
+                    if cfg.wide else None)
             for k in range(cfg.lanes):
                 lane_rng = random.Random(rng.getrandbits(63))
                 gen = RandomEvents(lane_rng, lane_brokers(k), lane_topics(k),

@@ -97,6 +97,9 @@ class Config:
     #: Weight of the live ELR toggle (``updateFeature``) per lane event where the build has
     #: the feature (``--feature-weight``); None: workload.FEATURE_WEIGHT.
     feature_weight: float | None = None
+    #: The wider vocabulary of issue 44 item 2 (workload_more.py, by the build's
+    #: capabilities); False (``--base-vocabulary``): the generator of issue 43 only.
+    wide: bool = True
 
 
 class CampaignState:
