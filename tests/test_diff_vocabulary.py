@@ -228,3 +228,17 @@ def test_base_vocabulary_flag() -> None:
     base = parse_config(parser().parse_args(["diff", "--base-vocabulary"]))
     assert isinstance(wide, Config) and isinstance(base, Config)
     assert wide.wide and not base.wide
+
+
+def test_a_reassignment_elects_cleanly_whatever_the_topic_allows() -> None:
+    """ReplicationControlManager.changePartitionReassignment sets no Election.UNCLEAN (the
+    model elected an out-of-sync adding replica when the topic allowed unclean election;
+    found on 3.9.2 with the topic-level config the wider vocabulary sets)."""
+    from harness.differential.model import initial
+    parts = {"k0t0-0": part(-1, 3, 5, [1, 2], [2])}
+    regs = brokers([1, 2, 3, 4], fenced=(1, 2))
+    c = initial(parts, regs, min_isr=1, unclean=False, elr=False)
+    c = apply(c, get_profile("pre-elr"), p.alter_config(
+        {"unclean.leader.election.enable": "true"}, "k0t0")).outcomes[0].cluster
+    pred = apply(c, get_profile("pre-elr"), p.reassign("k0t0", [3, 4]))
+    assert all(o.cluster.partitions["k0t0-0"].leader is None for o in pred.outcomes)
