@@ -140,7 +140,13 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
                    # generateLeaderAndIsrUpdates at an unclean registration
                    # (handleBrokerShutdown) or an unregistration (handleBrokerUnregistered);
                    # the differential campaign's fault class (harness/differential/compare.py).
-                   "fault:RuntimeException:register", "fault:RuntimeException:unregister"})),
+                   "fault:RuntimeException:register", "fault:RuntimeException:unregister",
+                   # an unregistration re-running a partition whose ELR the broker is no
+                   # longer in (handleBrokerUnregistered iterates the stale index), which
+                   # with unclean election allowed elects: shrunk cases on 4.0.2 and 4.4.0
+                   # (issue 44's cluster-level configs) vanish without the min ISR changes
+                   # or without the unclean config (bench/RESULTS-diff.md)
+                   "release:leader:unregister"})),
     KnownBug(
         "directory-index-stale-after-topic-deletion",
         "replaying a RemoveTopicRecord removes a partition from the controller's directory "
