@@ -287,7 +287,8 @@ def test_elr_both_alternates_the_sessions_setting(tmp_path: Path) -> None:
     assert cfg.elr_both and cfg.lane_events == 150 and cfg.mutate_share == 0.5
     assert settings_for(1, cfg, elr=False).elr is False
     assert settings_for(1, cfg, probes=True).coverage_classes == (
-        "PartitionChangeBuilder", "PartitionReassignmentReplicas", "ReplicationControlManager")
+        "PartitionChangeBuilder", "PartitionReassignmentReplicas", "ReplicationControlManager",
+        "ClusterControlManager", "ConfigurationControlManager", "FeatureControlManager")
     plain = parse_config(parser().parse_args(["diff", "--mutate-share", "20"]))
     assert isinstance(plain, Config)
     assert not plain.elr_both and plain.lane_events == 500 and plain.mutate_share == 0.2

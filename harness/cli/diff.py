@@ -58,6 +58,10 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
                           "eligible.leader.replicas.version 0 or 1) per lane event, where the "
                           "build has the feature (other events weigh 0.2-3; default 0.05, "
                           "workload.FEATURE_WEIGHT; 0: no toggles)")
+    cmd.add_argument("--base-vocabulary", action="store_true",
+                     help="the generator without issue 44's wider vocabulary (log "
+                          "directories, heartbeats, unregistration, cluster configs, "
+                          "requests naming what is not there, queries): as before it")
     cmd.add_argument("--shrink-budget", default="90s", help="time per finding's shrink")
     cmd.add_argument("--shrink-attempts", default="400",
                      help="candidate sequences replayed per shrink (default 400)")
@@ -102,7 +106,8 @@ def parse_config(args: argparse.Namespace) -> object:
                   feature_weight=_weight(args.feature_weight),
                   max_events=None if args.events is None else
                   _int(args.events, "--events", 1, 10**9),
-                  workers=_workers(args.workers, args.coverage))
+                  workers=_workers(args.workers, args.coverage),
+                  wide=not args.base_vocabulary)
 
 
 def _workers(text: str, coverage: bool) -> int:

@@ -23,28 +23,35 @@ PROTOCOL = 1
 
 #: op -> (required fields, optional fields). Keep in step with ControllerDriver.dispatch.
 OPS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "register": (frozenset({"broker"}), frozenset({"clean"})),
+    "register": (frozenset({"broker"}), frozenset({"clean", "logDirs"})),
     "unfence": (frozenset({"broker"}), frozenset()),
-    "heartbeat": (frozenset({"broker"}), frozenset({"wantFence", "wantShutDown", "caughtUp"})),
+    "heartbeat": (frozenset({"broker"}), frozenset({"wantFence", "wantShutDown", "caughtUp",
+                                                    "offlineDirs", "cordonedDirs"})),
     "fence": (frozenset({"broker"}), frozenset()),
     "controlledShutdown": (frozenset({"broker"}), frozenset({"maxRounds"})),
     "unregister": (frozenset({"broker"}), frozenset()),
     "createTopic": (frozenset({"topic"}),
-                    frozenset({"assignment", "partitions", "replicationFactor", "configs"})),
+                    frozenset({"assignment", "partitions", "replicationFactor", "configs",
+                               "indexes", "validateOnly"})),
     "createPartitions": (frozenset({"topic", "count"}), frozenset({"assignment"})),
-    "deleteTopic": (frozenset({"topic"}), frozenset()),
+    "deleteTopic": (frozenset({"topic"}), frozenset({"byId"})),
     "updateFeature": (frozenset({"name", "level"}), frozenset({"upgradeType"})),
     "alterPartition": (frozenset({"topic", "isr"}),
                        frozenset({"partition", "leader", "leaderEpoch", "partitionEpoch",
-                                  "leaderRecoveryState", "brokerEpoch", "isrBrokerEpochs"})),
+                                  "leaderRecoveryState", "brokerEpoch", "isrBrokerEpochs",
+                                  "topicId"})),
     "completeReassignment": (frozenset({"topic"}),
                              frozenset({"partition", "isr", "leader", "leaderEpoch",
                                         "partitionEpoch", "brokerEpoch"})),
-    "reassign": (frozenset({"topic", "replicas"}), frozenset({"partition"})),
+    "reassign": (frozenset({"topic", "replicas"}), frozenset({"partition", "allowRfChange"})),
     "cancelReassignment": (frozenset({"topic"}), frozenset({"partition"})),
-    "electLeaders": (frozenset({"topic"}), frozenset({"partition", "partitions", "type"})),
+    "electLeaders": (frozenset(), frozenset({"topic", "partition", "partitions", "type"})),
     "alterConfig": (frozenset({"configs"}), frozenset({"topic", "broker"})),
     "tick": (frozenset({"task"}), frozenset()),
+    "assignDirs": (frozenset({"broker", "topic"}),
+                   frozenset({"partition", "dir", "brokerEpoch", "back"})),
+    "listReassignments": (frozenset(), frozenset({"topics", "partitions"})),
+    "findTopics": (frozenset({"topics"}), frozenset()),
     "state": (frozenset(), frozenset()),
 }
 TICK_TASKS = ("electPreferred", "electUnclean", "fenceStale")
@@ -378,3 +385,31 @@ def parse_answer(line: bytes, seq: int) -> Answer:
                   partitions=dict(d.get("partitions", {})), brokers=dict(d.get("brokers", {})),
                   notes=tuple(d.get("notes", ())), raw=d, new_probes=_probes(d),
                   removed=tuple(str(k) for k in d.get("removed", ())))
+
+
+def heartbeat(broker: int, **fields: Any) -> dict[str, Any]:
+    """Any heartbeat; fields: wantFence, wantShutDown, caughtUp, offlineDirs and
+    cordonedDirs (indexes into the broker's registered log directories; one past them is a
+    directory it never registered)."""
+    return check_event({"op": "heartbeat", "broker": broker, **fields})
+
+
+def assign_dirs(broker: int, topic: str, partition: int = 0, directory: int = 0
+                ) -> dict[str, Any]:
+    """AssignReplicasToDirs (KIP-858, 3.7+): the broker's replica of the partition is in
+    its directory number ``directory``."""
+    return check_event({"op": "assignDirs", "broker": broker, "topic": topic,
+                        "partition": partition, "dir": directory})
+
+
+def list_reassignments(topics: Sequence[str] | None = None) -> dict[str, Any]:
+    """ListPartitionReassignments of the topics (None: every reassigning partition)."""
+    event: dict[str, Any] = {"op": "listReassignments"}
+    if topics is not None:
+        event["topics"] = list(topics)
+    return event
+
+
+def find_topics(topics: Sequence[str]) -> dict[str, Any]:
+    """The controller's topic lookups by name, by id and of every topic (no records)."""
+    return {"op": "findTopics", "topics": list(topics)}

@@ -23,10 +23,13 @@ hand, or None.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from harness.differential import protocol as p
+from harness.differential.workload_more import more_choices
 
 State = Mapping[str, Mapping[str, Any]]
 #: Partitions per topic CreatePartitions grows a topic to, at most.
@@ -44,11 +47,46 @@ MIN_RF, MAX_RF = 2, 5
 DELETE_WEIGHT, RECREATE_WEIGHT, FEATURE_WEIGHT = 0.2, 2.0, 0.05
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What the build's controller can be asked beyond the base vocabulary (issue 44 item 2),
+    read from the session's ready answer: log directories (KIP-858, 3.7+), cordoned ones
+    (4.3+), AllowReplicationFactorChange (KIP-860, 4.1+), the metadata.version levels its
+    controller supports. A build without one answers UNSUPPORTED (the driver checks too)."""
+
+    log_dirs: bool = False
+    cordoned_dirs: bool = False
+    allow_rf_change: bool = False
+    mv_levels: tuple[int, int] | None = None
+    #: CreatePartitions refuses more than 10,000 new partitions in one request (4.4+,
+    #: ReplicationControlManager.validateTotalNumberOfPartitions); before, the placer would
+    #: place them all.
+    partitions_batch_limit: bool = False
+
+    @staticmethod
+    def of(kafka: str, supported_features: Mapping[str, tuple[int, int]]) -> Capabilities:
+        v = tuple(int(x) for x in re.findall(r"\d+", kafka)[:2])
+        mv = supported_features.get("metadata.version")
+        return Capabilities(log_dirs=v >= (3, 7), cordoned_dirs=v >= (4, 3),
+                            allow_rf_change=v >= (4, 1), partitions_batch_limit=v >= (4, 4),
+                            mv_levels=(int(mv[0]), int(mv[1])) if mv else None)
+
+
 class RandomEvents:
     def __init__(self, rng: random.Random, brokers: Sequence[int], topics: Sequence[str],
                  max_min_isr: int = 3, elr_feature: bool = False,
-                 feature_weight: float | None = None) -> None:
+                 feature_weight: float | None = None,
+                 caps: Capabilities | None = None) -> None:
         self.rng = rng
+        #: The wider vocabulary of issue 44 item 2 (workload_more.py), for a build with
+        #: these capabilities; None: the base vocabulary only (same events as before).
+        self.caps = caps
+        #: Events this lane sends next, before any random one: what undoes a state the
+        #: model does not follow (an offline or cordoned log directory, a replica assigned
+        #: to an unknown directory), queued with the event that made it.
+        self.heal: list[dict[str, Any]] = []
+        #: Log directories each broker last registered with (workload_more.py).
+        self.dir_count: dict[int, int] = {}
         self.brokers = list(brokers)
         self.topics = list(topics)
         self.max_min_isr = max_min_isr
@@ -64,6 +102,9 @@ class RandomEvents:
                 for i, t in enumerate(self.topics)]
 
     def next(self, partitions: State, brokers: State) -> dict[str, Any]:
+        if self.heal:
+            # The events that undo what the model cannot follow (workload_more.py).
+            return self.heal.pop(0)
         rng = self.rng
         alive_unfenced = [int(b) for b, s in brokers.items() if s["alive"] and not s["fenced"]]
         alive_fenced = [int(b) for b, s in brokers.items() if s["alive"] and s["fenced"]]
@@ -97,6 +138,8 @@ class RandomEvents:
             topic, _, index = key.rpartition("-")
             part = partitions[key]
             choices += self._partition_choices(topic, int(index), part, brokers)
+        if self.caps is not None:
+            choices += more_choices(self, self.caps, partitions, brokers, life, have)
         total = sum(w for w, _ in choices)
         pick = rng.random() * total
         for weight, make in choices:
@@ -220,20 +263,28 @@ def repair(event: Mapping[str, Any], partitions: State, brokers: State,
     e = dict(event)
     op = e.get("op")
     allowed = set(lane_brokers)
-    if op in ("fence", "unfence", "register", "controlledShutdown", "unregister"):
+    if op == "heartbeat" and ({"offlineDirs", "cordonedDirs"} & e.keys()):
+        return None  # a state the model cannot follow, undone only by the generator
+    if op in ("fence", "unfence", "register", "controlledShutdown", "unregister", "heartbeat"):
         b = e.get("broker")
         if op == "fence" and b == clock and clock is not None:
             return e
+        if op == "register" and b in allowed and not _known(b, brokers):
+            return e  # an unregistered broker registers again
         if b not in allowed or not _known(b, brokers):
             return None
         s = brokers[str(b)]
         alive, fenced = bool(s["alive"]), bool(s["fenced"])
         ok = {"fence": not (alive and fenced), "unfence": alive and fenced,
               "register": not alive, "controlledShutdown": alive and not fenced,
-              "unregister": True}[str(op)]
+              "unregister": True, "heartbeat": alive}[str(op)]
         return e if ok else None
-    if op in ("tick", "state", "updateFeature"):
+    if op in ("tick", "state", "updateFeature", "listReassignments", "findTopics") or (
+            op == "electLeaders" and e.get("topic") is None):
         return e
+    if op == "assignDirs":  # another directory than the first only undone in the event
+        return e if e.get("broker") in allowed and (not e.get("dir") or e.get("back")) \
+            else None
     topic = e.get("topic")
     have = sum(1 for k in partitions if k.rpartition("-")[0] == topic)
     if op == "deleteTopic":

@@ -13,11 +13,17 @@ from harness.differential import coverage
 from harness.differential.campaign.classify import Classifier
 from harness.differential.campaign.feedback import Feedback
 from harness.differential.campaign.lanes import clock_broker, lane_brokers, lane_topics, rename
-from harness.differential.campaign.session import Session, settings_for
+from harness.differential.campaign.session import (
+    DEBUG_RCM,
+    Session,
+    older_mv,
+    settings_for,
+    version_of,
+)
 from harness.differential.campaign.shrink import Shrinker
 from harness.differential.campaign.write import Writer
 from harness.differential.corpus import Planned, mutate
-from harness.differential.workload import RandomEvents
+from harness.differential.workload import Capabilities, RandomEvents
 
 
 def _lane_state(s: Session, k: int) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -82,9 +88,14 @@ class Campaign(Classifier, Feedback, Shrinker, Writer):
         elr = self.stats.sessions % 2 == 0 if cfg.elr_both else None
         # One JVM for every session (a new session in it: its JIT stays warm), except under
         # the coverage agent, whose probes are told per JVM (a session is the unit the
-        # corpus admits).
-        s = Session(self.build, settings_for(cfg.lanes, cfg, probes=cfg.coverage, elr=elr),
-                    self._agent, driver=self._jvm)
+        # corpus admits; its older-metadata.version sessions also log at DEBUG).
+        mv = older_mv(cfg, self.stats.sessions, version_of(self.build))
+        jvm = list(self._agent)
+        if mv is not None:
+            elr = False
+            jvm += DEBUG_RCM
+        s = Session(self.build, settings_for(cfg.lanes, cfg, probes=cfg.coverage, elr=elr,
+                                             metadata_version=mv), jvm, driver=self._jvm)
         if not cfg.coverage:
             self._jvm = s.driver
         self.stats.sessions += 1
@@ -99,12 +110,19 @@ class Campaign(Classifier, Feedback, Shrinker, Writer):
             self.probes.add(s.ready.new_probes)
         try:
             gens: list[RandomEvents | Planned] = []
+            caps = (Capabilities.of(s.ready.kafka, s.ready.supported_features)
+                    if cfg.wide else None)
             for k in range(cfg.lanes):
                 lane_rng = random.Random(rng.getrandbits(63))
                 gen = RandomEvents(lane_rng, lane_brokers(k), lane_topics(k),
-                                   elr_feature=s.ready.elr_feature,
-                                   feature_weight=cfg.feature_weight)
-                if feedback and self.corpus.entries and lane_rng.random() < cfg.mutate_share:
+                                   # no ELR toggles at an older metadata.version:
+                                   # the feature needs a newer one (refused)
+                                   elr_feature=s.ready.elr_feature and mv is None,
+                                   feature_weight=cfg.feature_weight, caps=caps)
+                # (no corpus mutations at an older metadata.version: entries hold ELR
+                # toggles, which it refuses)
+                if (feedback and mv is None and self.corpus.entries
+                        and lane_rng.random() < cfg.mutate_share):
                     plan, how = mutate(lane_rng, self.corpus.entries, cfg.lane_events)
                     gens.append(Planned([rename(e, 0, k) for e in plan], gen, clock_broker(k),
                                         how))

@@ -17,14 +17,41 @@ from harness.differential.driver import JVM_OPTS, ControllerDriver, cpu_seconds
 from harness.differential.model import initial
 from harness.differential.protocol import Answer, Settings
 
+#: The older metadata.version some coverage sessions run at (``older_mv``): before
+#: directory assignment (3.7-IV2, KIP-858), ELR and cordoned directories, and at or after
+#: 3.6-IV0, so that an ISR shrink does not bump the leader epoch (KAFKA-15021;
+#: PartitionChangeBuilder.triggerLeaderEpochBumpForIsrShrinkIfNeeded), which the model does
+#: not know. Every build from 3.6 accepts it (3.6.2's latest is 3.6-IV2).
+OLDER_MV = "3.6-IV2"
+
+
+#: JVM options of the older-MV sessions: ReplicationControlManager logs at DEBUG there
+#: (slf4j-simple, the binding of 4.x builds; 3.x builds bind reload4j and ignore it), so
+#: the branches that only build a log line (``log.isDebugEnabled()``) run both ways.
+DEBUG_RCM = ("-Dorg.slf4j.simpleLogger.log.org.apache.kafka.controller."
+             "ReplicationControlManager=debug",)
+
+
+def older_mv(cfg: Config, session: int, version: tuple[int, int, int]) -> str | None:
+    """With ``--coverage``, every fourth session (the 2nd, 6th, ...; one of those that run
+    ELR off with ``--elr both``) of a build from 3.7 on runs at ``OLDER_MV`` with ELR off
+    (issue 44 item 2: "MV levels it accepts"): the controller's branches for a
+    metadata.version without directories (the builder's directories, AssignReplicasToDirs
+    refused, offline directories ignored)."""
+    if not cfg.coverage or session % 4 != 1 or version < (3, 7, 0):
+        return None
+    return OLDER_MV
+
 
 def settings_for(lanes: int, cfg: Config, probes: bool = False,
-                 elr: bool | None = None) -> Settings:
+                 elr: bool | None = None, metadata_version: str | None = None) -> Settings:
     """The session's settings; ``probes``: the answers tell the coverage classes' new
-    probes (a search session under the agent); ``elr``: instead of the configured one."""
+    probes (a search session under the agent); ``elr``: instead of the configured one;
+    ``metadata_version``: instead of the build's latest production one."""
     brokers = tuple(b for k in range(lanes) for b in [*lane_brokers(k), clock_broker(k)])
     return Settings(brokers=brokers, min_isr=cfg.min_isr,
                     elr=cfg.elr if elr is None else elr, report="changed",
+                    metadata_version=metadata_version,
                     coverage_classes=coverage.PROBED if probes else ())
 
 

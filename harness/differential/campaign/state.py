@@ -106,6 +106,9 @@ class Config:
     #: worker k a seed of its own (campaign/workers.py); 1: this process alone, as before.
     #: With coverage: 1 (the corpus and the JaCoCo data are one per campaign).
     workers: int = 1
+    #: The wider vocabulary of issue 44 item 2 (workload_more.py, by the build's
+    #: capabilities); False (``--base-vocabulary``): the generator of issue 43 only.
+    wide: bool = True
 
 
 class CampaignState:

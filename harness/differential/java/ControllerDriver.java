@@ -28,6 +28,8 @@
  *   DriverConfigEvents      alterConfig
  *   DriverFeatureEvents     updateFeature, the supported feature levels
  *   DriverPartitionEvents   alterPartition, reassignments, elections, periodic tasks
+ *   DriverDirectoryEvents   log directories: registration, heartbeat, AssignReplicasToDirs
+ *   DriverQueryEvents       ListPartitionReassignments, the topic lookups (no records)
  *   DriverOracles           the checks that need no model (no fault)
  *   DriverCoverage          the JaCoCo probes each answer tells
  *   DriverLine, DriverLine36 ... DriverLine43: what differs per release line (the members
@@ -70,6 +72,7 @@ public final class ControllerDriver {
     final DriverPartitionEvents partitions = new DriverPartitionEvents(st, brokers);
     /** The brokers the last answer that carried them said (DriverReport.brokersKey). */
     long[] brokersSent;
+    final DriverQueryEvents queries = new DriverQueryEvents(st);
 
     public static void main(String[] args) throws IOException {
         // Answers go to the real stdout; anything a library prints goes to stderr.
@@ -236,12 +239,12 @@ public final class ControllerDriver {
     ObjectNode dispatch(String op, JsonNode e, List<String> notes) {
         switch (op) {
             case "register":
-                return brokers.register(requireInt(e, "broker"), e.path("clean").asBoolean(true), notes);
+                return brokers.register(requireInt(e, "broker"), e.path("clean").asBoolean(true), notes, e);
             case "unfence":
                 return brokers.heartbeat(requireInt(e, "broker"), false, false, true);
             case "heartbeat":
                 return brokers.heartbeat(requireInt(e, "broker"), e.path("wantFence").asBoolean(false),
-                    e.path("wantShutDown").asBoolean(false), e.path("caughtUp").asBoolean(true));
+                    e.path("wantShutDown").asBoolean(false), e.path("caughtUp").asBoolean(true), e);
             case "fence":
                 return brokers.fence(requireInt(e, "broker"));
             case "controlledShutdown":
@@ -270,6 +273,12 @@ public final class ControllerDriver {
                 return configs.alterConfig(e, notes);
             case "tick":
                 return partitions.tick(e);
+            case "assignDirs":
+                return brokers.dirs.assignDirs(e);
+            case "listReassignments":
+                return queries.listReassignments(e);
+            case "findTopics":
+                return queries.findTopics(e);
             case "state":
                 return null;  // the answer carries the state
             default:
@@ -277,7 +286,7 @@ public final class ControllerDriver {
                     + "fence, controlledShutdown, unregister, createTopic, createPartitions, deleteTopic, "
                     + "updateFeature, alterPartition, "
                     + "completeReassignment, reassign, cancelReassignment, electLeaders, alterConfig, "
-                    + "tick, state");
+                    + "tick, assignDirs, listReassignments, findTopics, state");
         }
     }
 }

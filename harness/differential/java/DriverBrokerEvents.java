@@ -29,11 +29,19 @@ import static org.apache.kafka.controller.DriverProtocol.JSON;
 final class DriverBrokerEvents {
     private final DriverState st;
 
+    final DriverDirectoryEvents dirs;  // log directories: registration, heartbeat, assignment
+
     DriverBrokerEvents(DriverState st) {
         this.st = st;
+        this.dirs = new DriverDirectoryEvents(st);
     }
 
     ObjectNode register(int id, boolean clean, List<String> notes) {
+        return register(id, clean, notes, null);
+    }
+
+    /** {@code e}: the event, for its optional {@code logDirs} (DriverDirectoryEvents). */
+    ObjectNode register(int id, boolean clean, List<String> notes, com.fasterxml.jackson.databind.JsonNode e) {
         BrokerRegistration existing = st.clusterControl.brokerRegistrations().get(id);
         BrokerRegistrationRequestData request = new BrokerRegistrationRequestData()
             .setBrokerId(id)
@@ -68,6 +76,7 @@ final class DriverBrokerEvents {
         }
         request.setFeatures(features);
         st.line.setLogDirs(request, st, id);
+        dirs.setLogDirs(request, id, e);
         long previousEpoch = clean && existing != null ? existing.epoch() : -1L;
         st.line.setPreviousBrokerEpoch(request, previousEpoch);
         if (notes != null) {
@@ -85,6 +94,12 @@ final class DriverBrokerEvents {
     }
 
     ObjectNode heartbeat(int id, boolean wantFence, boolean wantShutDown, boolean caughtUp) {
+        return heartbeat(id, wantFence, wantShutDown, caughtUp, null);
+    }
+
+    /** {@code e}: the event, for its optional offlineDirs / cordonedDirs. */
+    ObjectNode heartbeat(int id, boolean wantFence, boolean wantShutDown, boolean caughtUp,
+                         com.fasterxml.jackson.databind.JsonNode e) {
         BrokerRegistration registration = st.clusterControl.brokerRegistrations().get(id);
         if (registration == null) {
             throw new BrokerIdNotRegisteredException("Broker " + id + " is not registered");
@@ -100,6 +115,7 @@ final class DriverBrokerEvents {
         BrokerHeartbeatRequestData request = new BrokerHeartbeatRequestData()
             .setBrokerId(id).setBrokerEpoch(epoch).setCurrentMetadataOffset(offset)
             .setWantFence(wantFence).setWantShutDown(wantShutDown);
+        dirs.setHeartbeatDirs(request, id, e);
         ControllerResult<BrokerHeartbeatReply> result =
             st.replicationControl.processBrokerHeartbeat(request, registerOffset.getAsLong());
         st.replayAll(result.records());

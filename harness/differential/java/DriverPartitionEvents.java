@@ -57,8 +57,11 @@ final class DriverPartitionEvents {
     ObjectNode alterPartition(JsonNode e, List<Integer> isrOverride) {
         String topic = requireText(e, "topic");
         int index = e.path("partition").asInt(0);
-        PartitionRegistration reg = partition(topic, index);
-        int leader = e.path("leader").asInt(reg.leader);
+        // "topicId": "unknown" / "zero": a request naming a topic id that is no topic's (the
+        // controller answers UNKNOWN_TOPIC_ID); the epochs then default to 0.
+        String byId = e.path("topicId").asText("");
+        PartitionRegistration reg = byId.isEmpty() ? partition(topic, index) : null;
+        int leader = e.path("leader").asInt(reg == null ? 0 : reg.leader);
         List<Integer> isr = isrOverride != null ? isrOverride : intList(require(e, "isr"));
         List<AlterPartitionRequestData.BrokerState> states = new ArrayList<>();
         JsonNode epochs = e.path("isrBrokerEpochs");
@@ -69,15 +72,16 @@ final class DriverPartitionEvents {
         }
         AlterPartitionRequestData.PartitionData data = new AlterPartitionRequestData.PartitionData()
             .setPartitionIndex(index)
-            .setLeaderEpoch(e.path("leaderEpoch").asInt(reg.leaderEpoch))
-            .setPartitionEpoch(e.path("partitionEpoch").asInt(reg.partitionEpoch))
+            .setLeaderEpoch(e.path("leaderEpoch").asInt(reg == null ? 0 : reg.leaderEpoch))
+            .setPartitionEpoch(e.path("partitionEpoch").asInt(reg == null ? 0 : reg.partitionEpoch))
             .setLeaderRecoveryState((byte) e.path("leaderRecoveryState").asInt(0))
             .setNewIsrWithEpochs(states);
         AlterPartitionRequestData request = new AlterPartitionRequestData()
             .setBrokerId(leader)
             .setBrokerEpoch(e.path("brokerEpoch").asLong(st.currentEpoch(leader)))
             .setTopics(new ArrayList<>(List.of(new AlterPartitionRequestData.TopicData()
-                .setTopicId(st.topicId(topic))
+                .setTopicId(byId.equals("unknown") ? org.apache.kafka.common.Uuid.randomUuid()
+                    : byId.equals("zero") ? org.apache.kafka.common.Uuid.ZERO_UUID : st.topicId(topic))
                 .setPartitions(new ArrayList<>(List.of(data))))));
         ControllerResult<AlterPartitionResponseData> result =
             st.replicationControl.alterPartition(context(ApiKeys.ALTER_PARTITION), request);
@@ -116,13 +120,25 @@ final class DriverPartitionEvents {
     ObjectNode reassign(JsonNode e, boolean cancel) {
         String topic = requireText(e, "topic");
         int index = e.path("partition").asInt(0);
-        st.topicId(topic);
+        // An unknown topic or partition is the controller's to refuse
+        // (alterPartitionReassignment: UNKNOWN_TOPIC_OR_PARTITION).
         AlterPartitionReassignmentsRequestData.ReassignablePartition part =
             new AlterPartitionReassignmentsRequestData.ReassignablePartition().setPartitionIndex(index)
                 .setReplicas(cancel ? null : intList(require(e, "replicas")));
         AlterPartitionReassignmentsRequestData request = new AlterPartitionReassignmentsRequestData()
             .setTopics(new ArrayList<>(List.of(new AlterPartitionReassignmentsRequestData.ReassignableTopic()
                 .setName(topic).setPartitions(new ArrayList<>(List.of(part))))));
+        if (e.has("allowRfChange")) {
+            // KIP-860 (4.1+): AllowReplicationFactorChange false refuses a reassignment that
+            // changes the replica count (validatePartitionReplicationFactorUnchanged).
+            if (DriverReflection.method(AlterPartitionReassignmentsRequestData.class,
+                    "setAllowReplicationFactorChange", 1) == null) {
+                throw new Unsupported("this build's AlterPartitionReassignments has no "
+                    + "AllowReplicationFactorChange (KIP-860, 4.1+)");
+            }
+            DriverReflection.invoke(request, "setAllowReplicationFactorChange",
+                e.get("allowRfChange").asBoolean());
+        }
         ControllerResult<AlterPartitionReassignmentsResponseData> result =
             st.replicationControl.alterPartitionReassignments(request);
         st.replayAll(result.records());
@@ -144,14 +160,15 @@ final class DriverPartitionEvents {
         } else {
             throw new ProtocolError("electLeaders type must be preferred or unclean, not " + type);
         }
-        String topic = requireText(e, "topic");
-        st.topicId(topic);
-        ElectLeadersRequestData.TopicPartitionsCollection partitions =
-            new ElectLeadersRequestData.TopicPartitionsCollection();
-        List<Integer> indexes = e.has("partitions") ? intList(e.get("partitions"))
-            : List.of(e.path("partition").asInt(0));
-        partitions.add(new ElectLeadersRequestData.TopicPartitions().setTopic(topic)
-            .setPartitions(new ArrayList<>(indexes)));
+        ElectLeadersRequestData.TopicPartitionsCollection partitions = null;  // no topic: every partition
+        if (e.hasNonNull("topic")) {
+            String topic = requireText(e, "topic");  // unknown: the controller's to refuse
+            partitions = new ElectLeadersRequestData.TopicPartitionsCollection();
+            List<Integer> indexes = e.has("partitions") ? intList(e.get("partitions"))
+                : List.of(e.path("partition").asInt(0));
+            partitions.add(new ElectLeadersRequestData.TopicPartitions().setTopic(topic)
+                .setPartitions(new ArrayList<>(indexes)));
+        }
         ElectLeadersRequestData request = new ElectLeadersRequestData()
             .setElectionType(electionType).setTopicPartitions(partitions);
         ControllerResult<ElectLeadersResponseData> result = st.replicationControl.electLeaders(request);
@@ -184,6 +201,11 @@ final class DriverPartitionEvents {
         ControllerResult<?> result;
         switch (task) {
             case "electPreferred":
+                // QuorumController.maybeScheduleNextBalancePartitionLeaders asks first.
+                if (DriverReflection.method(ReplicationControlManager.class,
+                        "arePartitionLeadersImbalanced", 0) != null) {
+                    DriverReflection.invoke(st.replicationControl, "arePartitionLeadersImbalanced");
+                }
                 result = st.replicationControl.maybeBalancePartitionLeaders();
                 break;
             case "electUnclean":

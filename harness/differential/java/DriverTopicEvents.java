@@ -50,9 +50,12 @@ final class DriverTopicEvents {
         if (e.has("assignment")) {
             topic.setNumPartitions(-1).setReplicationFactor((short) -1);
             int index = 0;
+            JsonNode indexes = e.path("indexes");  // explicit partition indexes (default 0, 1, ...)
             for (JsonNode replicas : e.get("assignment")) {
+                int i = indexes.has(index) ? indexes.get(index).asInt() : index;
+                index++;
                 topic.assignments().add(new CreateTopicsRequestData.CreatableReplicaAssignment()
-                    .setPartitionIndex(index++).setBrokerIds(intList(replicas)));
+                    .setPartitionIndex(i).setBrokerIds(intList(replicas)));
             }
         } else {
             topic.setNumPartitions(e.path("partitions").asInt(1))
@@ -68,6 +71,7 @@ final class DriverTopicEvents {
             configs.add(config);
         }
         request.topics().add(topic);
+        request.setValidateOnly(e.path("validateOnly").asBoolean(false));
         ControllerResult<CreateTopicsResponseData> result = st.line.createTopics(st.replicationControl,
             context(ApiKeys.CREATE_TOPICS), request, Set.of(name));
         CreateTopicsResponseData.CreatableTopicResult r = result.response().topics().find(name);
@@ -113,7 +117,11 @@ final class DriverTopicEvents {
      * again: a new topic id, new partitions. */
     ObjectNode deleteTopic(JsonNode e) {
         String name = requireText(e, "topic");
-        Uuid id = st.topicId(name);
+        // "byId": "unknown" / "zero": DeleteTopics by a topic id that is no topic's (as a
+        // client sending ids may); else the topic's id, resolved from its name.
+        String byId = e.path("byId").asText("");
+        Uuid id = byId.equals("unknown") ? Uuid.randomUuid()
+            : byId.equals("zero") ? Uuid.ZERO_UUID : st.topicId(name);
         ControllerResult<Map<Uuid, ApiError>> result =
             st.replicationControl.deleteTopics(context(ApiKeys.DELETE_TOPICS), List.of(id));
         st.replayAll(result.records());

@@ -60,13 +60,51 @@ UNMODELLED_WHY = {
                         "not modelled; give an assignment",
     "alterConfig": "broker-level configs are not modelled",
     "updateFeature": "features other than eligible.leader.replicas.version are not modelled",
+    "assignDirs": "log directories (KIP-858 AssignReplicasToDirs) are not modelled",
+    "listReassignments": "a query: the controller writes nothing",
+    "findTopics": "a query: the controller writes nothing",
 }
+
+
+def _unmodelled_form(event: Mapping[str, Any]) -> str | None:
+    """Forms of modelled events the model does not predict (issue 44 item 2's additions):
+    a registration with no log directory (refused on a metadata.version with directory
+    assignment, ClusterControlManager.registerBroker), a heartbeat's directories, an
+    election of every partition (ElectLeaders with no topics: every lane's), a
+    reassignment that may not change the replica count (KIP-860), CreateTopics with
+    explicit partition indexes or validateOnly, DeleteTopics by an unknown id,
+    AlterPartition by an unknown topic id or with ISR broker epochs."""
+    op = event.get("op")
+    if op == "register" and event.get("logDirs") == 0:
+        return "a registration without log directories is not modelled"
+    if op == "electLeaders" and event.get("topic") is None:
+        return "an election of every partition (no topic) is not modelled"
+    if op == "reassign" and event.get("allowRfChange") is False:
+        return "a reassignment with AllowReplicationFactorChange false is not modelled"
+    if op == "createTopic" and ("indexes" in event or event.get("validateOnly")):
+        return "CreateTopics with explicit partition indexes or validateOnly is not modelled"
+    if op == "deleteTopic" and "byId" in event:
+        return "DeleteTopics by a topic id that is no topic's is not modelled"
+    if op == "alterPartition" and ("topicId" in event or "isrBrokerEpochs" in event):
+        return ("AlterPartition naming an unknown topic id or giving ISR broker epochs is "
+                "not modelled")
+    return None
 
 
 def apply(c: Cluster, profile: Profile, event: Mapping[str, Any]) -> Prediction:
     """The allowed outcomes of one driver event under ``profile`` (or UNMODELLED)."""
     op = str(event.get("op"))
     fn = EVENTS.get(op)
+    form = _unmodelled_form(event)
+    if form is None and op == "reassign":
+        # A new target while a reassignment runs (ReplicationControlManager.
+        # changePartitionReassignment from the partition's current replicas, adding and
+        # removing): the model starts reassignments from a settled partition only.
+        part = c.partitions.get(f"{event.get('topic')}-{int(event.get('partition', 0))}")
+        if part is not None and (part.adding or part.removing):
+            form = "a reassignment while another is in progress is not modelled"
+    if form is not None:
+        return Prediction(unmodelled=form)
     if fn is None:
         return Prediction(unmodelled=UNMODELLED_WHY.get(op, f"event {op} is not modelled"))
     pred = fn(c, ctx_for(profile, c), event)

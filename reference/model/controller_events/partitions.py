@@ -87,7 +87,13 @@ def _reassign(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction:
     a = Assignment(a.replicas, a.adding or p.adding, a.removing or p.removing)
 
     def change(w: World) -> list[World]:
-        return partition_change(w, ctx, assignment=a)
+        # A reassignment elects cleanly whatever the topic's unclean.leader.election.enable:
+        # ReplicationControlManager.changePartitionReassignment builds its
+        # PartitionChangeBuilder without setElection (4.3.1 lines 2259-2296; 3.9.2 alike),
+        # where alterPartition, generateLeaderAndIsrUpdates and
+        # cancelPartitionReassignment set Election.UNCLEAN when the topic allows it.
+        clean = evolve(w, config=evolve(w.config, unclean_leader_election=False))
+        return partition_change(clean, ctx, assignment=a)
     return _accepted(_each(c, [key], change, extra=frozenset(target)))
 
 
