@@ -49,6 +49,16 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
                           "eligible.leader.replicas.version 0 or 1) per lane event, where the "
                           "build has the feature (other events weigh 0.2-3; default 0.05, "
                           "workload.FEATURE_WEIGHT; 0: no toggles)")
+    cmd.add_argument("--snapshot-rate", default="3",
+                     help="percent of event batches (one event per lane) followed by a "
+                          "snapshot point: the build's own snapshot loaded into fresh "
+                          "managers that answer the next --snapshot-shadow events beside the "
+                          "original; a difference is a 'snapshot:' finding (0..100, default 3; "
+                          "0: none)")
+    cmd.add_argument("--snapshot-shadow", default="96",
+                     help="events the fresh managers of a snapshot point answer beside the "
+                          "original, at most (1..100000, default 96; a difference or the next "
+                          "snapshot point ends them sooner)")
     cmd.add_argument("--shrink-budget", default="90s", help="time per finding's shrink")
     cmd.add_argument("--shrink-attempts", default="400",
                      help="candidate sequences replayed per shrink (default 400)")
@@ -90,7 +100,9 @@ def parse_config(args: argparse.Namespace) -> object:
                   shrink=not args.no_shrink,
                   shrink_attempts=_int(args.shrink_attempts, "--shrink-attempts", 1, 10_000),
                   shrink_budget_s=shrink_budget, coverage=args.coverage,
-                  feature_weight=_weight(args.feature_weight))
+                  feature_weight=_weight(args.feature_weight),
+                  snapshot_rate=_int(args.snapshot_rate, "--snapshot-rate", 0, 100) / 100,
+                  snapshot_shadow=_int(args.snapshot_shadow, "--snapshot-shadow", 1, 100_000))
 
 
 def for_build(cfg: Any, elr_flag: str, build_runs_either: bool) -> Any:

@@ -232,7 +232,7 @@ def repair(event: Mapping[str, Any], partitions: State, brokers: State,
               "register": not alive, "controlledShutdown": alive and not fenced,
               "unregister": True}[str(op)]
         return e if ok else None
-    if op in ("tick", "state", "updateFeature"):
+    if op in ("tick", "state", "updateFeature", "snapshot"):
         return e
     topic = e.get("topic")
     have = sum(1 for k in partitions if k.rpartition("-")[0] == topic)

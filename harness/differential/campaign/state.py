@@ -97,6 +97,12 @@ class Config:
     #: Weight of the live ELR toggle (``updateFeature``) per lane event where the build has
     #: the feature (``--feature-weight``); None: workload.FEATURE_WEIGHT.
     feature_weight: float | None = None
+    #: Snapshot points (``--snapshot-rate``): the chance, per batch of one event per lane,
+    #: that a ``snapshot`` event follows the batch (the whole controller's: every lane's
+    #: log holds it); 0: none. The fresh managers loaded from it answer the next
+    #: ``snapshot_shadow`` events beside the original (java/DriverSnapshot.java).
+    snapshot_rate: float = 0.03
+    snapshot_shadow: int = 96
 
 
 class CampaignState:

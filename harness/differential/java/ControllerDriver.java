@@ -29,6 +29,8 @@
  *   DriverFeatureEvents     updateFeature, the supported feature levels
  *   DriverPartitionEvents   alterPartition, reassignments, elections, periodic tasks
  *   DriverOracles           the checks that need no model (no fault)
+ *   DriverSnapshot          snapshot equivalence: the snapshot event, fresh managers run
+ *                           beside the original, their answers compared
  *   DriverCoverage          the JaCoCo probes each answer tells
  *   DriverLine, DriverLine36 ... DriverLine43: what differs per release line (the members
  *                           that differ are reached by reflection, DriverReflection, so the
@@ -68,6 +70,7 @@ public final class ControllerDriver {
     final DriverConfigEvents configs = new DriverConfigEvents(st);
     final DriverFeatureEvents features = new DriverFeatureEvents(st);
     final DriverPartitionEvents partitions = new DriverPartitionEvents(st, brokers);
+    final DriverSnapshot snapshots = new DriverSnapshot(this);  // snapshot equivalence
 
     public static void main(String[] args) throws IOException {
         // Answers go to the real stdout; anything a library prints goes to stderr.
@@ -128,6 +131,7 @@ public final class ControllerDriver {
      * order: the ready answer. */
     ObjectNode start(JsonNode settings) {
         ObjectNode ready = DriverSetup.start(st, coverage, settings);
+        snapshots.started(settings);
         for (JsonNode b : settings.path("brokers")) {
             int id = b.asInt();
             brokers.register(id, true, null);
@@ -158,6 +162,10 @@ public final class ControllerDriver {
     }
 
     ObjectNode answer(byte[] line, int length, long seq) {
+        return snapshots.compare(line, length, seq, answer1(line, length, seq));
+    }
+
+    ObjectNode answer1(byte[] line, int length, long seq) {
         st.beginEvent();
         ObjectNode answer = JSON.createObjectNode();
         answer.put("seq", seq);
@@ -166,7 +174,7 @@ public final class ControllerDriver {
             JsonNode event = parse(line, length);
             String op = event.path("op").asText("");
             answer.put("op", op);
-            ObjectNode result = dispatch(op, event, notes);
+            ObjectNode result = "snapshot".equals(op) ? snapshots.take(event, seq) : dispatch(op, event, notes);
             answer.put("ok", true);
             if (result != null) {
                 answer.setAll(result);
@@ -235,7 +243,7 @@ public final class ControllerDriver {
                     + "fence, controlledShutdown, unregister, createTopic, createPartitions, deleteTopic, "
                     + "updateFeature, alterPartition, "
                     + "completeReassignment, reassign, cancelReassignment, electLeaders, alterConfig, "
-                    + "tick, state");
+                    + "tick, state, snapshot");
         }
     }
 }
