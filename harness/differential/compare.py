@@ -360,6 +360,8 @@ def _with_snapshot(report: StepReport, op: str, answer: Answer, profile: str) ->
         where = parts[1]
     elif len(parts) > 1 and parts[0] == "brokers":
         where = f"broker {parts[1]}"
+    elif len(parts) > 1 and parts[0] == "configs" and parts[1].startswith("topic "):
+        where = parts[1].split(" ", 1)[1] + "-configs"  # the topic's lane (lanes.lane_of_where)
     fresh = d.get("freshAnswer") or {}
     report.findings.append(Finding(
         "snapshot", str(d.get("name", "answer")), op, profile,

@@ -48,8 +48,9 @@ OPS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "state": (frozenset(), frozenset()),
     #: A snapshot point: the build's snapshot loaded into fresh managers that answer the
     #: next ``shadow`` events beside the original (java/DriverSnapshot.java).
-    #: ``omit``: a record type left out of the snapshot (a crafted broken one, for tests).
-    "snapshot": (frozenset(), frozenset({"shadow", "omit"})),
+    #: ``omit``: a record type left out of the snapshot (a crafted broken one, for tests);
+    #: ``dump``: the answer lists the snapshot's records (``snapshot.written``), for triage.
+    "snapshot": (frozenset(), frozenset({"shadow", "omit", "dump"})),
 }
 TICK_TASKS = ("electPreferred", "electUnclean", "fenceStale")
 ELECTION_TYPES = ("preferred", "unclean")

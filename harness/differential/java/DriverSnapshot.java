@@ -4,7 +4,8 @@
  * managers, as a controller that restarts or takes over after the snapshot does; every later
  * event then runs on both the original managers and the fresh ones, and the two answers must
  * be the same. The first difference goes into the original's answer ("snapshotDiff") and
- * ends the shadow.
+ * ends the shadow (a difference of the loaded state is told at the snapshot event and the
+ * shadow goes on: it is what a controller restarted from the snapshot holds).
  *
  * The snapshot, as the build's controller server makes it:
  *   - the image: every record the original replayed (DriverState.journal) applied to a
@@ -80,6 +81,8 @@ import static org.apache.kafka.controller.DriverReflection.unwrap;
 
 final class DriverSnapshot {
     static final int DEFAULT_SHADOW = 200;
+    /** Records the journal holds at most before they are applied to the image. */
+    static final int FOLD = 50_000;
     /** A topic id (Uuid.toString: 22 characters of URL-safe base64) inside a message. */
     static final Pattern UUID = Pattern.compile("(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{22}(?![A-Za-z0-9_-])");
 
@@ -131,6 +134,10 @@ final class DriverSnapshot {
             info.put("omitted", omit);
         }
         info.put("records", records.size());
+        if (event.path("dump").asBoolean(false)) {  // the snapshot's records, for triage
+            ArrayNode written = info.putArray("written");
+            records.forEach(r -> written.add(DriverReport.record(st, r)));
+        }
         ControllerDriver fresh = new ControllerDriver();
         try {
             load(fresh.st, records, offset);
@@ -144,8 +151,9 @@ final class DriverSnapshot {
         info.put("shadow", left);
         ObjectNode diff = loadedDiff(st, fresh.st, seq);
         if (diff != null) {
+            // Told, and the fresh managers still run: they are what a controller restarted
+            // from this snapshot holds (a later difference may follow from this one).
             out.set("snapshotDiff", diff);
-            return out;
         }
         shadow = left > 0 ? fresh : null;
         takenAt = seq;
@@ -290,7 +298,11 @@ final class DriverSnapshot {
         if (path == null) {
             return null;
         }
-        return difference("loaded", "the loaded state differs at " + path, at(a, path), at(b, path), seq)
+        // named by what differs: loaded.configs, loaded.partitions.<field>, loaded.brokers.<field>
+        String[] parts = path.split("[.\\[]");
+        String name = "loaded." + parts[0] + ((parts[0].equals("partitions") || parts[0].equals("brokers"))
+            && parts.length > 2 ? "." + parts[2] : "");
+        return difference(name, "the loaded state differs at " + path, at(a, path), at(b, path), seq)
             .put("path", path);
     }
 
@@ -301,7 +313,29 @@ final class DriverSnapshot {
         ObjectNode features = s.putObject("features");
         Map<String, Short> levels = new TreeMap<>(st.featureControl.finalizedFeatures(Long.MAX_VALUE).featureMap());
         levels.forEach(features::put);
+        s.set("configs", configsOf(st));
         return s;
+    }
+
+    /** Every dynamic config the ConfigurationControlManager holds ("topic t" / "broker 1" /
+     * "broker " for the cluster default -> "name=value;..."), read from its configData. */
+    @SuppressWarnings("unchecked")
+    static ObjectNode configsOf(DriverState st) {
+        Map<Object, Object> data = (Map<Object, Object>) get(field(ConfigurationControlManager.class,
+            "configData"), st.configurationControl);
+        Map<String, String> out = new TreeMap<>();
+        for (Object key : data.keySet()) {
+            org.apache.kafka.common.config.ConfigResource r = (org.apache.kafka.common.config.ConfigResource) key;
+            Map<String, String> configs = new TreeMap<>(st.configurationControl.getConfigs(r));
+            if (!configs.isEmpty()) {
+                StringBuilder b = new StringBuilder();
+                configs.forEach((k, v) -> b.append(b.length() == 0 ? "" : ";").append(k).append('=').append(v));
+                out.put(r.type().name().toLowerCase(java.util.Locale.ROOT) + " " + r.name(), b.toString());
+            }
+        }
+        ObjectNode n = JSON.createObjectNode();
+        out.forEach(n::put);
+        return n;
     }
 
     // ---- every later event, on both ----
@@ -309,6 +343,13 @@ final class DriverSnapshot {
     /** The original's answer, with "snapshotDiff" when the fresh managers answered the same
      * event otherwise (the shadow then ends). */
     ObjectNode compare(byte[] line, int length, long seq, ObjectNode answer) {
+        DriverState st = original.st;
+        if (st.journal != null && st.journal.size() > FOLD) {
+            // A long session without snapshot points: the records folded into the image, so
+            // that the journal's memory stays bounded.
+            image = imageAt(image, st.journal, st.nextOffset - 1);
+            st.journal.clear();
+        }
         if (shadow == null) {
             return answer;
         }
