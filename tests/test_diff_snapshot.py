@@ -156,7 +156,8 @@ def _stale_index(omit: str | None = None) -> list[dict[str, Any]]:
     snap: dict[str, Any] = {"op": "snapshot"} if omit is None else {"op": "snapshot",
                                                                     "omit": omit}
     # (the first snapshot puts t's config in the image's base, so that the deletion removes
-    # it: see test_a_deleted_topics_config_survives_in_the_image)
+    # it; else the second snapshot's loaded state differs, which ends the shadow there: see
+    # test_a_deleted_topics_config_survives_in_the_image)
     return [p.create_topic("t", [[1, 2, 3]], {"min.insync.replicas": "3"}),
             p.create_topic("u", [[1, 2, 3]]), p.snapshot(0), p.fence(3),
             p.alter_config({"min.insync.replicas": "2"}, topic="t"), p.delete_topic("t"),

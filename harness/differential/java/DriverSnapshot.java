@@ -4,8 +4,8 @@
  * managers, as a controller that restarts or takes over after the snapshot does; every later
  * event then runs on both the original managers and the fresh ones, and the two answers must
  * be the same. The first difference goes into the original's answer ("snapshotDiff") and
- * ends the shadow (a difference of the loaded state is told at the snapshot event and the
- * shadow goes on: it is what a controller restarted from the snapshot holds).
+ * ends the shadow (a difference of the loaded state is told at the snapshot event: no shadow
+ * then, since every later difference would follow from it).
  *
  * The snapshot, as the build's controller server makes it:
  *   - the image: every record the original replayed (DriverState.journal) applied to a
@@ -151,9 +151,9 @@ final class DriverSnapshot {
         info.put("shadow", left);
         ObjectNode diff = loadedDiff(st, fresh.st, seq);
         if (diff != null) {
-            // Told, and the fresh managers still run: they are what a controller restarted
-            // from this snapshot holds (a later difference may follow from this one).
+            // Told, and the shadow ends: every later difference would follow from this one.
             out.set("snapshotDiff", diff);
+            return out;
         }
         shadow = left > 0 ? fresh : null;
         takenAt = seq;
@@ -373,10 +373,10 @@ final class DriverSnapshot {
             path = firstDifference(a, b, "");
         }
         if (path != null) {
-            String top = path.split("[.\\[]", 2)[0];
-            String name = top;
-            if (top.equals("partitions") || top.equals("brokers")) {
-                name = top + "." + path.substring(path.lastIndexOf('.') + 1);
+            String[] parts = path.split("[.\\[]");
+            String name = parts[0];
+            if ((name.equals("partitions") || name.equals("brokers")) && parts.length > 2) {
+                name = name + "." + parts[2];  // partitions.<key>.<field>...: the field
             }
             ObjectNode d = difference(name, "after the snapshot at event " + takenAt + " ("
                 + (seq - takenAt) + " event(s) before this one), the fresh controller's answer differs at "
