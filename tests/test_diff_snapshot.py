@@ -261,3 +261,21 @@ def test_random_events_with_snapshot_points_are_clean_on_the_newest_build() -> N
     # and a deleted topic's config kept by the image (docs/findings/)
     assert all((op in ("register", "unregister") and exc and "isrMembers" in exc)
                or name == "loaded.configs" for op, name, exc in diffs), diffs
+
+
+def test_elr_fields_a_snapshot_leaves_out_with_elr_off_are_the_cited_deviation() -> None:
+    """With ELR turned off live, 4.x keeps ELR and LastKnownELR (elr-disable-keeps-fields)
+    and its snapshot leaves them out: DEVIATES by that deviation, no finding; with ELR on,
+    the same difference is a finding."""
+    diff = {"name": "loaded.partitions.lastKnownElr", "path": "partitions.t-0.lastKnownElr.size",
+            "original": 1, "fresh": 0, "detail": "the loaded state differs"}
+    c = comparator([1, 2, 3], min_isr=2)
+    feature = answer("updateFeature", {}, brokers([1, 2, 3]))
+    c.step(p.update_feature(p.ELR_FEATURE, 0),
+           Answer(**{**feature.__dict__, "raw": {"elr": False, "level": 0}}))
+    rep = c.step(p.snapshot(), _with_diff(answer("snapshot", {}, brokers([1, 2, 3])), diff))
+    assert (rep.findings, rep.deviations) == ([], ("elr-disable-keeps-fields",))
+    on = comparator([1, 2, 3], min_isr=2)
+    rep = on.step(p.snapshot(), _with_diff(answer("snapshot", {}, brokers([1, 2, 3])), diff))
+    assert [f.signature for f in rep.findings] == [
+        "snapshot:loaded.partitions.lastKnownElr:snapshot:kafka-4.3"]

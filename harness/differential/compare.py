@@ -256,7 +256,7 @@ class Comparator:
         base = observed(before, answer.partitions, answer.brokers, answer.removed,
                         elr if isinstance(elr, bool) else None)
         if answer.exception is not None:
-            return _with_snapshot(self._fault(op, answer, base), op, answer, self.release.name)
+            return self._snapshot(self._fault(op, answer, base), op, answer)
         for axis, profile in (("release", self.release), ("kip", self.kip)):
             prior = self.states[axis]
             obs = base if axis == "release" else _hidden_from(base, prior)
@@ -292,6 +292,21 @@ class Comparator:
                                            f"{detail} ({_RULES} {rule})",
                                            build={key: view(after.partitions[key])}, where=key,
                                            records=_records(answer, key)))
+        return self._snapshot(report, op, answer)
+
+    def _snapshot(self, report: StepReport, op: str, answer: Answer) -> StepReport:
+        """The snapshot class (``_with_snapshot``), but for a difference the build's cited
+        deviation explains: with ELR turned off live, the 4.x controller keeps a partition's
+        ELR and LastKnownELR (elr-disable-keeps-fields) while its snapshot, written with
+        ELR off (SnapshotEmitter: ``setEligibleLeaderReplicasEnabled(false)``), leaves them
+        out, as the KIP clears them: a fresh controller loads them empty."""
+        d = answer.snapshot_diff
+        if (d and self.release.elr_disable_keeps_fields
+                and not self.states["release"].elr_now
+                and d.get("name") in ("loaded.partitions.elr", "loaded.partitions.lastKnownElr")
+                and d.get("fresh") in (0, [])):
+            report.deviations = (*report.deviations, "elr-disable-keeps-fields")
+            return report
         return _with_snapshot(report, op, answer, self.release.name)
 
     def _fault(self, op: str, answer: Answer, base: Cluster) -> StepReport:
