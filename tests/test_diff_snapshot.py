@@ -187,14 +187,19 @@ def test_the_stale_index_is_no_snapshot_difference_on_3x() -> None:
 
 
 def test_a_snapshot_without_a_record_type_fires_the_oracle() -> None:
-    """Crafted: the snapshot written without its ConfigRecords (t's min ISR 3 lost), so the
-    fresh controller puts no broker in the ELR where the original does."""
+    """Crafted: the snapshot written without its ConfigRecords (t's min ISR 3 lost) or its
+    RegisterBrokerRecords: the loaded state differs at the snapshot event, and no shadow runs
+    (a later difference would follow from it: the fence would put no broker in the ELR)."""
     events = [p.create_topic("t", [[1, 2, 3]], {"min.insync.replicas": "3"}),
               {"op": "snapshot", "omit": "ConfigRecord"}, p.fence(3)]
     answers = _run("4.4.0", events, True)
     assert answers[1].raw["snapshot"]["omitted"] == "ConfigRecord"
-    d = answers[2].snapshot_diff
-    assert d is not None and d["name"] == "records" and d["original"] == [3], json.dumps(d)
+    d = answers[1].snapshot_diff
+    assert d is not None and d["name"] == "loaded.configs", json.dumps(d)
+    # the first config lost: the cluster's min ISR (ELR's bootstrap record), then t's
+    assert (d["path"], d["original"], d["fresh"]) == ("configs.broker ", "min.insync.replicas=2",
+                                                      None)
+    assert answers[2].snapshot_diff is None
     loaded = _run("4.4.0", [events[0], {"op": "snapshot", "omit": "RegisterBrokerRecord"}],
                   True)[1].snapshot_diff
     assert loaded is not None

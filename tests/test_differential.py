@@ -166,7 +166,8 @@ def test_every_helper_makes_an_event_the_check_accepts() -> None:
             p.alter_config({"min.insync.replicas": "3"}, "t"),
             p.alter_config({"unclean.leader.election.enable": None}), p.tick("electUnclean"),
             p.create_partitions("t", 3, [[1, 2, 3], [2, 3, 4]]), p.create_partitions("t", 2),
-            p.delete_topic("t"), p.update_feature(p.ELR_FEATURE, 0, "safeDowngrade")]
+            p.delete_topic("t"), p.update_feature(p.ELR_FEATURE, 0, "safeDowngrade"),
+            p.snapshot(), p.snapshot(0)]
     for event in made:
         assert p.check_event(event) == event
     assert {e["op"] for e in made} | {"heartbeat", "state"} == set(p.OPS)

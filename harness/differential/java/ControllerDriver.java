@@ -161,7 +161,10 @@ public final class ControllerDriver {
         return answer;
     }
 
+    long seq;  // the event's
+
     ObjectNode answer(byte[] line, int length, long seq) {
+        this.seq = seq;
         return snapshots.compare(line, length, seq, answer1(line, length, seq));
     }
 
@@ -174,7 +177,7 @@ public final class ControllerDriver {
             JsonNode event = parse(line, length);
             String op = event.path("op").asText("");
             answer.put("op", op);
-            ObjectNode result = "snapshot".equals(op) ? snapshots.take(event, seq) : dispatch(op, event, notes);
+            ObjectNode result = dispatch(op, event, notes);
             answer.put("ok", true);
             if (result != null) {
                 answer.setAll(result);
@@ -238,6 +241,8 @@ public final class ControllerDriver {
                 return partitions.tick(e);
             case "state":
                 return null;  // the answer carries the state
+            case "snapshot":
+                return snapshots.take(e, seq);
             default:
                 throw new ProtocolError("unknown op '" + op + "'; known: register, unfence, heartbeat, "
                     + "fence, controlledShutdown, unregister, createTopic, createPartitions, deleteTopic, "
