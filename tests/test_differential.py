@@ -168,7 +168,8 @@ def test_every_helper_makes_an_event_the_check_accepts() -> None:
             p.create_partitions("t", 3, [[1, 2, 3], [2, 3, 4]]), p.create_partitions("t", 2),
             p.delete_topic("t"), p.update_feature(p.ELR_FEATURE, 0, "safeDowngrade"),
             p.heartbeat(1, offlineDirs=[0], cordonedDirs=[]), p.assign_dirs(1, "t", 0, 1),
-            p.list_reassignments(["t"]), p.find_topics(["t"])]
+            p.list_reassignments(["t"]), p.find_topics(["t"]),
+            p.snapshot(), p.snapshot(0)]
     for event in made:
         assert p.check_event(event) == event
     assert {e["op"] for e in made} | {"state"} == set(p.OPS)

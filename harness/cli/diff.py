@@ -62,6 +62,16 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
                      help="the generator without issue 44's wider vocabulary (log "
                           "directories, heartbeats, unregistration, cluster configs, "
                           "requests naming what is not there, queries): as before it")
+    cmd.add_argument("--snapshot-rate", default="3",
+                     help="percent of event batches (one event per lane) followed by a "
+                          "snapshot point: the build's own snapshot loaded into fresh "
+                          "managers that answer the next --snapshot-shadow events beside the "
+                          "original; a difference is a 'snapshot:' finding (0..100, default 3; "
+                          "0: none)")
+    cmd.add_argument("--snapshot-shadow", default="96",
+                     help="events the fresh managers of a snapshot point answer beside the "
+                          "original, at most (1..100000, default 96; a difference or the next "
+                          "snapshot point ends them sooner)")
     cmd.add_argument("--shrink-budget", default="90s", help="time per finding's shrink")
     cmd.add_argument("--shrink-attempts", default="400",
                      help="candidate sequences replayed per shrink (default 400)")
@@ -107,7 +117,9 @@ def parse_config(args: argparse.Namespace) -> object:
                   max_events=None if args.events is None else
                   _int(args.events, "--events", 1, 10**9),
                   workers=_workers(args.workers, args.coverage),
-                  wide=not args.base_vocabulary)
+                  wide=not args.base_vocabulary,
+                  snapshot_rate=_int(args.snapshot_rate, "--snapshot-rate", 0, 100) / 100,
+                  snapshot_shadow=_int(args.snapshot_shadow, "--snapshot-shadow", 1, 100_000))
 
 
 def _workers(text: str, coverage: bool) -> int:

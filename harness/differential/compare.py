@@ -13,6 +13,11 @@ LastKnownELR, adding, removing, recovery state; every broker's registration and 
   naming them; else a finding (KIP-DIVERGES), exactly as on the scenario runs' kip axis;
 - **invariant**: the KIP's state invariants (the trace rules' names) on every partition the
   event changed, whatever the profile: a violation is a finding;
+- **snapshot**: the fresh managers loaded from the build's own snapshot at the last
+  ``snapshot`` event (java/DriverSnapshot.java) answered the event otherwise than the
+  original ones (the answer's ``snapshotDiff``): ``snapshot:<what differs>:<op>:<profile>``,
+  whatever the model says (e.g. the stale ELR index: the original faults at a
+  registration, a controller restarted from a snapshot registers the broker);
 - **fault**: the build's controller threw what is not an ``ApiException`` (the answer's
   ``exception``): QuorumController.handleEventException treats it as a fault, renounces
   leadership and reverts the event (nothing was replayed). A finding of its own class,
@@ -28,6 +33,7 @@ comparison is one event from one known state, so a difference never hides the ne
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from time import thread_time
@@ -82,7 +88,7 @@ class Diff:
 class Finding:
     """One difference no cited deviation explains (or a broken invariant), at one event."""
 
-    axis: str  # "release" | "kip" | "invariant" | "fault"
+    axis: str  # "release" | "kip" | "invariant" | "fault" | "snapshot"
     name: str  # the first differing field, or the invariant
     op: str
     profile: str
@@ -291,7 +297,7 @@ class Comparator:
         base = observed(before, answer.partitions, answer.brokers, answer.removed,
                         elr if isinstance(elr, bool) else None)
         if answer.exception is not None:
-            return self._fault(op, answer, base)
+            return self._snapshot(self._fault(op, answer, base), op, answer)
         touched = answer.partitions.keys() | set(answer.removed)
         for axis, profile in (("release", self.release), ("kip", self.kip)):
             prior = self.states[axis]
@@ -332,7 +338,22 @@ class Comparator:
                                            f"{detail} ({_RULES} {rule})",
                                            build={key: view(after.partitions[key])}, where=key,
                                            records=_records(answer, key)))
-        return report
+        return self._snapshot(report, op, answer)
+
+    def _snapshot(self, report: StepReport, op: str, answer: Answer) -> StepReport:
+        """The snapshot class (``_with_snapshot``), but for a difference the build's cited
+        deviation explains: with ELR turned off live, the 4.x controller keeps a partition's
+        ELR and LastKnownELR (elr-disable-keeps-fields) while its snapshot, written with
+        ELR off (SnapshotEmitter: ``setEligibleLeaderReplicasEnabled(false)``), leaves them
+        out, as the KIP clears them: a fresh controller loads them empty."""
+        d = answer.snapshot_diff
+        if (d and self.release.elr_disable_keeps_fields
+                and not self.states["release"].elr_now
+                and d.get("name") in ("loaded.partitions.elr", "loaded.partitions.lastKnownElr")
+                and d.get("fresh") in (0, [])):
+            report.deviations = (*report.deviations, "elr-disable-keeps-fields")
+            return report
+        return _with_snapshot(report, op, answer, self.release.name)
 
     def _fault(self, op: str, answer: Answer, base: Cluster) -> StepReport:
         """The build's controller threw a non-API exception: a fault finding; both axes
@@ -395,3 +416,30 @@ class Comparator:
             out = evolve(obs, partitions=obs.partitions if parts is None else parts,
                          brokers=obs.brokers if regs is None else regs)
         return configured(out, event) if ok else out
+
+
+def _with_snapshot(report: StepReport, op: str, answer: Answer, profile: str) -> StepReport:
+    """Snapshot equivalence (java/DriverSnapshot.java): the fresh managers loaded from the
+    build's own snapshot at the last ``snapshot`` event answered this event otherwise (or
+    the snapshot could not be written or loaded, or its loaded state differs): a finding of
+    its own class, ``snapshot:<what differs>:<op>:<profile>``, whatever the model says."""
+    d = answer.snapshot_diff
+    if not d:
+        return report
+    path = str(d.get("path", ""))
+    parts = path.split(".")
+    where = "event"
+    if len(parts) > 1 and parts[0] == "partitions":
+        where = parts[1]
+    elif len(parts) > 1 and parts[0] == "brokers":
+        where = f"broker {parts[1]}"
+    elif len(parts) > 1 and parts[0] == "configs" and parts[1].startswith("topic "):
+        where = parts[1].split(" ", 1)[1] + "-configs"  # the topic's lane (lanes.lane_of_where)
+    fresh = d.get("freshAnswer") or {}
+    report.findings.append(Finding(
+        "snapshot", str(d.get("name", "answer")), op, profile,
+        f"{d.get('detail')}: original {json.dumps(d.get('original'))}, fresh "
+        f"{json.dumps(d.get('fresh'))}" + (f"; the fresh controller: {json.dumps(fresh)}"
+                                           if fresh else ""),
+        where=where, records=answer.records))
+    return report

@@ -53,6 +53,11 @@ OPS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "listReassignments": (frozenset(), frozenset({"topics", "partitions"})),
     "findTopics": (frozenset({"topics"}), frozenset()),
     "state": (frozenset(), frozenset()),
+    #: A snapshot point: the build's snapshot loaded into fresh managers that answer the
+    #: next ``shadow`` events beside the original (java/DriverSnapshot.java).
+    #: ``omit``: a record type left out of the snapshot (a crafted broken one, for tests);
+    #: ``dump``: the answer lists the snapshot's records (``snapshot.written``), for triage.
+    "snapshot": (frozenset(), frozenset({"shadow", "omit", "dump"})),
 }
 TICK_TASKS = ("electPreferred", "electUnclean", "fenceStale")
 ELECTION_TYPES = ("preferred", "unclean")
@@ -253,6 +258,14 @@ def tick(task: str) -> dict[str, Any]:
     return check_event({"op": "tick", "task": task})
 
 
+def snapshot(shadow: int | None = None) -> dict[str, Any]:
+    """A snapshot point: the controller's state written as the build's snapshot, loaded
+    into fresh managers, which answer the next ``shadow`` events (the driver's default
+    without it) beside the original; a difference is the answer's ``snapshotDiff``."""
+    return check_event({"op": "snapshot"} if shadow is None else
+                       {"op": "snapshot", "shadow": shadow})
+
+
 # ---- answers ----
 
 @dataclass(frozen=True)
@@ -278,6 +291,9 @@ class Answer:
     new_probes: dict[str, tuple[int, ...]] = field(default_factory=dict)
     #: Partitions ("topic-index") the event's records removed (a deleted topic's).
     removed: tuple[str, ...] = ()
+    #: Snapshot equivalence: how the fresh managers of the last snapshot point answered
+    #: this event otherwise (name, detail, path, original, fresh, snapshotAt), or None.
+    snapshot_diff: dict[str, Any] | None = None
 
     def partition(self, topic: str, index: int = 0) -> dict[str, Any]:
         key = f"{topic}-{index}"
@@ -384,7 +400,8 @@ def parse_answer(line: bytes, seq: int) -> Answer:
                   exception=d.get("exception"), records=tuple(d.get("records", ())),
                   partitions=dict(d.get("partitions", {})), brokers=dict(d.get("brokers", {})),
                   notes=tuple(d.get("notes", ())), raw=d, new_probes=_probes(d),
-                  removed=tuple(str(k) for k in d.get("removed", ())))
+                                    removed=tuple(str(k) for k in d.get("removed", ())),
+                  snapshot_diff=d.get("snapshotDiff"))
 
 
 def heartbeat(broker: int, **fields: Any) -> dict[str, Any]:

@@ -279,7 +279,7 @@ def repair(event: Mapping[str, Any], partitions: State, brokers: State,
               "register": not alive, "controlledShutdown": alive and not fenced,
               "unregister": True, "heartbeat": alive}[str(op)]
         return e if ok else None
-    if op in ("tick", "state", "updateFeature", "listReassignments", "findTopics") or (
+    if op in ("tick", "state", "updateFeature", "listReassignments", "findTopics", "snapshot") or (
             op == "electLeaders" and e.get("topic") is None):
         return e
     if op == "assignDirs":  # another directory than the first only undone in the event

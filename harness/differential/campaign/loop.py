@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from harness.differential import coverage
+from harness.differential import protocol as p
 from harness.differential.campaign.classify import Classifier
 from harness.differential.campaign.feedback import Feedback
 from harness.differential.campaign.lanes import clock_broker, lane_brokers, lane_topics, rename
@@ -143,6 +144,9 @@ class Campaign(Classifier, Feedback, Shrinker, Writer):
             setup_len = [len(log) for log in logs]
             novel = [0] * cfg.lanes
             novel_end = list(setup_len)
+            # Snapshot points from a generator of their own, so that the lanes' events are
+            # those of the same seed with or without them.
+            points = random.Random(rng.getrandbits(63))
             for _ in range(cfg.lane_events):
                 if time.monotonic() >= deadline or self._enough():
                     break
@@ -150,10 +154,12 @@ class Campaign(Classifier, Feedback, Shrinker, Writer):
                 for k, g in enumerate(gens):
                     parts, brokers = _lane_state(s, k)
                     batch.append(g.next(parts, brokers))
+                if cfg.snapshot_rate > 0 and points.random() < cfg.snapshot_rate:
+                    batch.append(p.snapshot(cfg.snapshot_shadow))
                 answers = s.send(batch)
                 self._compare(s, batch, answers, logs, t0)
                 if feedback:
-                    for k, answer in enumerate(answers):
+                    for k, answer in enumerate(answers[:cfg.lanes]):
                         if answer.new_probes and (n := self.probes.add(answer.new_probes)):
                             novel[k] += n
                             novel_end[k] = len(logs[k])

@@ -33,6 +33,11 @@ class Shrinker(CampaignState):
                     for f in s.comparator.step(event, answer).findings:
                         if finding_lane(f, event) == i:
                             out[i].add(f.signature)
+                if any(e["op"] == "snapshot" for e in events):
+                    # The fresh managers of its snapshot would answer the next candidate's
+                    # events too: ended (a snapshot with no shadow).
+                    end = p.snapshot(0)
+                    s.comparator.step(end, s.send([end])[0])
                 if any(e["op"] == "updateFeature" for e in events):
                     # The level is the whole controller's: the next candidate starts at
                     # the session's, as it would alone.

@@ -109,6 +109,12 @@ class Config:
     #: The wider vocabulary of issue 44 item 2 (workload_more.py, by the build's
     #: capabilities); False (``--base-vocabulary``): the generator of issue 43 only.
     wide: bool = True
+    #: Snapshot points (``--snapshot-rate``): the chance, per batch of one event per lane,
+    #: that a ``snapshot`` event follows the batch (the whole controller's: every lane's
+    #: log holds it); 0: none. The fresh managers loaded from it answer the next
+    #: ``snapshot_shadow`` events beside the original (java/DriverSnapshot.java).
+    snapshot_rate: float = 0.03
+    snapshot_shadow: int = 96
 
 
 class CampaignState:

@@ -31,6 +31,8 @@
  *   DriverDirectoryEvents   log directories: registration, heartbeat, AssignReplicasToDirs
  *   DriverQueryEvents       ListPartitionReassignments, the topic lookups (no records)
  *   DriverOracles           the checks that need no model (no fault)
+ *   DriverSnapshot          snapshot equivalence: the snapshot event, fresh managers run
+ *                           beside the original, their answers compared
  *   DriverCoverage          the JaCoCo probes each answer tells
  *   DriverLine, DriverLine36 ... DriverLine43: what differs per release line (the members
  *                           that differ are reached by reflection, DriverReflection, so the
@@ -73,6 +75,7 @@ public final class ControllerDriver {
     /** The brokers the last answer that carried them said (DriverReport.brokersKey). */
     long[] brokersSent;
     final DriverQueryEvents queries = new DriverQueryEvents(st);
+    final DriverSnapshot snapshots = new DriverSnapshot(this);  // snapshot equivalence
 
     public static void main(String[] args) throws IOException {
         // Answers go to the real stdout; anything a library prints goes to stderr.
@@ -166,6 +169,7 @@ public final class ControllerDriver {
      * order: the ready answer. */
     ObjectNode start(JsonNode settings) {
         ObjectNode ready = DriverSetup.start(st, coverage, settings);
+        snapshots.started(settings);
         for (JsonNode b : settings.path("brokers")) {
             int id = b.asInt();
             brokers.register(id, true, null);
@@ -202,7 +206,14 @@ public final class ControllerDriver {
         return answer;
     }
 
+    long seq;  // the event's
+
     ObjectNode answer(byte[] line, int length, long seq) {
+        this.seq = seq;
+        return snapshots.compare(line, length, seq, answer1(line, length, seq));
+    }
+
+    ObjectNode answer1(byte[] line, int length, long seq) {
         st.beginEvent();
         ObjectNode answer = JSON.createObjectNode();
         answer.put("seq", seq);
@@ -281,12 +292,14 @@ public final class ControllerDriver {
                 return queries.findTopics(e);
             case "state":
                 return null;  // the answer carries the state
+            case "snapshot":
+                return snapshots.take(e, seq);
             default:
                 throw new ProtocolError("unknown op '" + op + "'; known: register, unfence, heartbeat, "
                     + "fence, controlledShutdown, unregister, createTopic, createPartitions, deleteTopic, "
                     + "updateFeature, alterPartition, "
                     + "completeReassignment, reassign, cancelReassignment, electLeaders, alterConfig, "
-                    + "tick, assignDirs, listReassignments, findTopics, state");
+                    + "tick, assignDirs, listReassignments, findTopics, state, snapshot");
         }
     }
 }

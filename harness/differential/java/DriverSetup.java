@@ -67,19 +67,7 @@ final class DriverSetup {
         Boolean elrWanted = settings.hasNonNull("elr") ? settings.get("elr").asBoolean() : null;
         DriverLine.ElrPlan elr = line.planElr(mv, elrWanted);
 
-        Map<String, Object> staticConfig = new HashMap<>();
-        staticConfig.put("min.insync.replicas", Integer.toString(minIsr));
-        staticConfig.put("unclean.leader.election.enable", Boolean.toString(unclean));
-        if (elr.controllerConfig) {
-            staticConfig.put("eligible.leader.replicas.enable", "true");
-        }
-        JsonNode extra = settings.path("staticConfig");
-        for (Iterator<Map.Entry<String, JsonNode>> it = extra.fields(); it.hasNext(); ) {
-            Map.Entry<String, JsonNode> e = it.next();
-            staticConfig.put(e.getKey(), e.getValue().asText());
-        }
-
-        buildManagers(st, staticConfig, elr.controllerConfig, !line.isProduction(mv));
+        buildManagers(st, staticConfig(settings, elr), elr.controllerConfig, !line.isProduction(mv));
 
         st.recordsOut = JSON.createArrayNode();
         List<ApiMessageAndVersion> bootstrap = new ArrayList<>();
@@ -120,6 +108,24 @@ final class DriverSetup {
         ready.set("coverageProbes", coverage.openProbes(settings.path("coverageClasses")));
         st.sessionNotes.addAll(elr.notes);
         return ready;
+    }
+
+    /** The static config a server.properties of these settings gives (also the fresh
+     * managers of a snapshot load, DriverSnapshot). */
+    static Map<String, Object> staticConfig(JsonNode settings, DriverLine.ElrPlan elr) {
+        Map<String, Object> staticConfig = new HashMap<>();
+        staticConfig.put("min.insync.replicas", Integer.toString(settings.path("minIsr").asInt(1)));
+        staticConfig.put("unclean.leader.election.enable",
+            Boolean.toString(settings.path("uncleanElection").asBoolean(false)));
+        if (elr.controllerConfig) {
+            staticConfig.put("eligible.leader.replicas.enable", "true");
+        }
+        JsonNode extra = settings.path("staticConfig");
+        for (Iterator<Map.Entry<String, JsonNode>> it = extra.fields(); it.hasNext(); ) {
+            Map.Entry<String, JsonNode> e = it.next();
+            staticConfig.put(e.getKey(), e.getValue().asText());
+        }
+        return staticConfig;
     }
 
     static MetadataVersion chooseMetadataVersion(DriverLine line, JsonNode wanted) {

@@ -98,6 +98,8 @@ final class DriverState {
     boolean reportChanged = false;
     boolean uncleanConfigHonoured = true;
     final List<String> sessionNotes = new ArrayList<>();
+    /** Every record replayed since the last snapshot point (DriverSnapshot; null: none kept). */
+    List<ApiMessageAndVersion> journal = new ArrayList<>();
 
     // ---- per event ----
     ArrayNode recordsOut;
@@ -144,6 +146,9 @@ final class DriverState {
                 throw new ReplayFailure(unwrap(t));
             }
             recordsOut.add(DriverReport.record(this, record));
+            if (journal != null) {
+                journal.add(record);
+            }
         }
     }
 

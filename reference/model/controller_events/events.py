@@ -48,6 +48,11 @@ EVENTS: dict[str, Callable[[Cluster, Ctx, Mapping[str, Any]], Prediction | None]
     "alterConfig": _alter_config,
     "tick": _tick,
     "state": lambda c, ctx, e: _accepted([c]),
+    # A snapshot point writes no record and changes nothing: the controller's snapshot
+    # (QuorumController's SnapshotGenerator, 3.6+ the MetadataLoader's SnapshotEmitter,
+    # MetadataImage.write) is of committed records; KIP-966 (seed 003) adds no state that
+    # a snapshot leaves out.
+    "snapshot": lambda c, ctx, e: _accepted([c]),
 }
 
 #: Events (and forms) the model does not predict: compared never, counted as UNMODELLED.
