@@ -29,6 +29,8 @@
  *   DriverFeatureEvents     updateFeature, the supported feature levels
  *   DriverPartitionEvents   alterPartition, reassignments, elections, periodic tasks
  *   DriverOracles           the checks that need no model (no fault)
+ *   DriverOracleChecks      index consistency (DriverIndexOracle) and image agreement
+ *                           (DriverImageOracle) after every event; DriverOracleNames
  *   DriverCoverage          the JaCoCo probes each answer tells
  *   DriverLine, DriverLine36 ... DriverLine43: what differs per release line (the members
  *                           that differ are reached by reflection, DriverReflection, so the
@@ -68,6 +70,7 @@ public final class ControllerDriver {
     final DriverConfigEvents configs = new DriverConfigEvents(st);
     final DriverFeatureEvents features = new DriverFeatureEvents(st);
     final DriverPartitionEvents partitions = new DriverPartitionEvents(st, brokers);
+    final DriverOracleChecks oracles = new DriverOracleChecks(st);
 
     public static void main(String[] args) throws IOException {
         // Answers go to the real stdout; anything a library prints goes to stderr.
@@ -188,6 +191,7 @@ public final class ControllerDriver {
         } catch (Throwable t) {
             DriverOracles.noFault(t, answer);
         }
+        oracles.check(answer);
         return withState(answer, notes, st.reportChanged);
     }
 
@@ -230,6 +234,8 @@ public final class ControllerDriver {
                 return partitions.tick(e);
             case "state":
                 return null;  // the answer carries the state
+            case "testCorrupt":
+                return oracles.corrupt(e);  // test-only (DriverOracleChecks)
             default:
                 throw new ProtocolError("unknown op '" + op + "'; known: register, unfence, heartbeat, "
                     + "fence, controlledShutdown, unregister, createTopic, createPartitions, deleteTopic, "

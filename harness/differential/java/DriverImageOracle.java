@@ -1,0 +1,267 @@
+/*
+ * Image agreement (issue 44 item 1): what a broker would be told is what the controller
+ * believes. Every record the managers replay is also replayed, at the same offset, into a
+ * MetadataDelta of the build over the image so far (MetadataDelta.Builder, replay(ApiMessage),
+ * apply(MetadataProvenance): what a broker's MetadataLoader does with the committed log), and
+ * after each event the new MetadataImage is compared with the managers:
+ *
+ *   topics     every topic of ReplicationControlManager.topics in TopicsImage.topicsById,
+ *              with its name and partition count, and no other
+ *   partitions every PartitionRegistration equal to the image's (PartitionRegistration.equals:
+ *              replicas, isr, elr, lastKnownElr, adding, removing, leader, recovery state,
+ *              epochs, directories); the first differing field names the finding
+ *   brokers    ClusterControlManager.brokerRegistrations equal to ClusterImage.brokers
+ *              (epoch, fenced, in controlled shutdown, then BrokerRegistration.equals)
+ *   features   FeatureControlManager's finalized levels (level 0: absent, as both replay it)
+ *              and metadata.version equal to FeaturesImage's
+ *
+ * Cost: applying the delta is proportional to the event's records; the comparison walks
+ * every partition and broker of the session (a few dozen in a campaign's session: an
+ * equals each, no copies). A replay the image refuses (its delta throws) is a finding too.
+ */
+package org.apache.kafka.controller;
+
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.metadata.TopicRecord;
+import org.apache.kafka.common.protocol.ApiMessage;
+import org.apache.kafka.image.MetadataDelta;
+import org.apache.kafka.image.MetadataImage;
+import org.apache.kafka.image.MetadataProvenance;
+import org.apache.kafka.image.TopicImage;
+import org.apache.kafka.metadata.BrokerRegistration;
+import org.apache.kafka.metadata.PartitionRegistration;
+
+import java.lang.reflect.Constructor;
+import java.lang.reflect.Field;
+import java.util.Arrays;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.TreeMap;
+
+import static org.apache.kafka.controller.DriverIndexOracle.INFO_NAME;
+import static org.apache.kafka.controller.DriverIndexOracle.INFO_PARTS;
+import static org.apache.kafka.controller.DriverIndexOracle.TOPICS;
+import static org.apache.kafka.controller.DriverIndexOracle.name;
+import static org.apache.kafka.controller.DriverIndexOracle.parts;
+import static org.apache.kafka.controller.DriverProtocol.describe;
+import static org.apache.kafka.controller.DriverReflection.field;
+import static org.apache.kafka.controller.DriverReflection.get;
+import static org.apache.kafka.controller.DriverReflection.invoke;
+import static org.apache.kafka.controller.DriverReflection.unwrap;
+
+final class DriverImageOracle {
+    static final Field FINALIZED = field(FeatureControlManager.class, "finalizedVersions");
+    static final Field MV = field(FeatureControlManager.class, "metadataVersion");
+    static final Field REGISTRATIONS = DriverIndexOracle.REGISTRATIONS;
+    /** The PartitionRegistration fields, in the order a difference is named by. */
+    static final String[] PART_FIELDS = {"leader", "isr", "elr", "lastKnownElr", "leaderEpoch",
+        "partitionEpoch", "replicas", "addingReplicas", "removingReplicas", "leaderRecoveryState",
+        "directories"};
+    static final Map<String, Field> FIELDS = new TreeMap<>();
+
+    static {
+        for (String f : PART_FIELDS) {
+            Field found = field(PartitionRegistration.class, f);
+            if (found != null) {
+                FIELDS.put(f, found);
+            }
+        }
+    }
+
+    final DriverOracleNames names;
+    MetadataImage image = MetadataImage.EMPTY;
+    MetadataDelta delta;
+    long lastOffset = 0;
+    String replayFailure;
+
+    DriverImageOracle(DriverOracleNames names) {
+        this.names = names;
+    }
+
+    /** A record the managers replayed at this offset: the broker's image replays it too. */
+    void onRecord(ApiMessage message, long offset) {
+        if (message instanceof TopicRecord) {
+            names.topic(((TopicRecord) message).topicId(), ((TopicRecord) message).name());
+        }
+        if (replayFailure != null) {
+            return;
+        }
+        try {
+            if (delta == null) {
+                delta = new MetadataDelta.Builder().setImage(image).build();
+            }
+            delta.replay(message);
+            lastOffset = offset;
+        } catch (Throwable t) {
+            replayFailure = message.getClass().getSimpleName() + " at offset " + offset + ": "
+                + describe(unwrap(t));
+            delta = null;
+        }
+    }
+
+    static MetadataProvenance provenance(long offset) {
+        for (Constructor<?> c : MetadataProvenance.class.getConstructors()) {
+            try {
+                if (c.getParameterCount() == 4) {  // 3.7+: isOffsetBatchAligned
+                    return (MetadataProvenance) c.newInstance(offset, 1, 0L, true);
+                }
+                if (c.getParameterCount() == 3) {  // 3.6
+                    return (MetadataProvenance) c.newInstance(offset, 1, 0L);
+                }
+            } catch (ReflectiveOperationException e) {
+                throw new DriverReflection.ReflectionFailure(e);
+            }
+        }
+        throw new IllegalStateException("this build has no MetadataProvenance constructor of 3 or 4 parameters");
+    }
+
+    void check(DriverState st, DriverIndexOracle.Sink out) {
+        if (replayFailure != null) {
+            out.report("replay", "event", "replay:" + replayFailure,
+                "the image could not replay the controller's record " + replayFailure);
+            return;
+        }
+        if (delta != null) {
+            image = delta.apply(provenance(lastOffset));
+            delta = null;
+        }
+        if (TOPICS == null || INFO_NAME == null || INFO_PARTS == null) {
+            return;
+        }
+        checkTopics(st, out);
+        checkBrokers(st, out);
+        checkFeatures(st, out);
+    }
+
+    void checkTopics(DriverState st, DriverIndexOracle.Sink out) {
+        Map<Uuid, Object> topics = DriverIndexOracle.topics(st);
+        Map<Uuid, TopicImage> imaged = image.topics().topicsById();
+        for (Map.Entry<Uuid, Object> t : topics.entrySet()) {
+            Uuid id = t.getKey();
+            String name = name(t.getValue());
+            TopicImage ti = imaged.get(id);
+            Map<Integer, PartitionRegistration> parts = parts(t.getValue());
+            if (ti == null || !name.equals(ti.name()) || ti.partitions().size() != parts.size()) {
+                out.report("topic", "topic " + name, "topic:" + id + ":" + (ti == null ? "none" : ti.name()
+                    + ":" + ti.partitions().size()), "the controller has topic " + name + " (id " + id + ", "
+                    + parts.size() + " partitions); the image " + (ti == null ? "has no topic of that id"
+                    : "names it " + ti.name() + " with " + ti.partitions().size() + " partitions"));
+                if (ti == null) {
+                    continue;
+                }
+            }
+            for (Map.Entry<Integer, PartitionRegistration> p : parts.entrySet()) {
+                PartitionRegistration mine = p.getValue();
+                PartitionRegistration theirs = ti.partitions().get(p.getKey());
+                if (mine.equals(theirs)) {
+                    continue;
+                }
+                String where = names.partition(id, p.getKey());
+                String differs = theirs == null ? "partition" : firstDifference(mine, theirs);
+                out.report(differs, where, "partition:" + id + ":" + p.getKey() + ":" + theirs,
+                    where + ": the controller holds " + show(mine) + "; the image " + (theirs == null
+                        ? "has no such partition" : "holds " + show(theirs)));
+            }
+        }
+        if (imaged.size() != topics.size()) {
+            for (Map.Entry<Uuid, TopicImage> t : imaged.entrySet()) {
+                if (!topics.containsKey(t.getKey())) {
+                    out.report("topic", "topic " + t.getValue().name(), "topic-extra:" + t.getKey(),
+                        "the image has topic " + t.getValue().name() + " (id " + t.getKey()
+                            + "), which the controller does not");
+                }
+            }
+        }
+    }
+
+    static String firstDifference(PartitionRegistration a, PartitionRegistration b) {
+        for (String f : PART_FIELDS) {
+            Field field = FIELDS.get(f);
+            if (field == null) {
+                continue;
+            }
+            Object x = get(field, a);
+            Object y = get(field, b);
+            boolean same = x instanceof int[] ? Arrays.equals((int[]) x, (int[]) y)
+                : x instanceof Object[] ? Arrays.equals((Object[]) x, (Object[]) y) : Objects.equals(x, y);
+            if (!same) {
+                return f;
+            }
+        }
+        return "partition";
+    }
+
+    static String show(PartitionRegistration reg) {
+        StringBuilder b = new StringBuilder("{");
+        for (String f : PART_FIELDS) {
+            Field field = FIELDS.get(f);
+            if (field == null || "directories".equals(f)) {
+                continue;
+            }
+            Object v = get(field, reg);
+            b.append(b.length() > 1 ? ", " : "").append(f).append(' ')
+                .append(v instanceof int[] ? Arrays.toString((int[]) v) : String.valueOf(v));
+        }
+        return b.append('}').toString();
+    }
+
+    @SuppressWarnings("unchecked")
+    void checkBrokers(DriverState st, DriverIndexOracle.Sink out) {
+        Map<Integer, BrokerRegistration> regs = (Map<Integer, BrokerRegistration>) get(REGISTRATIONS, st.clusterControl);
+        Map<Integer, BrokerRegistration> imaged = image.cluster().brokers();
+        for (Map.Entry<Integer, BrokerRegistration> r : regs.entrySet()) {
+            BrokerRegistration mine = r.getValue();
+            BrokerRegistration theirs = imaged.get(r.getKey());
+            if (mine.equals(theirs)) {
+                continue;
+            }
+            String what = theirs == null ? "broker" : mine.epoch() != theirs.epoch() ? "broker.epoch"
+                : mine.fenced() != theirs.fenced() ? "broker.fenced"
+                : mine.inControlledShutdown() != theirs.inControlledShutdown() ? "broker.inControlledShutdown"
+                : "broker";
+            out.report(what, "broker " + r.getKey(), "broker:" + r.getKey() + ":" + theirs,
+                "broker " + r.getKey() + ": the controller holds " + mine + "; the image "
+                    + (theirs == null ? "has no such broker" : "holds " + theirs));
+        }
+        if (imaged.size() != regs.size()) {
+            for (Integer id : imaged.keySet()) {
+                if (!regs.containsKey(id)) {
+                    out.report("broker", "broker " + id, "broker-extra:" + id,
+                        "the image has broker " + id + ", which the controller has not registered");
+                }
+            }
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    void checkFeatures(DriverState st, DriverIndexOracle.Sink out) {
+        if (FINALIZED == null) {
+            return;
+        }
+        Map<String, Short> mine = new TreeMap<>((Map<String, Short>) get(FINALIZED, st.featureControl));
+        mine.values().removeIf(v -> v == 0);
+        Map<String, Short> theirs = new TreeMap<>(image.features().finalizedVersions());
+        theirs.values().removeIf(v -> v == 0);
+        theirs.remove("metadata.version");
+        mine.remove("metadata.version");
+        mine.remove("kraft.version");  // 4.x FeatureControlManager skips it (KAFKA-18979)
+        theirs.remove("kraft.version");
+        if (!mine.equals(theirs)) {
+            out.report("features", "event", "features:" + mine + ":" + theirs,
+                "finalized feature levels: the controller " + mine + ", the image " + theirs);
+        }
+        if (MV != null) {
+            Object a = unwrapOptional(invoke(get(MV, st.featureControl), "get"));
+            Object b = unwrapOptional(invoke(image.features(), "metadataVersion"));
+            if (!Objects.equals(a, b)) {
+                out.report("metadataVersion", "event", "mv:" + a + ":" + b,
+                    "metadata.version: the controller " + a + ", the image " + b);
+            }
+        }
+    }
+
+    static Object unwrapOptional(Object o) {
+        return o instanceof Optional ? ((Optional<?>) o).orElse(null) : o;
+    }
+}

@@ -1,0 +1,113 @@
+/*
+ * The oracles that need no model and look at the state after every event (issue 44 item 1):
+ * index consistency (DriverIndexOracle) and image agreement (DriverImageOracle). Each
+ * disagreement is reported once, at the event that brought it: the answer's "oracles" lists
+ * {"oracle": "index"|"image", "name": the index or the image field, "where": a partition
+ * "t-0", "broker N", "topic t" or "event", "detail"}; one that lasts is not reported again
+ * (its key is remembered while it lasts), so a finding's op is the event that made it. The
+ * harness makes each a finding of its own class (harness/differential/oracles.py:
+ * index:<name>:<op>:<profile>, image:<name>:<op>:<profile>).
+ *
+ * Test-only (JVM property kafka.chaos.driver.testOps=true): op "testCorrupt" breaks the
+ * state the oracles read, as a bug of the build would: "staleElr" indexes a broker in
+ * brokersToElrs for a partition whose ELR does not hold it; "unloggedChange" replays a
+ * PartitionChangeRecord (leader epoch + 1) into the managers only, so the image, built from
+ * the records, does not have it.
+ */
+package org.apache.kafka.controller;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.metadata.PartitionChangeRecord;
+import org.apache.kafka.metadata.PartitionRegistration;
+
+import java.util.HashSet;
+import java.util.Set;
+
+import static org.apache.kafka.controller.DriverProtocol.JSON;
+import static org.apache.kafka.controller.DriverProtocol.ProtocolError;
+import static org.apache.kafka.controller.DriverProtocol.requireInt;
+import static org.apache.kafka.controller.DriverReflection.get;
+import static org.apache.kafka.controller.DriverReflection.invoke;
+
+final class DriverOracleChecks {
+    static final boolean TEST_OPS = Boolean.getBoolean("kafka.chaos.driver.testOps");
+    /** Off: -Dkafka.chaos.driver.oracles=false (to measure the driver without them). */
+    static final boolean ON = !"false".equals(System.getProperty("kafka.chaos.driver.oracles"));
+
+    final DriverState st;
+    final DriverOracleNames names = new DriverOracleNames();
+    final DriverImageOracle image = new DriverImageOracle(names);
+    /** The keys of the disagreements reported and still there. */
+    Set<String> reported = new HashSet<>();
+    Set<String> now = new HashSet<>();
+    ArrayNode found;
+
+    DriverOracleChecks(DriverState st) {
+        this.st = st;
+        if (ON) {
+            st.onReplay = image::onRecord;
+        }
+    }
+
+    /** Both oracles on the state after the event; what is new goes in the answer. */
+    void check(ObjectNode answer) {
+        if (!ON || st.replicationControl == null) {
+            return;
+        }
+        found = null;
+        DriverIndexOracle.check(st, names, (name, where, key, detail) -> report("index", name, where, key, detail));
+        image.check(st, (name, where, key, detail) -> report("image", name, where, key, detail));
+        Set<String> last = reported;
+        reported = now;
+        now = last;
+        now.clear();
+        if (found != null) {
+            answer.set("oracles", found);
+        }
+    }
+
+    void report(String oracle, String name, String where, String key, String detail) {
+        String k = oracle + ":" + key;
+        now.add(k);
+        if (reported.contains(k)) {
+            return;
+        }
+        if (found == null) {
+            found = JSON.createArrayNode();
+        }
+        ObjectNode o = found.addObject();
+        o.put("oracle", oracle);
+        o.put("name", name);
+        o.put("where", where);
+        o.put("detail", detail);
+    }
+
+    /** The test-only op: break the state as a bug would (see the header). */
+    ObjectNode corrupt(JsonNode e) {
+        if (!TEST_OPS) {
+            throw new ProtocolError("testCorrupt is a test-only op (-Dkafka.chaos.driver.testOps=true)");
+        }
+        String kind = e.path("kind").asText("");
+        Uuid topic = st.topicId(e.path("topic").asText());
+        int partition = e.path("partition").asInt(0);
+        switch (kind) {
+            case "staleElr": {
+                Object elrs = get(DriverIndexOracle.TO_ELRS, st.replicationControl);
+                invoke(elrs, "update", topic, partition, new int[0], new int[] {requireInt(e, "broker")});
+                return null;
+            }
+            case "unloggedChange": {
+                PartitionRegistration reg = st.replicationControl.getPartition(topic, partition);
+                st.replicationControl.replay(new PartitionChangeRecord().setTopicId(topic)
+                    .setPartitionId(partition).setLeader(reg.leader));
+                return null;
+            }
+            default:
+                throw new ProtocolError("testCorrupt kind '" + kind + "': staleElr or unloggedChange");
+        }
+    }
+}
