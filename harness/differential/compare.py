@@ -18,7 +18,10 @@ LastKnownELR, adding, removing, recovery state; every broker's registration and 
   leadership and reverts the event (nothing was replayed). A finding of its own class,
   ``fault:<exception class>:<op>:<profile>``, whatever the model predicts, and the model is
   not asked (e.g. docs/findings/elr-index-stale-after-min-isr-change.md: an unclean
-  registration after a min ISR change and a topic deletion).
+  registration after a min ISR change and a topic deletion);
+- **index** and **image**: the driver's own oracles after every event (oracles.py), each
+  disagreement of the build with itself a finding ``index:<index>:<op>:<profile>`` or
+  ``image:<field>:<op>:<profile>``, whatever the model says.
 
 An event the model does not cover is UNMODELLED (never compared, never "equal"); one the
 build cannot run is UNSUPPORTED. After every event both axes continue from the build's
@@ -33,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.differential.model import FIELDS, observed, view
+from harness.differential.oracles import findings_of
 from harness.differential.protocol import Answer
 from reference.model.controller_events import Cluster, Outcome, apply, configured, world_of
 from reference.model.state import evolve
@@ -73,7 +77,7 @@ class Diff:
 class Finding:
     """One difference no cited deviation explains (or a broken invariant), at one event."""
 
-    axis: str  # "release" | "kip" | "invariant" | "fault"
+    axis: str  # "release" | "kip" | "invariant" | "fault" | "index" | "image" (oracles.py)
     name: str  # the first differing field, or the invariant
     op: str
     profile: str
@@ -240,6 +244,12 @@ class Comparator:
         self._recent: list[tuple[Deviation, ...]] = []
 
     def step(self, event: Mapping[str, Any], answer: Answer) -> StepReport:
+        report = self._step(event, answer)
+        # the driver's own oracles (index consistency, image agreement): harness/differential/oracles.py
+        report.findings.extend(findings_of(report.op, answer, self.release.name))
+        return report
+
+    def _step(self, event: Mapping[str, Any], answer: Answer) -> StepReport:
         op = str(event.get("op"))
         if answer.unsupported is not None:
             return StepReport(op, UNSUPPORTED, UNSUPPORTED, why=answer.unsupported)

@@ -15,14 +15,15 @@
  *   features   FeatureControlManager's finalized levels (level 0: absent, as both replay it)
  *              and metadata.version equal to FeaturesImage's
  *
- * Cost: applying the delta is proportional to the event's records; the comparison walks
- * every partition and broker of the session (a few dozen in a campaign's session: an
- * equals each, no copies). A replay the image refuses (its delta throws) is a finding too.
+ * Cost: applying the delta is proportional to the event's records; after an event that
+ * replayed records (nothing else changes the image or the managers' registrations) the
+ * comparison walks every partition and broker of the session (a few dozen in a campaign's
+ * session: an equals each, no copies). A replay the image refuses (its delta throws) is a
+ * finding too.
  */
 package org.apache.kafka.controller;
 
 import org.apache.kafka.common.Uuid;
-import org.apache.kafka.common.metadata.TopicRecord;
 import org.apache.kafka.common.protocol.ApiMessage;
 import org.apache.kafka.image.MetadataDelta;
 import org.apache.kafka.image.MetadataImage;
@@ -81,9 +82,6 @@ final class DriverImageOracle {
 
     /** A record the managers replayed at this offset: the broker's image replays it too. */
     void onRecord(ApiMessage message, long offset) {
-        if (message instanceof TopicRecord) {
-            names.topic(((TopicRecord) message).topicId(), ((TopicRecord) message).name());
-        }
         if (replayFailure != null) {
             return;
         }
@@ -118,8 +116,8 @@ final class DriverImageOracle {
 
     void check(DriverState st, DriverIndexOracle.Sink out) {
         if (replayFailure != null) {
-            out.report("replay", "event", "replay:" + replayFailure,
-                "the image could not replay the controller's record " + replayFailure);
+            out.report("replay", "event", Arrays.asList("replay", replayFailure),
+                () -> "the image could not replay the controller's record " + replayFailure);
             return;
         }
         if (delta != null) {
@@ -143,8 +141,8 @@ final class DriverImageOracle {
             TopicImage ti = imaged.get(id);
             Map<Integer, PartitionRegistration> parts = parts(t.getValue());
             if (ti == null || !name.equals(ti.name()) || ti.partitions().size() != parts.size()) {
-                out.report("topic", "topic " + name, "topic:" + id + ":" + (ti == null ? "none" : ti.name()
-                    + ":" + ti.partitions().size()), "the controller has topic " + name + " (id " + id + ", "
+                out.report("topic", "topic " + name, Arrays.asList("topic", id, ti == null ? null : ti.name(),
+                    ti == null ? -1 : ti.partitions().size()), () -> "the controller has topic " + name + " (id " + id + ", "
                     + parts.size() + " partitions); the image " + (ti == null ? "has no topic of that id"
                     : "names it " + ti.name() + " with " + ti.partitions().size() + " partitions"));
                 if (ti == null) {
@@ -159,16 +157,16 @@ final class DriverImageOracle {
                 }
                 String where = names.partition(id, p.getKey());
                 String differs = theirs == null ? "partition" : firstDifference(mine, theirs);
-                out.report(differs, where, "partition:" + id + ":" + p.getKey() + ":" + theirs,
-                    where + ": the controller holds " + show(mine) + "; the image " + (theirs == null
+                out.report(differs, where, Arrays.asList("partition", id, p.getKey(), theirs),
+                    () -> where + ": the controller holds " + show(mine) + "; the image " + (theirs == null
                         ? "has no such partition" : "holds " + show(theirs)));
             }
         }
         if (imaged.size() != topics.size()) {
             for (Map.Entry<Uuid, TopicImage> t : imaged.entrySet()) {
                 if (!topics.containsKey(t.getKey())) {
-                    out.report("topic", "topic " + t.getValue().name(), "topic-extra:" + t.getKey(),
-                        "the image has topic " + t.getValue().name() + " (id " + t.getKey()
+                    out.report("topic", "topic " + t.getValue().name(), Arrays.asList("topic-extra", t.getKey()),
+                        () -> "the image has topic " + t.getValue().name() + " (id " + t.getKey()
                             + "), which the controller does not");
                 }
             }
@@ -220,15 +218,15 @@ final class DriverImageOracle {
                 : mine.fenced() != theirs.fenced() ? "broker.fenced"
                 : mine.inControlledShutdown() != theirs.inControlledShutdown() ? "broker.inControlledShutdown"
                 : "broker";
-            out.report(what, "broker " + r.getKey(), "broker:" + r.getKey() + ":" + theirs,
-                "broker " + r.getKey() + ": the controller holds " + mine + "; the image "
+            out.report(what, "broker " + r.getKey(), Arrays.asList("broker", r.getKey(), theirs),
+                () -> "broker " + r.getKey() + ": the controller holds " + mine + "; the image "
                     + (theirs == null ? "has no such broker" : "holds " + theirs));
         }
         if (imaged.size() != regs.size()) {
             for (Integer id : imaged.keySet()) {
                 if (!regs.containsKey(id)) {
-                    out.report("broker", "broker " + id, "broker-extra:" + id,
-                        "the image has broker " + id + ", which the controller has not registered");
+                    out.report("broker", "broker " + id, Arrays.asList("broker-extra", id),
+                        () -> "the image has broker " + id + ", which the controller has not registered");
                 }
             }
         }
@@ -248,15 +246,15 @@ final class DriverImageOracle {
         mine.remove("kraft.version");  // 4.x FeatureControlManager skips it (KAFKA-18979)
         theirs.remove("kraft.version");
         if (!mine.equals(theirs)) {
-            out.report("features", "event", "features:" + mine + ":" + theirs,
-                "finalized feature levels: the controller " + mine + ", the image " + theirs);
+            out.report("features", "event", Arrays.asList("features", mine, theirs),
+                () -> "finalized feature levels: the controller " + mine + ", the image " + theirs);
         }
         if (MV != null) {
             Object a = unwrapOptional(invoke(get(MV, st.featureControl), "get"));
             Object b = unwrapOptional(invoke(image.features(), "metadataVersion"));
             if (!Objects.equals(a, b)) {
-                out.report("metadataVersion", "event", "mv:" + a + ":" + b,
-                    "metadata.version: the controller " + a + ", the image " + b);
+                out.report("metadataVersion", "event", Arrays.asList("mv", a, b),
+                    () -> "metadata.version: the controller " + a + ", the image " + b);
             }
         }
     }

@@ -25,9 +25,15 @@
  *                            registered directory -> its broker (3.7+)
  *
  * A field this build lacks (3.6: brokersToElrs, directoriesToPartitions, directoryToBroker;
- * 3.7: brokersToElrs) is probed and skipped. Cost: one pass over the registrations with
- * lookups into the index (no copy of it); the index's own entries are walked only when its
- * size differs from the recomputed one, to name the entries nothing explains.
+ * 3.7: brokersToElrs) is probed and skipped.
+ *
+ * Cost (bench/RESULTS-diff.md, "Index and image oracles"): one pass over the registrations
+ * with lookups into the index (no copy of it), only after an event that replayed records
+ * (the replication indexes change in replay only; the broker checks run after every event:
+ * the heartbeat manager moves without records). An index's own entries are walked, to name
+ * those nothing explains, only when it holds more entries than the registrations explain and
+ * that excess changed since its last walk (walk()); a deleted topic's stale entries are
+ * reported once (gone()).
  */
 package org.apache.kafka.controller;
 
@@ -40,9 +46,12 @@ import java.lang.reflect.Field;
 import java.lang.reflect.Method;
 import java.util.Arrays;
 import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Supplier;
 
 import static org.apache.kafka.controller.DriverReflection.classOrNull;
 import static org.apache.kafka.controller.DriverReflection.field;
@@ -93,6 +102,31 @@ final class DriverIndexOracle {
     /** The TopicIdPartition class the indexes hold (3.6: the controller's own; 3.7+
      * server-common's), found from the type of imbalancedPartitions' elements. */
     static Constructor<?> tipConstructor;
+    static Method tipTopic;
+    static Method tipPartition;
+    /** Per index, the deleted topics whose entries it still holds, reported once: a topic id
+     * never comes back, so such an entry stays stale; walked past after its first report
+     * (the campaign's sessions delete topics often: a build that leaks them would pay for
+     * every one at every event). */
+    static final Map<String, Set<Uuid>> GONE = new HashMap<>();
+
+    /** Per index, the count of its entries beyond the recomputed ones at its last walk. */
+    static final Map<String, Integer> EXCESS = new HashMap<>();
+
+    /** Whether to walk the index's entries to name those nothing explains: when it holds
+     * more entries than the registrations explain, and not the same excess as at its last
+     * walk (then its stale entries are those already reported: they last, a deleted topic's
+     * for ever, and walking them at every event would cost a campaign that meets a leak
+     * more than all the rest; the price: a stale entry that goes in the same event as a new
+     * one comes is not seen). Missing entries are found without a walk. */
+    static boolean walk(String index, int excess) {
+        Integer last = EXCESS.put(index, excess);
+        return excess != 0 && (last == null || last != excess);
+    }
+
+    static boolean gone(String index, Uuid topic) {
+        return GONE.computeIfAbsent(index, i -> new HashSet<>()).add(topic);
+    }
 
     private DriverIndexOracle() {
     }
@@ -100,7 +134,7 @@ final class DriverIndexOracle {
     interface Sink {
         /** One disagreement: the index, where (a partition "t-0", "broker N", or "topic t"),
          * a key that identifies it while it lasts, and what is wrong. */
-        void report(String index, String where, String key, String detail);
+        void report(String index, String where, Object key, Supplier<String> detail);
     }
 
     /** The partitions of the controller's topics: id -> (name, partition -> registration). */
@@ -118,8 +152,14 @@ final class DriverIndexOracle {
         return (Map<Integer, PartitionRegistration>) get(INFO_PARTS, info);
     }
 
-    static void check(DriverState st, DriverOracleNames names, Sink out) {
+    /** replicated: whether the event replayed any record (else the replication indexes,
+     * which only replay changes, are as the last check found them: skipped). */
+    static void check(DriverState st, DriverOracleNames names, Sink out, boolean replicated) {
         if (TOPICS == null || INFO_PARTS == null) {
+            return;
+        }
+        if (!replicated) {
+            checkBrokers(st, out);  // the heartbeat manager moves without records
             return;
         }
         Map<Uuid, Object> topics = topics(st);
@@ -148,16 +188,16 @@ final class DriverIndexOracle {
             String name = name(t.getValue());
             Uuid id = byName.get(name);
             if (!t.getKey().equals(id)) {
-                out.report("topicsByName", "topic " + name, "byName:" + name + ":" + t.getKey(),
-                    "topic " + name + " (id " + t.getKey() + ") is indexed by name as " + id);
+                out.report("topicsByName", "topic " + name, Arrays.asList("byName", name, t.getKey()),
+                    () -> "topic " + name + " (id " + t.getKey() + ") is indexed by name as " + id);
             }
             if (collisions != null && HAS_COLLISION != null
                 && (Boolean) invokeMethod(HAS_COLLISION, null, name)) {
                 colliding++;
                 Set<String> set = collisions.get((String) invokeMethod(UNIFY, null, name));
                 if (set == null || !set.contains(name)) {
-                    out.report("topicsWithCollisionChars", "topic " + name, "collision:" + name,
-                        "topic " + name + " is not in the collision index under its unified name");
+                    out.report("topicsWithCollisionChars", "topic " + name, Arrays.asList("collision", name),
+                        () -> "topic " + name + " is not in the collision index under its unified name");
                 }
             }
         }
@@ -165,8 +205,8 @@ final class DriverIndexOracle {
             for (Map.Entry<String, Uuid> e : byName.entrySet()) {
                 Object info = topics.get(e.getValue());
                 if (info == null || !e.getKey().equals(name(info))) {
-                    out.report("topicsByName", "topic " + e.getKey(), "byName:" + e.getKey() + ":" + e.getValue(),
-                        "the name " + e.getKey() + " is indexed to topic id " + e.getValue()
+                    out.report("topicsByName", "topic " + e.getKey(), Arrays.asList("byName", e.getKey(), e.getValue()),
+                        () -> "the name " + e.getKey() + " is indexed to topic id " + e.getValue()
                             + (info == null ? ", which is not a topic" : ", whose name is " + name(info)));
                 }
             }
@@ -177,8 +217,10 @@ final class DriverIndexOracle {
                 indexed += s.size();
             }
             if (indexed != colliding) {
-                out.report("topicsWithCollisionChars", "event", "collision-count",
-                    indexed + " names in the collision index, " + colliding + " topics with '.' or '_'");
+                int n = indexed;
+                int c = colliding;
+                out.report("topicsWithCollisionChars", "event", Arrays.asList("collision-count"),
+                    () -> n + " names in the collision index, " + c + " topics with '.' or '_'");
             }
         }
     }
@@ -202,8 +244,8 @@ final class DriverIndexOracle {
                     expected++;
                     if (!indexed(members, b, id, entry)) {
                         String where = names.partition(id, partition);
-                        out.report(index, where, index + ":missing:" + b + ":" + id + ":" + partition,
-                            "broker " + b + " is in the " + (isr ? "ISR" : "ELR") + " of " + where
+                        out.report(index, where, Arrays.asList(index, "missing", b, id, partition),
+                            () -> "broker " + b + " is in the " + (isr ? "ISR" : "ELR") + " of " + where
                                 + " (" + describe(reg) + ") but " + index + " does not index it"
                                 + (isr ? (entry < 0 ? " as its leader" : " as a follower") : "")
                                 + "; indexed: " + entries(members, b, id));
@@ -213,8 +255,8 @@ final class DriverIndexOracle {
                     expected++;
                     if (!indexed(members, NO_LEADER, id, partition | LEADER_FLAG)) {
                         String where = names.partition(id, partition);
-                        out.report(index, where, index + ":missing:-1:" + id + ":" + partition,
-                            where + " has no leader (" + describe(reg) + ") but " + index
+                        out.report(index, where, Arrays.asList(index, "missing", "-1", id, partition),
+                            () -> where + " has no leader (" + describe(reg) + ") but " + index
                                 + " does not index it under NO_LEADER (-1)");
                     }
                 }
@@ -226,13 +268,16 @@ final class DriverIndexOracle {
                 actual += ps.length;
             }
         }
-        if (actual == expected) {
+        if (!walk(index, actual - expected)) {
             return;  // every expected entry found and no more: the index is the recomputed one
         }
         for (Map.Entry<Integer, Map<Uuid, int[]>> b : members.entrySet()) {
             int broker = b.getKey();
             for (Map.Entry<Uuid, int[]> t : b.getValue().entrySet()) {
                 Object info = topics.get(t.getKey());
+                if (info == null && !gone(index, t.getKey())) {
+                    continue;  // a deleted topic's entries: reported once, when it went
+                }
                 int[] ps = t.getValue();
                 for (int i = 0; i < ps.length; i++) {
                     int partition = ps[i] & ~LEADER_FLAG;
@@ -259,10 +304,11 @@ final class DriverIndexOracle {
                         }
                     }
                     if (why != null) {
-                        String where = info == null ? "broker " + broker : names.partition(t.getKey(), partition);
-                        out.report(index, where, index + ":stale:" + broker + ":" + t.getKey() + ":" + ps[i],
-                            index + " indexes broker " + broker + " for " + names.partition(t.getKey(), partition)
-                                + " but " + why);
+                        String because = why;
+                        String where = names.partition(t.getKey(), partition);  // a deleted topic's name too
+                        out.report(index, where, Arrays.asList(index, "stale", broker, t.getKey(), ps[i]),
+                            () -> index + " indexes broker " + broker + " for " + names.partition(t.getKey(), partition)
+                                + " but " + because);
                     }
                 }
             }
@@ -317,24 +363,25 @@ final class DriverIndexOracle {
                 count += moving ? 1 : 0;
                 if (moving != listed) {
                     String where = names.partition(t.getKey(), p.getKey());
-                    out.report("reassigningTopics", where, "reassigning:" + t.getKey() + ":" + p.getKey() + ":" + moving,
-                        where + (moving ? " is reassigning (adding " + Arrays.toString(reg.addingReplicas)
+                    out.report("reassigningTopics", where, Arrays.asList("reassigning", t.getKey(), p.getKey(), moving),
+                        () -> where + (moving ? " is reassigning (adding " + Arrays.toString(reg.addingReplicas)
                             + ", removing " + Arrays.toString(reg.removingReplicas) + ") but not indexed"
                             : " is not reassigning but indexed as reassigning"));
                 }
             }
             expectedTopics += count > 0 ? 1 : 0;
             if (indexed != null && indexed.length != count) {
-                out.report("reassigningTopics", "topic " + names.topic(t.getKey()), "reassigning-count:" + t.getKey(),
-                    "topic " + names.topic(t.getKey()) + ": " + indexed.length + " partitions indexed as reassigning "
-                        + Arrays.toString(indexed) + ", " + count + " reassigning");
+                int n = count;
+                out.report("reassigningTopics", "topic " + names.topic(t.getKey()), Arrays.asList("reassigning-count", t.getKey()),
+                    () -> "topic " + names.topic(t.getKey()) + ": " + indexed.length + " partitions indexed as reassigning "
+                        + Arrays.toString(indexed) + ", " + n + " reassigning");
             }
         }
         if (reassigning.size() != expectedTopics) {
             for (Uuid id : reassigning.keySet()) {
                 if (!topics.containsKey(id)) {
-                    out.report("reassigningTopics", "topic " + names.topic(id), "reassigning-gone:" + id,
-                        "the topic " + names.topic(id) + " (id " + id + ") is indexed as reassigning but is not a topic");
+                    out.report("reassigningTopics", "topic " + names.topic(id), Arrays.asList("reassigning-gone", id),
+                        () -> "the topic " + names.topic(id) + " (id " + id + ") is indexed as reassigning but is not a topic");
                 }
             }
         }
@@ -366,15 +413,16 @@ final class DriverIndexOracle {
                 boolean listed = !imbalanced.isEmpty() && imbalanced.contains(tip(t.getKey(), p.getKey(), imbalanced));
                 if (off != listed) {
                     String where = names.partition(t.getKey(), p.getKey());
-                    out.report("imbalancedPartitions", where, "imbalanced:" + t.getKey() + ":" + p.getKey() + ":" + off,
-                        where + " (" + describe(reg) + ") " + (off ? "is led by another than its preferred replica "
+                    out.report("imbalancedPartitions", where, Arrays.asList("imbalanced", t.getKey(), p.getKey(), off),
+                        () -> where + " (" + describe(reg) + ") " + (off ? "is led by another than its preferred replica "
                             + preferred + " but not indexed as imbalanced" : "is led by its preferred replica but indexed as imbalanced"));
                 }
             }
         }
         if (imbalanced.size() != expected) {
-            out.report("imbalancedPartitions", "event", "imbalanced-count:" + imbalanced.size() + ":" + expected,
-                imbalanced.size() + " partitions indexed as imbalanced, " + expected + " are: " + imbalanced);
+            int n = expected;
+            out.report("imbalancedPartitions", "event", Arrays.asList("imbalanced-count", imbalanced.size(), expected),
+                () -> imbalanced.size() + " partitions indexed as imbalanced, " + n + " are: " + imbalanced);
         }
     }
 
@@ -396,8 +444,8 @@ final class DriverIndexOracle {
                     Set<Object> set = dirs.get(dir);
                     if (set == null || !set.contains(tip(t.getKey(), p.getKey(), set == null ? List.of() : set))) {
                         String where = names.partition(t.getKey(), p.getKey());
-                        out.report("directoriesToPartitions", where, "dirs:missing:" + dir + ":" + t.getKey() + ":" + p.getKey(),
-                            where + " is placed on directory " + dir + " but directoriesToPartitions does not index it there");
+                        out.report("directoriesToPartitions", where, Arrays.asList("dirs", "missing", dir, t.getKey(), p.getKey()),
+                            () -> where + " is placed on directory " + dir + " but directoriesToPartitions does not index it there");
                     }
                 }
             }
@@ -406,20 +454,27 @@ final class DriverIndexOracle {
         for (Set<Object> s : dirs.values()) {
             actual += s.size();
         }
-        if (actual == expected) {
+        if (!walk("directoriesToPartitions", actual - expected)) {
             return;
         }
         for (Map.Entry<Uuid, Set<Object>> d : dirs.entrySet()) {
             for (Object tp : d.getValue()) {
-                Uuid id = (Uuid) DriverReflection.invoke(tp, "topicId");
-                int partition = (Integer) DriverReflection.invoke(tp, "partitionId");
+                if (tipTopic == null) {
+                    tipTopic = method(tp.getClass(), "topicId", 0);
+                    tipPartition = method(tp.getClass(), "partitionId", 0);
+                }
+                Uuid id = (Uuid) invokeMethod(tipTopic, tp);
+                int partition = (Integer) invokeMethod(tipPartition, tp);
                 Object info = topics.get(id);
+                if (info == null && !gone("directoriesToPartitions", id)) {
+                    continue;  // a deleted topic's entries: reported once, when it went
+                }
                 PartitionRegistration reg = info == null ? null : parts(info).get(partition);
                 Uuid[] placed = reg == null ? null : (Uuid[]) get(PART_DIRS, reg);
                 if (placed == null || !Arrays.asList(placed).contains(d.getKey())) {
                     String where = names.partition(id, partition);
-                    out.report("directoriesToPartitions", where, "dirs:stale:" + d.getKey() + ":" + id + ":" + partition,
-                        "directoriesToPartitions indexes " + where + " on directory " + d.getKey() + " but "
+                    out.report("directoriesToPartitions", where, Arrays.asList("dirs", "stale", d.getKey(), id, partition),
+                        () -> "directoriesToPartitions indexes " + where + " on directory " + d.getKey() + " but "
                             + (info == null ? "its topic (id " + id + ") is not in the topics map"
                             : reg == null ? "the topic has no such partition"
                             : "its directories are " + Arrays.toString(placed)));
@@ -445,27 +500,27 @@ final class DriverIndexOracle {
             BrokerRegistration reg = r.getValue();
             String where = "broker " + id;
             if (offsets != null && !offsets.containsKey(id)) {
-                out.report("registerBrokerRecordOffsets", where, "offsets:missing:" + id,
-                    "broker " + id + " is registered (epoch " + reg.epoch() + ") but has no RegisterBrokerRecord offset");
+                out.report("registerBrokerRecordOffsets", where, Arrays.asList("offsets", "missing", id),
+                    () -> "broker " + id + " is registered (epoch " + reg.epoch() + ") but has no RegisterBrokerRecord offset");
             }
             if (states != null) {
                 Object s = states.get(id);
                 if (s == null) {
-                    out.report("heartbeatManager", where, "hb:missing:" + id,
-                        "broker " + id + " is registered but the heartbeat manager does not track it");
+                    out.report("heartbeatManager", where, Arrays.asList("hb", "missing", id),
+                        () -> "broker " + id + " is registered but the heartbeat manager does not track it");
                 } else if (HB_FENCED != null) {
                     boolean fenced = (Boolean) invokeMethod(HB_FENCED, s);
                     if (fenced != reg.fenced()) {
-                        out.report("heartbeatManager", where, "hb:fenced:" + id + ":" + reg.fenced(),
-                            "broker " + id + " is " + (reg.fenced() ? "fenced" : "unfenced")
+                        out.report("heartbeatManager", where, Arrays.asList("hb", "fenced", id, reg.fenced()),
+                            () -> "broker " + id + " is " + (reg.fenced() ? "fenced" : "unfenced")
                                 + " in its registration but " + (fenced ? "fenced" : "unfenced") + " in the heartbeat manager");
                     }
                     boolean shutting = HB_SHUTTING != null && (Boolean) invokeMethod(HB_SHUTTING, s);
                     boolean isActive = !fenced && !shutting;
                     activeExpected += isActive ? 1 : 0;
                     if (active != null && active.contains(s) != isActive) {
-                        out.report("heartbeatManager.active", where, "hb:active:" + id + ":" + isActive,
-                            "broker " + id + " (fenced " + fenced + ", shutting down " + shutting + ") is "
+                        out.report("heartbeatManager.active", where, Arrays.asList("hb", "active", id, isActive),
+                            () -> "broker " + id + " (fenced " + fenced + ", shutting down " + shutting + ") is "
                                 + (isActive ? "not " : "") + "in the heartbeat manager's active set");
                     }
                 }
@@ -475,8 +530,8 @@ final class DriverIndexOracle {
                     dirs++;
                     Integer owner = dirToBroker.get(dir);
                     if (owner == null || owner != id) {
-                        out.report("directoryToBroker", where, "dir:" + dir + ":" + id,
-                            "broker " + id + " registered directory " + dir + ", indexed to broker " + owner);
+                        out.report("directoryToBroker", where, Arrays.asList("dir", dir, id),
+                            () -> "broker " + id + " registered directory " + dir + ", indexed to broker " + owner);
                     }
                 }
             }
@@ -484,29 +539,30 @@ final class DriverIndexOracle {
         if (offsets != null && offsets.size() != regs.size()) {
             for (Integer id : offsets.keySet()) {
                 if (!regs.containsKey(id)) {
-                    out.report("registerBrokerRecordOffsets", "broker " + id, "offsets:stale:" + id,
-                        "broker " + id + " has a RegisterBrokerRecord offset but no registration");
+                    out.report("registerBrokerRecordOffsets", "broker " + id, Arrays.asList("offsets", "stale", id),
+                        () -> "broker " + id + " has a RegisterBrokerRecord offset but no registration");
                 }
             }
         }
         if (states != null && states.size() != regs.size()) {
             for (Integer id : states.keySet()) {
                 if (!regs.containsKey(id)) {
-                    out.report("heartbeatManager", "broker " + id, "hb:stale:" + id,
-                        "the heartbeat manager tracks broker " + id + ", which is not registered");
+                    out.report("heartbeatManager", "broker " + id, Arrays.asList("hb", "stale", id),
+                        () -> "the heartbeat manager tracks broker " + id + ", which is not registered");
                 }
             }
         }
         if (active != null && states != null && HB_FENCED != null && active.size() != activeExpected) {
-            out.report("heartbeatManager.active", "event", "hb:active-count:" + active.size() + ":" + activeExpected,
-                active.size() + " brokers in the heartbeat manager's active set, " + activeExpected + " unfenced and not shutting down");
+            int n = activeExpected;
+            out.report("heartbeatManager.active", "event", Arrays.asList("hb", "active-count", active.size(), activeExpected),
+                () -> active.size() + " brokers in the heartbeat manager's active set, " + n + " unfenced and not shutting down");
         }
         if (dirToBroker != null && REG_DIRS != null && dirToBroker.size() != dirs) {
             for (Map.Entry<Uuid, Integer> d : dirToBroker.entrySet()) {
                 BrokerRegistration reg = regs.get(d.getValue());
                 if (reg == null || !((List<Uuid>) invokeMethod(REG_DIRS, reg)).contains(d.getKey())) {
-                    out.report("directoryToBroker", "broker " + d.getValue(), "dir:stale:" + d.getKey(),
-                        "directory " + d.getKey() + " is indexed to broker " + d.getValue() + ", which "
+                    out.report("directoryToBroker", "broker " + d.getValue(), Arrays.asList("dir", "stale", d.getKey()),
+                        () -> "directory " + d.getKey() + " is indexed to broker " + d.getValue() + ", which "
                             + (reg == null ? "is not registered" : "did not register it"));
                 }
             }
