@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.differential.model import FIELDS, observed, view
-from harness.differential.oracles import findings_of
+from harness.differential.oracles import reports_of
 from harness.differential.protocol import Answer
 from reference.model.controller_events import Cluster, Outcome, apply, configured, world_of
 from reference.model.state import evolve
@@ -206,6 +206,13 @@ def invariants(obs: Cluster, prior: Cluster) -> list[tuple[str, str, str]]:
     return out
 
 
+def findings_of(op: str, answer: Answer, profile: str) -> list[Finding]:
+    """The driver's own oracles' reports in the answer (oracles.py), as findings of their
+    own classes: ``index:<index>:<op>:<profile>``, ``image:<field>:<op>:<profile>``."""
+    return [Finding(r.axis, r.name, op, profile, r.detail, where=r.where, records=r.records)
+            for r in reports_of(answer)]
+
+
 def _records(answer: Answer, where: str) -> tuple[Mapping[str, Any], ...]:
     topic = where.rpartition("-")[0] if "-" in where else None
     if topic is None:
@@ -245,7 +252,7 @@ class Comparator:
 
     def step(self, event: Mapping[str, Any], answer: Answer) -> StepReport:
         report = self._step(event, answer)
-        # the driver's own oracles (index consistency, image agreement): harness/differential/oracles.py
+        # the driver's own oracles (index consistency, image agreement): oracles.py
         report.findings.extend(findings_of(report.op, answer, self.release.name))
         return report
 

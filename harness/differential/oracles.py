@@ -25,12 +25,10 @@ writes them as it does the model's findings and the faults.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from harness.differential.protocol import Answer
-
-if TYPE_CHECKING:
-    from harness.differential.compare import Finding
 
 #: The oracles' axes (the first part of a finding's signature).
 AXES = ("index", "image")
@@ -38,6 +36,18 @@ AXES = ("index", "image")
 _WHAT = {"index": "an index the controller keeps disagrees with the registrations it indexes",
          "image": "the metadata image replayed from the controller's records disagrees with "
                   "the controller"}
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """One disagreement the driver reported: compare.Finding's axis, name, where, detail
+    and records."""
+
+    axis: str
+    name: str
+    where: str
+    detail: str
+    records: tuple[Mapping[str, Any], ...]
 
 
 def _records(answer: Answer, where: str) -> tuple[Mapping[str, Any], ...]:
@@ -49,10 +59,9 @@ def _records(answer: Answer, where: str) -> tuple[Mapping[str, Any], ...]:
     return tuple(r for r in answer.records if r.get("topic") in (None, topic))
 
 
-def findings_of(op: str, answer: Answer, profile: str) -> list[Finding]:
-    """The findings of the answer's ``oracles``."""
-    from harness.differential.compare import Finding
-    out: list[Finding] = []
+def reports_of(answer: Answer) -> list[Report]:
+    """The answer's ``oracles``, each with the records of its topic."""
+    out: list[Report] = []
     raw = answer.raw.get("oracles")
     if not isinstance(raw, list):
         return out
@@ -61,7 +70,6 @@ def findings_of(op: str, answer: Answer, profile: str) -> list[Finding]:
             continue
         axis = str(o["oracle"])
         where = str(o.get("where") or "event")
-        out.append(Finding(axis, str(o.get("name") or axis), op, profile,
-                           f"{o.get('detail')} ({_WHAT[axis]})", where=where,
-                           records=_records(answer, where)))
+        out.append(Report(axis, str(o.get("name") or axis), where,
+                          f"{o.get('detail')} ({_WHAT[axis]})", _records(answer, where)))
     return out

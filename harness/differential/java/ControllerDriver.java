@@ -234,9 +234,10 @@ public final class ControllerDriver {
                 return partitions.tick(e);
             case "state":
                 return null;  // the answer carries the state
-            case "testCorrupt":
-                return oracles.corrupt(e);  // test-only (DriverOracleChecks)
             default:
+                if (DriverOracleChecks.TEST_OPS && "testCorrupt".equals(op)) {
+                    return oracles.corrupt(e);  // test-only, not a protocol op (DriverOracleChecks)
+                }
                 throw new ProtocolError("unknown op '" + op + "'; known: register, unfence, heartbeat, "
                     + "fence, controlledShutdown, unregister, createTopic, createPartitions, deleteTopic, "
                     + "updateFeature, alterPartition, "
