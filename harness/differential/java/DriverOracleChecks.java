@@ -84,7 +84,7 @@ final class DriverOracleChecks {
                 corrupted || st.recordsOut == null || st.recordsOut.size() > 0);
         }
         if (IMAGE && !skipped) {
-            image.check(st, (name, where, key, detail) -> report("image", name, where, key, detail));
+            image.check(st, (name, where, key, detail) -> report("image", name, where, key, detail), corrupted);
         }
         corrupted = false;
         if (skipped) {
