@@ -79,12 +79,19 @@ final class DriverOracleChecks {
         }
         found = null;
         boolean skipped = !corrupted && st.recordsOut != null && st.recordsOut.size() == 0;
-        if (INDEX) {
-            DriverIndexOracle.check(st, names, (name, where, key, detail) -> report("index", name, where, key, detail),
-                corrupted || st.recordsOut == null || st.recordsOut.size() > 0);
-        }
-        if (IMAGE && !skipped) {
-            image.check(st, (name, where, key, detail) -> report("image", name, where, key, detail), corrupted);
+        try {
+            if (INDEX) {
+                DriverIndexOracle.check(st, names, (name, where, key, detail) -> report("index", name, where, key, detail),
+                    corrupted || st.recordsOut == null || st.recordsOut.size() > 0);
+            }
+            if (IMAGE && !skipped) {
+                image.check(st, (name, where, key, detail) -> report("image", name, where, key, detail), corrupted);
+            }
+        } catch (Throwable t) {
+            // a failure of the oracles themselves (e.g. a member this build lacks): said in
+            // the answer and on stderr, the session goes on
+            answer.put("oracleError", DriverProtocol.describe(DriverReflection.unwrap(t)));
+            DriverReflection.unwrap(t).printStackTrace();
         }
         corrupted = false;
         if (skipped) {
