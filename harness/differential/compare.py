@@ -23,7 +23,10 @@ LastKnownELR, adding, removing, recovery state; every broker's registration and 
   leadership and reverts the event (nothing was replayed). A finding of its own class,
   ``fault:<exception class>:<op>:<profile>``, whatever the model predicts, and the model is
   not asked (e.g. docs/findings/elr-index-stale-after-min-isr-change.md: an unclean
-  registration after a min ISR change and a topic deletion).
+  registration after a min ISR change and a topic deletion);
+- **index** and **image**: the driver's own oracles after every event (oracles.py), each
+  disagreement of the build with itself a finding ``index:<index>:<op>:<profile>`` or
+  ``image:<field>:<op>:<profile>``, whatever the model says.
 
 An event the model does not cover is UNMODELLED (never compared, never "equal"); one the
 build cannot run is UNSUPPORTED. After every event both axes continue from the build's
@@ -40,6 +43,7 @@ from time import thread_time
 from typing import Any
 
 from harness.differential.model import FIELDS, observed, view
+from harness.differential.oracles import reports_of
 from harness.differential.protocol import Answer
 from reference.model.controller_events import (
     Cluster,
@@ -88,7 +92,7 @@ class Diff:
 class Finding:
     """One difference no cited deviation explains (or a broken invariant), at one event."""
 
-    axis: str  # "release" | "kip" | "invariant" | "fault" | "snapshot"
+    axis: str  # "release" | "kip" | "invariant" | "fault" | "snapshot" | "index" | "image"
     name: str  # the first differing field, or the invariant
     op: str
     profile: str
@@ -224,6 +228,13 @@ def invariants(obs: Cluster, prior: Cluster) -> list[tuple[str, str, str]]:
     return out
 
 
+def findings_of(op: str, answer: Answer, profile: str) -> list[Finding]:
+    """The driver's own oracles' reports in the answer (oracles.py), as findings of their
+    own classes: ``index:<index>:<op>:<profile>``, ``image:<field>:<op>:<profile>``."""
+    return [Finding(r.axis, r.name, op, profile, r.detail, where=r.where, records=r.records)
+            for r in reports_of(answer)]
+
+
 def _records(answer: Answer, where: str) -> tuple[Mapping[str, Any], ...]:
     topic = where.rpartition("-")[0] if "-" in where else None
     if topic is None:
@@ -279,12 +290,16 @@ class Comparator:
 
     def step(self, event: Mapping[str, Any], answer: Answer) -> StepReport:
         if not self.timed:
-            return self._step(event, answer)
-        t0, model = thread_time(), self.timing["model"]
-        try:
-            return self._step(event, answer)
-        finally:
-            self.timing["compare"] += thread_time() - t0 - (self.timing["model"] - model)
+            report = self._step(event, answer)
+        else:
+            t0, model = thread_time(), self.timing["model"]
+            try:
+                report = self._step(event, answer)
+            finally:
+                self.timing["compare"] += thread_time() - t0 - (self.timing["model"] - model)
+        # the driver's own oracles (index consistency, image agreement): oracles.py
+        report.findings.extend(findings_of(report.op, answer, self.release.name))
+        return report
 
     def _step(self, event: Mapping[str, Any], answer: Answer) -> StepReport:
         op = str(event.get("op"))

@@ -49,6 +49,8 @@ def lane_of_topic(topic: str) -> int | None:
 def lane_of_where(where: str) -> int | None:
     if where.startswith("broker "):
         return (int(where.split()[1]) - 1) // 10
+    if where.startswith("topic "):  # the driver's oracles (oracles.py): a topic as a whole
+        return lane_of_topic(where.split(" ", 1)[1])
     return lane_of_topic(where.rpartition("-")[0])
 
 

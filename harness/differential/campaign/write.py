@@ -52,6 +52,7 @@ class Writer(CampaignState):
                    "lanes": self.cfg.lanes, "lane_events": self.cfg.lane_events,
                    "workers": self.cfg.workers,
                    "stats": self.stats.to_json(), "findings": findings,
+                   "finding_classes": finding_classes(self),
                    "coverage": None if self.coverage is None else self.coverage.to_json()}
         if self.cfg.coverage:
             summary["feedback"] = {"corpus": len(self.corpus),
@@ -60,6 +61,15 @@ class Writer(CampaignState):
                                    "probes": self.probes.to_json(),
                                    "timeline": self.timeline}
         (self.out_dir / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+
+
+def finding_classes(c: CampaignState) -> dict[str, int]:
+    """Signatures per finding class (the axis: release, kip, invariant, fault, and the
+    driver's own oracles index and image, harness/differential/oracles.py)."""
+    out: dict[str, int] = {}
+    for found in c.found.values():
+        out[found.finding.axis] = out.get(found.finding.axis, 0) + 1
+    return out
 
 
 def summary_lines(c: CampaignState) -> Iterator[str]:
@@ -96,6 +106,9 @@ def summary_lines(c: CampaignState) -> Iterator[str]:
     known = sum(found.known is not None for found in c.found.values())
     yield (f"findings: {len(c.found)} signature(s), {known} of them named by a known bug "
            "(reference/releases/known_bugs.py; read the others first)")
+    if c.found:
+        yield "findings by class: " + ", ".join(
+            f"{axis} {n}" for axis, n in finding_classes(c).items())
     for found in c.found.values():
         f = found.finding
         yield ""

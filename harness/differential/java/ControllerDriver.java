@@ -33,6 +33,8 @@
  *   DriverOracles           the checks that need no model (no fault)
  *   DriverSnapshot          snapshot equivalence: the snapshot event, fresh managers run
  *                           beside the original, their answers compared
+ *   DriverOracleChecks      index consistency (DriverIndexOracle) and image agreement
+ *                           (DriverImageOracle) after every event; DriverOracleNames
  *   DriverCoverage          the JaCoCo probes each answer tells
  *   DriverLine, DriverLine36 ... DriverLine43: what differs per release line (the members
  *                           that differ are reached by reflection, DriverReflection, so the
@@ -76,6 +78,7 @@ public final class ControllerDriver {
     long[] brokersSent;
     final DriverQueryEvents queries = new DriverQueryEvents(st);
     final DriverSnapshot snapshots = new DriverSnapshot(this);  // snapshot equivalence
+    final DriverOracleChecks oracles = new DriverOracleChecks(st);
 
     public static void main(String[] args) throws IOException {
         // Answers go to the real stdout; anything a library prints goes to stderr.
@@ -244,6 +247,7 @@ public final class ControllerDriver {
         } catch (Throwable t) {
             DriverOracles.noFault(t, answer);
         }
+        oracles.check(answer);
         return withState(answer, notes, st.reportChanged);
     }
 
@@ -295,6 +299,9 @@ public final class ControllerDriver {
             case "snapshot":
                 return snapshots.take(e, seq);
             default:
+                if (DriverOracleChecks.TEST_OPS && "testCorrupt".equals(op)) {
+                    return oracles.corrupt(e);  // test-only, not a protocol op (DriverOracleChecks)
+                }
                 throw new ProtocolError("unknown op '" + op + "'; known: register, unfence, heartbeat, "
                     + "fence, controlledShutdown, unregister, createTopic, createPartitions, deleteTopic, "
                     + "updateFeature, alterPartition, "

@@ -96,6 +96,8 @@ final class DriverState {
     final Set<Integer> alive = new TreeSet<>();  // brokers whose process runs and heartbeats
     final Map<Integer, Uuid> logDirs = new HashMap<>();
     boolean reportChanged = false;
+    /** Every record replayed, with its offset, also goes here (DriverOracleChecks: the image). */
+    java.util.function.ObjLongConsumer<ApiMessage> onReplay;
     boolean uncleanConfigHonoured = true;
     final List<String> sessionNotes = new ArrayList<>();
     /** Every record replayed since the last snapshot point (DriverSnapshot; null: none kept). */
@@ -142,6 +144,9 @@ final class DriverState {
             long offset = nextOffset++;
             try {
                 replay(record.message(), offset);
+                if (onReplay != null) {
+                    onReplay.accept(record.message(), offset);
+                }
             } catch (Throwable t) {
                 throw new ReplayFailure(unwrap(t));
             }

@@ -1,0 +1,574 @@
+/*
+ * Index consistency (issue 44 item 1): after every event, every index the managers keep is
+ * recomputed from the registrations it indexes and compared with the build's own object,
+ * read by reflection. Each index, and where Kafka keeps it in step:
+ *
+ *   brokersToIsrs            ReplicationControlManager.updatePartitionInfo ->
+ *                            BrokersToIsrs.update: broker -> topic -> partitions whose ISR
+ *                            holds it (the leader's entry flagged LEADER_FLAG); a leaderless
+ *                            partition under NO_LEADER (-1), flagged
+ *   brokersToElrs            (3.8+) updatePartitionInfo -> BrokersToElrs.update: broker ->
+ *                            topic -> partitions whose ELR holds it
+ *   reassigningTopics        updateReassigningTopicsIfNeeded: topic -> partitions with adding
+ *                            or removing replicas (isReassignmentInProgress)
+ *   imbalancedPartitions     replay(PartitionRecord / PartitionChangeRecord): partitions whose
+ *                            leader is not the preferred replica (!hasPreferredLeader)
+ *   directoriesToPartitions  (3.7+) updatePartitionDirectories: a directory that is not
+ *                            reserved (DirectoryId.reserved) -> the partitions placed on it
+ *   topicsByName             replay(TopicRecord / RemoveTopicRecord): name -> id, the inverse
+ *                            of topics (id -> TopicControlInfo.name)
+ *   topicsWithCollisionChars the names with '.' or '_' by Topic.unifyCollisionChars
+ *   registerBrokerRecordOffsets, heartbeat brokers, active, directoryToBroker
+ *                            ClusterControlManager.replay of the broker records: one per
+ *                            registration; the heartbeat manager's fenced state as the
+ *                            registration's; active = not fenced, not shutting down; every
+ *                            registered directory -> its broker (3.7+)
+ *
+ * A field this build lacks (3.6: brokersToElrs, directoriesToPartitions, directoryToBroker;
+ * 3.7: brokersToElrs) is probed and skipped.
+ *
+ * Cost (bench/RESULTS-diff.md, "Index and image oracles"): one pass over the registrations
+ * with lookups into the index (no copy of it), only after an event that replayed records
+ * (the replication indexes change in replay only; the broker checks run after every event:
+ * the heartbeat manager moves without records). An index's own entries are walked, to name
+ * those nothing explains, only when it holds more entries than the registrations explain
+ * (directoriesToPartitions: and that excess changed since its last walk, walk()); a deleted
+ * topic's stale entries are reported once (gone()).
+ */
+package org.apache.kafka.controller;
+
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.metadata.BrokerRegistration;
+import org.apache.kafka.metadata.PartitionRegistration;
+
+import java.lang.reflect.Constructor;
+import java.lang.reflect.Field;
+import java.lang.reflect.Method;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Supplier;
+
+import static org.apache.kafka.controller.DriverReflection.classOrNull;
+import static org.apache.kafka.controller.DriverReflection.field;
+import static org.apache.kafka.controller.DriverReflection.get;
+import static org.apache.kafka.controller.DriverReflection.invokeMethod;
+import static org.apache.kafka.controller.DriverReflection.method;
+
+final class DriverIndexOracle {
+    static final int LEADER_FLAG = 0x8000_0000;
+    static final int NO_LEADER = -1;
+
+    static final Class<?> RCM = ReplicationControlManager.class;
+    static final Class<?> TOPIC_INFO = classOrNull(
+        "org.apache.kafka.controller.ReplicationControlManager$TopicControlInfo");
+    static final Field TOPICS = field(RCM, "topics");
+    static final Field TOPICS_BY_NAME = field(RCM, "topicsByName");
+    static final Field COLLISIONS = field(RCM, "topicsWithCollisionChars");
+    static final Field TO_ISRS = field(RCM, "brokersToIsrs");
+    static final Field TO_ELRS = field(RCM, "brokersToElrs");  // 3.8+
+    static final Field REASSIGNING = field(RCM, "reassigningTopics");
+    static final Field IMBALANCED = field(RCM, "imbalancedPartitions");
+    static final Field DIRS_TO_PARTS = field(RCM, "directoriesToPartitions");  // 3.7+
+    static final Field INFO_NAME = TOPIC_INFO == null ? null : field(TOPIC_INFO, "name");
+    static final Field INFO_PARTS = TOPIC_INFO == null ? null : field(TOPIC_INFO, "parts");
+    static final Field ISR_MEMBERS = field(BrokersToIsrs.class, "isrMembers");
+    static final Class<?> ELRS = classOrNull("org.apache.kafka.controller.BrokersToElrs");
+    static final Field ELR_MEMBERS = ELRS == null ? null : field(ELRS, "elrMembers");
+    static final Field PART_ELR = field(PartitionRegistration.class, "elr");  // 3.7+
+    static final Field PART_DIRS = field(PartitionRegistration.class, "directories");  // 3.7+
+    static final Class<?> CCM = ClusterControlManager.class;
+    static final Field REGISTRATIONS = field(CCM, "brokerRegistrations");
+    static final Field REG_OFFSETS = field(CCM, "registerBrokerRecordOffsets");
+    static final Field HEARTBEATS = field(CCM, "heartbeatManager");
+    static final Field DIR_TO_BROKER = field(CCM, "directoryToBroker");  // 3.7+
+    static final Field HB_BROKERS = field(BrokerHeartbeatManager.class, "brokers");
+    static final Field HB_ACTIVE = field(BrokerHeartbeatManager.class, "active");
+    static final Class<?> HB_STATE = classOrNull(
+        "org.apache.kafka.controller.BrokerHeartbeatManager$BrokerHeartbeatState");
+    static final Method HB_FENCED = HB_STATE == null ? null : method(HB_STATE, "fenced", 0);
+    static final Method HB_SHUTTING = HB_STATE == null ? null : method(HB_STATE, "shuttingDown", 0);
+    static final Method REG_DIRS = method(BrokerRegistration.class, "directories", 0);  // 3.7+
+    static final Class<?> DIRECTORY_ID = classOrNull("org.apache.kafka.common.DirectoryId");
+    static final Method RESERVED = DIRECTORY_ID == null ? null : method(DIRECTORY_ID, "reserved", 1);
+    static final Class<?> TOPIC_NAMES = classOrNull("org.apache.kafka.common.internals.Topic");
+    static final Method HAS_COLLISION = TOPIC_NAMES == null ? null : method(TOPIC_NAMES, "hasCollisionChars", 1);
+    static final Method UNIFY = TOPIC_NAMES == null ? null : method(TOPIC_NAMES, "unifyCollisionChars", 1);
+
+    /** The TopicIdPartition class the indexes hold (3.6: the controller's own; 3.7+
+     * server-common's), found from the type of imbalancedPartitions' elements. */
+    static Constructor<?> tipConstructor;
+    static Method tipTopic;
+    static Method tipPartition;
+    /** Per index, the deleted topics whose entries it still holds, reported once: a topic id
+     * never comes back, so such an entry stays stale; walked past after its first report
+     * (the campaign's sessions delete topics often: a build that leaks them would pay for
+     * every one at every event). */
+    static final Map<String, Set<Uuid>> GONE = new HashMap<>();
+
+    /** Per index, the count of its entries beyond the recomputed ones at its last walk. */
+    static final Map<String, Integer> EXCESS = new HashMap<>();
+
+    /** Whether to walk directoriesToPartitions' entries to name those nothing explains:
+     * when it holds more entries than the registrations explain, and not the same excess as
+     * at its last walk (then its stale entries are those already reported: they last, a
+     * deleted topic's for ever, and walking its sets of TopicIdPartition at every event
+     * would cost a campaign on a build that leaks them more than all the rest; the price: a
+     * stale entry that goes in the same event as a new one comes is seen late, at the next
+     * event that changes the excess). brokersToIsrs and brokersToElrs are walked whenever
+     * they hold more entries than explained (their int arrays are cheap; a deleted topic's
+     * entries skipped after their first report): exact, also when a periodic task changes
+     * several lanes in one event. Missing entries are found without a walk. */
+    static boolean walk(String index, int excess) {
+        Integer last = EXCESS.put(index, excess);
+        return excess != 0 && (last == null || last != excess);
+    }
+
+    static boolean gone(String index, Uuid topic) {
+        return GONE.computeIfAbsent(index, i -> new HashSet<>()).add(topic);
+    }
+
+    private DriverIndexOracle() {
+    }
+
+    interface Sink {
+        /** One disagreement: the index, where (a partition "t-0", "broker N", or "topic t"),
+         * a key that identifies it while it lasts, and what is wrong. */
+        void report(String index, String where, Object key, Supplier<String> detail);
+    }
+
+    /** The partitions of the controller's topics: id -> (name, partition -> registration). */
+    @SuppressWarnings("unchecked")
+    static Map<Uuid, Object> topics(DriverState st) {
+        return (Map<Uuid, Object>) get(TOPICS, st.replicationControl);
+    }
+
+    static String name(Object info) {
+        return (String) get(INFO_NAME, info);
+    }
+
+    @SuppressWarnings("unchecked")
+    static Map<Integer, PartitionRegistration> parts(Object info) {
+        return (Map<Integer, PartitionRegistration>) get(INFO_PARTS, info);
+    }
+
+    /** replicated: whether the event replayed any record (else the replication indexes,
+     * which only replay changes, are as the last check found them: skipped). */
+    static void check(DriverState st, DriverOracleNames names, Sink out, boolean replicated) {
+        if (TOPICS == null || INFO_PARTS == null) {
+            return;
+        }
+        if (!replicated) {
+            checkBrokers(st, out);  // the heartbeat manager moves without records
+            return;
+        }
+        Map<Uuid, Object> topics = topics(st);
+        checkTopicsByName(st, topics, out);
+        checkMembers(st, names, topics, out, "brokersToIsrs", TO_ISRS, ISR_MEMBERS, true);
+        if (TO_ELRS != null && PART_ELR != null) {
+            checkMembers(st, names, topics, out, "brokersToElrs", TO_ELRS, ELR_MEMBERS, false);
+        }
+        checkReassigning(st, names, topics, out);
+        checkImbalanced(st, names, topics, out);
+        if (DIRS_TO_PARTS != null && PART_DIRS != null && RESERVED != null) {
+            checkDirectories(st, names, topics, out);
+        }
+        checkBrokers(st, out);
+    }
+
+    // ---- ReplicationControlManager ----
+
+    @SuppressWarnings("unchecked")
+    static void checkTopicsByName(DriverState st, Map<Uuid, Object> topics, Sink out) {
+        Map<String, Uuid> byName = (Map<String, Uuid>) get(TOPICS_BY_NAME, st.replicationControl);
+        int colliding = 0;
+        Map<String, Set<String>> collisions = COLLISIONS == null ? null
+            : (Map<String, Set<String>>) get(COLLISIONS, st.replicationControl);
+        for (Map.Entry<Uuid, Object> t : topics.entrySet()) {
+            String name = name(t.getValue());
+            Uuid id = byName.get(name);
+            if (!t.getKey().equals(id)) {
+                out.report("topicsByName", "topic " + name, Arrays.asList("byName", name, t.getKey()),
+                    () -> "topic " + name + " (id " + t.getKey() + ") is indexed by name as " + id);
+            }
+            if (collisions != null && HAS_COLLISION != null
+                && (Boolean) invokeMethod(HAS_COLLISION, null, name)) {
+                colliding++;
+                Set<String> set = collisions.get((String) invokeMethod(UNIFY, null, name));
+                if (set == null || !set.contains(name)) {
+                    out.report("topicsWithCollisionChars", "topic " + name, Arrays.asList("collision", name),
+                        () -> "topic " + name + " is not in the collision index under its unified name");
+                }
+            }
+        }
+        if (byName.size() != topics.size()) {
+            for (Map.Entry<String, Uuid> e : byName.entrySet()) {
+                Object info = topics.get(e.getValue());
+                if (info == null || !e.getKey().equals(name(info))) {
+                    out.report("topicsByName", "topic " + e.getKey(), Arrays.asList("byName", e.getKey(), e.getValue()),
+                        () -> "the name " + e.getKey() + " is indexed to topic id " + e.getValue()
+                            + (info == null ? ", which is not a topic" : ", whose name is " + name(info)));
+                }
+            }
+        }
+        if (collisions != null) {
+            int indexed = 0;
+            for (Set<String> s : collisions.values()) {
+                indexed += s.size();
+            }
+            if (indexed != colliding) {
+                int n = indexed;
+                int c = colliding;
+                out.report("topicsWithCollisionChars", "event", Arrays.asList("collision-count"),
+                    () -> n + " names in the collision index, " + c + " topics with '.' or '_'");
+            }
+        }
+    }
+
+    /** brokersToIsrs / brokersToElrs: every member of every partition's ISR (ELR) indexed
+     * under it, and nothing else (a count, then the entries walked when it differs). */
+    @SuppressWarnings("unchecked")
+    static void checkMembers(DriverState st, DriverOracleNames names, Map<Uuid, Object> topics, Sink out,
+                             String index, Field holder, Field membersField, boolean isr) {
+        Map<Integer, Map<Uuid, int[]>> members = (Map<Integer, Map<Uuid, int[]>>)
+            get(membersField, get(holder, st.replicationControl));
+        int expected = 0;
+        for (Map.Entry<Uuid, Object> t : topics.entrySet()) {
+            Uuid id = t.getKey();
+            for (Map.Entry<Integer, PartitionRegistration> p : parts(t.getValue()).entrySet()) {
+                PartitionRegistration reg = p.getValue();
+                int partition = p.getKey();
+                int[] holders = isr ? reg.isr : (int[]) get(PART_ELR, reg);
+                for (int b : holders) {
+                    int entry = isr && b == reg.leader ? partition | LEADER_FLAG : partition;
+                    expected++;
+                    if (!indexed(members, b, id, entry)) {
+                        String where = names.partition(id, partition);
+                        out.report(index, where, Arrays.asList(index, "missing", b, id, partition),
+                            () -> "broker " + b + " is in the " + (isr ? "ISR" : "ELR") + " of " + where
+                                + " (" + describe(reg) + ") but " + index + " does not index it"
+                                + (isr ? (entry < 0 ? " as its leader" : " as a follower") : "")
+                                + "; indexed: " + entries(members, b, id));
+                    }
+                }
+                if (isr && reg.leader == NO_LEADER) {
+                    expected++;
+                    if (!indexed(members, NO_LEADER, id, partition | LEADER_FLAG)) {
+                        String where = names.partition(id, partition);
+                        out.report(index, where, Arrays.asList(index, "missing", "-1", id, partition),
+                            () -> where + " has no leader (" + describe(reg) + ") but " + index
+                                + " does not index it under NO_LEADER (-1)");
+                    }
+                }
+            }
+        }
+        int actual = 0;
+        for (Map<Uuid, int[]> byTopic : members.values()) {
+            for (int[] ps : byTopic.values()) {
+                actual += ps.length;
+            }
+        }
+        if (actual == expected) {
+            return;  // every expected entry found and no more: the index is the recomputed one
+        }
+        for (Map.Entry<Integer, Map<Uuid, int[]>> b : members.entrySet()) {
+            int broker = b.getKey();
+            for (Map.Entry<Uuid, int[]> t : b.getValue().entrySet()) {
+                Object info = topics.get(t.getKey());
+                if (info == null && !gone(index, t.getKey())) {
+                    continue;  // a deleted topic's entries: reported once, when it went
+                }
+                int[] ps = t.getValue();
+                for (int i = 0; i < ps.length; i++) {
+                    int partition = ps[i] & ~LEADER_FLAG;
+                    boolean leader = ps[i] < 0;
+                    PartitionRegistration reg = info == null ? null : parts(info).get(partition);
+                    String why = null;
+                    if (info == null) {
+                        why = "the topic " + names.topic(t.getKey()) + " (id " + t.getKey() + ") is not in the topics map";
+                    } else if (reg == null) {
+                        why = "the topic has no partition " + partition;
+                    } else if (broker == NO_LEADER) {
+                        why = reg.leader == NO_LEADER ? null : "it has leader " + reg.leader;
+                    } else {
+                        int[] holders = isr ? reg.isr : (int[]) get(PART_ELR, reg);
+                        if (!contains(holders, broker)) {
+                            why = "its " + (isr ? "ISR" : "ELR") + " does not hold the broker (" + describe(reg) + ")";
+                        } else if (isr && leader != (reg.leader == broker)) {
+                            why = "indexed " + (leader ? "as" : "not as") + " its leader, which is " + reg.leader;
+                        }
+                    }
+                    for (int j = 0; why == null && j < i; j++) {
+                        if (ps[j] == ps[i]) {
+                            why = "indexed twice";
+                        }
+                    }
+                    if (why != null) {
+                        String because = why;
+                        String where = names.partition(t.getKey(), partition);  // a deleted topic's name too
+                        out.report(index, where, Arrays.asList(index, "stale", broker, t.getKey(), ps[i]),
+                            () -> index + " indexes broker " + broker + " for " + names.partition(t.getKey(), partition)
+                                + " but " + because);
+                    }
+                }
+            }
+        }
+    }
+
+    static boolean indexed(Map<Integer, Map<Uuid, int[]>> members, int broker, Uuid topic, int entry) {
+        Map<Uuid, int[]> byTopic = members.get(broker);
+        int[] ps = byTopic == null ? null : byTopic.get(topic);
+        return ps != null && contains(ps, entry);
+    }
+
+    static String entries(Map<Integer, Map<Uuid, int[]>> members, int broker, Uuid topic) {
+        Map<Uuid, int[]> byTopic = members.get(broker);
+        int[] ps = byTopic == null ? null : byTopic.get(topic);
+        if (ps == null) {
+            return "none for the topic";
+        }
+        StringBuilder b = new StringBuilder("[");
+        for (int p : ps) {
+            b.append(b.length() > 1 ? ", " : "").append(p & ~LEADER_FLAG).append(p < 0 ? " (leader)" : "");
+        }
+        return b.append(']').toString();
+    }
+
+    static boolean contains(int[] a, int v) {
+        for (int x : a) {
+            if (x == v) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    static String describe(PartitionRegistration reg) {
+        int[] elr = PART_ELR == null ? new int[0] : (int[]) get(PART_ELR, reg);
+        return "leader " + reg.leader + ", isr " + Arrays.toString(reg.isr) + ", elr " + Arrays.toString(elr)
+            + ", replicas " + Arrays.toString(reg.replicas);
+    }
+
+    @SuppressWarnings("unchecked")
+    static void checkReassigning(DriverState st, DriverOracleNames names, Map<Uuid, Object> topics, Sink out) {
+        Map<Uuid, int[]> reassigning = (Map<Uuid, int[]>) get(REASSIGNING, st.replicationControl);
+        int expectedTopics = 0;
+        for (Map.Entry<Uuid, Object> t : topics.entrySet()) {
+            int[] indexed = reassigning.get(t.getKey());
+            int count = 0;
+            for (Map.Entry<Integer, PartitionRegistration> p : parts(t.getValue()).entrySet()) {
+                PartitionRegistration reg = p.getValue();
+                boolean moving = reg.addingReplicas.length > 0 || reg.removingReplicas.length > 0;
+                boolean listed = indexed != null && contains(indexed, p.getKey());
+                count += moving ? 1 : 0;
+                if (moving != listed) {
+                    String where = names.partition(t.getKey(), p.getKey());
+                    out.report("reassigningTopics", where, Arrays.asList("reassigning", t.getKey(), p.getKey(), moving),
+                        () -> where + (moving ? " is reassigning (adding " + Arrays.toString(reg.addingReplicas)
+                            + ", removing " + Arrays.toString(reg.removingReplicas) + ") but not indexed"
+                            : " is not reassigning but indexed as reassigning"));
+                }
+            }
+            expectedTopics += count > 0 ? 1 : 0;
+            if (indexed != null && indexed.length != count) {
+                int n = count;
+                out.report("reassigningTopics", "topic " + names.topic(t.getKey()), Arrays.asList("reassigning-count", t.getKey()),
+                    () -> "topic " + names.topic(t.getKey()) + ": " + indexed.length + " partitions indexed as reassigning "
+                        + Arrays.toString(indexed) + ", " + n + " reassigning");
+            }
+        }
+        if (reassigning.size() != expectedTopics) {
+            for (Uuid id : reassigning.keySet()) {
+                if (!topics.containsKey(id)) {
+                    out.report("reassigningTopics", "topic " + names.topic(id), Arrays.asList("reassigning-gone", id),
+                        () -> "the topic " + names.topic(id) + " (id " + id + ") is indexed as reassigning but is not a topic");
+                }
+            }
+        }
+    }
+
+    static Object tip(Uuid topic, int partition, Collection<?> sample) {
+        try {
+            if (tipConstructor == null) {
+                Class<?> type = sample.iterator().next().getClass();
+                tipConstructor = type.getDeclaredConstructor(Uuid.class, int.class);
+                tipConstructor.setAccessible(true);
+            }
+            return tipConstructor.newInstance(topic, partition);
+        } catch (ReflectiveOperationException e) {
+            throw new DriverReflection.ReflectionFailure(e);
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    static void checkImbalanced(DriverState st, DriverOracleNames names, Map<Uuid, Object> topics, Sink out) {
+        Set<Object> imbalanced = (Set<Object>) get(IMBALANCED, st.replicationControl);
+        int expected = 0;
+        for (Map.Entry<Uuid, Object> t : topics.entrySet()) {
+            for (Map.Entry<Integer, PartitionRegistration> p : parts(t.getValue()).entrySet()) {
+                PartitionRegistration reg = p.getValue();
+                int preferred = reg.replicas.length == 0 ? NO_LEADER : reg.replicas[0];
+                boolean off = reg.leader != preferred;
+                expected += off ? 1 : 0;
+                boolean listed = !imbalanced.isEmpty() && imbalanced.contains(tip(t.getKey(), p.getKey(), imbalanced));
+                if (off != listed) {
+                    String where = names.partition(t.getKey(), p.getKey());
+                    out.report("imbalancedPartitions", where, Arrays.asList("imbalanced", t.getKey(), p.getKey(), off),
+                        () -> where + " (" + describe(reg) + ") " + (off ? "is led by another than its preferred replica "
+                            + preferred + " but not indexed as imbalanced" : "is led by its preferred replica but indexed as imbalanced"));
+                }
+            }
+        }
+        if (imbalanced.size() != expected) {
+            int n = expected;
+            out.report("imbalancedPartitions", "event", Arrays.asList("imbalanced-count", imbalanced.size(), expected),
+                () -> imbalanced.size() + " partitions indexed as imbalanced, " + n + " are: " + imbalanced);
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    static void checkDirectories(DriverState st, DriverOracleNames names, Map<Uuid, Object> topics, Sink out) {
+        Map<Uuid, Set<Object>> dirs = (Map<Uuid, Set<Object>>) get(DIRS_TO_PARTS, st.replicationControl);
+        int expected = 0;
+        for (Map.Entry<Uuid, Object> t : topics.entrySet()) {
+            for (Map.Entry<Integer, PartitionRegistration> p : parts(t.getValue()).entrySet()) {
+                Uuid[] placed = (Uuid[]) get(PART_DIRS, p.getValue());
+                if (placed == null) {
+                    continue;
+                }
+                for (Uuid dir : placed) {
+                    if ((Boolean) invokeMethod(RESERVED, null, dir)) {
+                        continue;
+                    }
+                    expected++;
+                    Set<Object> set = dirs.get(dir);
+                    if (set == null || !set.contains(tip(t.getKey(), p.getKey(), set == null ? List.of() : set))) {
+                        String where = names.partition(t.getKey(), p.getKey());
+                        out.report("directoriesToPartitions", where, Arrays.asList("dirs", "missing", dir, t.getKey(), p.getKey()),
+                            () -> where + " is placed on directory " + dir + " but directoriesToPartitions does not index it there");
+                    }
+                }
+            }
+        }
+        int actual = 0;
+        for (Set<Object> s : dirs.values()) {
+            actual += s.size();
+        }
+        if (!walk("directoriesToPartitions", actual - expected)) {
+            return;
+        }
+        for (Map.Entry<Uuid, Set<Object>> d : dirs.entrySet()) {
+            for (Object tp : d.getValue()) {
+                if (tipTopic == null) {
+                    tipTopic = method(tp.getClass(), "topicId", 0);
+                    tipPartition = method(tp.getClass(), "partitionId", 0);
+                }
+                Uuid id = (Uuid) invokeMethod(tipTopic, tp);
+                int partition = (Integer) invokeMethod(tipPartition, tp);
+                Object info = topics.get(id);
+                if (info == null && !gone("directoriesToPartitions", id)) {
+                    continue;  // a deleted topic's entries: reported once, when it went
+                }
+                PartitionRegistration reg = info == null ? null : parts(info).get(partition);
+                Uuid[] placed = reg == null ? null : (Uuid[]) get(PART_DIRS, reg);
+                if (placed == null || !Arrays.asList(placed).contains(d.getKey())) {
+                    String where = names.partition(id, partition);
+                    out.report("directoriesToPartitions", where, Arrays.asList("dirs", "stale", d.getKey(), id, partition),
+                        () -> "directoriesToPartitions indexes " + where + " on directory " + d.getKey() + " but "
+                            + (info == null ? "its topic (id " + id + ") is not in the topics map"
+                            : reg == null ? "the topic has no such partition"
+                            : "its directories are " + Arrays.toString(placed)));
+                }
+            }
+        }
+    }
+
+    // ---- ClusterControlManager ----
+
+    @SuppressWarnings("unchecked")
+    static void checkBrokers(DriverState st, Sink out) {
+        Map<Integer, BrokerRegistration> regs = (Map<Integer, BrokerRegistration>) get(REGISTRATIONS, st.clusterControl);
+        Map<Integer, Long> offsets = REG_OFFSETS == null ? null : (Map<Integer, Long>) get(REG_OFFSETS, st.clusterControl);
+        Object hb = HEARTBEATS == null ? null : get(HEARTBEATS, st.clusterControl);
+        Map<Integer, Object> states = hb == null || HB_BROKERS == null ? null : (Map<Integer, Object>) get(HB_BROKERS, hb);
+        Set<Object> active = hb == null || HB_ACTIVE == null ? null : (Set<Object>) get(HB_ACTIVE, hb);
+        Map<Uuid, Integer> dirToBroker = DIR_TO_BROKER == null ? null : (Map<Uuid, Integer>) get(DIR_TO_BROKER, st.clusterControl);
+        int dirs = 0;
+        int activeExpected = 0;
+        for (Map.Entry<Integer, BrokerRegistration> r : regs.entrySet()) {
+            int id = r.getKey();
+            BrokerRegistration reg = r.getValue();
+            if (offsets != null && !offsets.containsKey(id)) {
+                out.report("registerBrokerRecordOffsets", "broker " + id, Arrays.asList("offsets", "missing", id),
+                    () -> "broker " + id + " is registered (epoch " + reg.epoch() + ") but has no RegisterBrokerRecord offset");
+            }
+            if (states != null) {
+                Object s = states.get(id);
+                if (s == null) {
+                    out.report("heartbeatManager", "broker " + id, Arrays.asList("hb", "missing", id),
+                        () -> "broker " + id + " is registered but the heartbeat manager does not track it");
+                } else if (HB_FENCED != null) {
+                    boolean fenced = (Boolean) invokeMethod(HB_FENCED, s);
+                    if (fenced != reg.fenced()) {
+                        out.report("heartbeatManager", "broker " + id, Arrays.asList("hb", "fenced", id, reg.fenced()),
+                            () -> "broker " + id + " is " + (reg.fenced() ? "fenced" : "unfenced")
+                                + " in its registration but " + (fenced ? "fenced" : "unfenced") + " in the heartbeat manager");
+                    }
+                    boolean shutting = HB_SHUTTING != null && (Boolean) invokeMethod(HB_SHUTTING, s);
+                    boolean isActive = !fenced && !shutting;
+                    activeExpected += isActive ? 1 : 0;
+                    if (active != null && active.contains(s) != isActive) {
+                        out.report("heartbeatManager.active", "broker " + id, Arrays.asList("hb", "active", id, isActive),
+                            () -> "broker " + id + " (fenced " + fenced + ", shutting down " + shutting + ") is "
+                                + (isActive ? "not " : "") + "in the heartbeat manager's active set");
+                    }
+                }
+            }
+            if (dirToBroker != null && REG_DIRS != null) {
+                for (Uuid dir : (List<Uuid>) invokeMethod(REG_DIRS, reg)) {
+                    dirs++;
+                    Integer owner = dirToBroker.get(dir);
+                    if (owner == null || owner != id) {
+                        out.report("directoryToBroker", "broker " + id, Arrays.asList("dir", dir, id),
+                            () -> "broker " + id + " registered directory " + dir + ", indexed to broker " + owner);
+                    }
+                }
+            }
+        }
+        if (offsets != null && offsets.size() != regs.size()) {
+            for (Integer id : offsets.keySet()) {
+                if (!regs.containsKey(id)) {
+                    out.report("registerBrokerRecordOffsets", "broker " + id, Arrays.asList("offsets", "stale", id),
+                        () -> "broker " + id + " has a RegisterBrokerRecord offset but no registration");
+                }
+            }
+        }
+        if (states != null && states.size() != regs.size()) {
+            for (Integer id : states.keySet()) {
+                if (!regs.containsKey(id)) {
+                    out.report("heartbeatManager", "broker " + id, Arrays.asList("hb", "stale", id),
+                        () -> "the heartbeat manager tracks broker " + id + ", which is not registered");
+                }
+            }
+        }
+        if (active != null && states != null && HB_FENCED != null && active.size() != activeExpected) {
+            int n = activeExpected;
+            out.report("heartbeatManager.active", "event", Arrays.asList("hb", "active-count", active.size(), activeExpected),
+                () -> active.size() + " brokers in the heartbeat manager's active set, " + n + " unfenced and not shutting down");
+        }
+        if (dirToBroker != null && REG_DIRS != null && dirToBroker.size() != dirs) {
+            for (Map.Entry<Uuid, Integer> d : dirToBroker.entrySet()) {
+                BrokerRegistration reg = regs.get(d.getValue());
+                if (reg == null || !((List<Uuid>) invokeMethod(REG_DIRS, reg)).contains(d.getKey())) {
+                    out.report("directoryToBroker", "broker " + d.getValue(), Arrays.asList("dir", "stale", d.getKey()),
+                        () -> "directory " + d.getKey() + " is indexed to broker " + d.getValue() + ", which "
+                            + (reg == null ? "is not registered" : "did not register it"));
+                }
+            }
+        }
+    }
+}
