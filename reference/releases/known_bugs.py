@@ -172,7 +172,8 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         (3, 8, 0), None, frozenset(),
         # The index oracle sees the cause itself, at the deletion
         # (harness/differential/oracles.py): directoriesToPartitions keeps the partition.
-        frozenset({"fault:RuntimeException:heartbeat", "index:directoriesToPartitions:deleteTopic"}),
+        frozenset({"fault:RuntimeException:heartbeat",
+                   "index:directoriesToPartitions:deleteTopic"}),
         (r"existed in isrMembers, but not in the topics map",
          r"directoriesToPartitions indexes .* but its topic \(id .*\) is not in the topics map")),
     KnownBug(
