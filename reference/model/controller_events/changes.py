@@ -44,9 +44,15 @@ def world_of(c: Cluster, key: str, p: Partition | None = None,
     regs = c.brokers
     brokers = tuple(Broker(id=i, alive=i in regs, fenced=i not in regs or not regs[i].active)
                     for i in sorted(ids))
-    t = c.topics.get(c.topic_of(key), TopicConf())
+    topic = c.topic_of(key)
+    t = c.topics.get(topic, TopicConf())
+    # The effective min ISR takes partition 0's replica count for every partition of the
+    # topic (ReplicationControlManager.getTopicEffectiveMinIsr, 4.3.1), as the trace rules
+    # do (reference/trace/records.py min_isr).
+    first = c.partitions.get(f"{topic}-0")
     cfg = Config(topic_min_isr=t.min_isr, cluster_min_isr=c.min_isr,
-                 unclean_leader_election=c.unclean if t.unclean is None else t.unclean)
+                 unclean_leader_election=c.unclean if t.unclean is None else t.unclean,
+                 replication_factor=None if first is None else len(first.replicas))
     return World(brokers=brokers, controllers=(CONTROLLER,), partition=part, config=cfg)
 
 
