@@ -62,6 +62,27 @@ def test_a_shipped_run_points_at_its_landed_history(tmp_path: Path) -> None:
     assert (out.run_dir / "run.json").is_file() and out.verdict == "CONFORMS"
 
 
+def test_a_lost_attempt_s_scratch_is_swept_and_a_live_one_kept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import fcntl
+    monkeypatch.setattr(shipping.tempfile, "tempdir", str(tmp_path))
+    lost = tmp_path / f"{shipping.SCRATCH_PREFIX}lost"
+    (lost / "run-1").mkdir(parents=True)
+    (lost / ".lock").write_text("")  # its task was killed: nobody holds the lock
+    live = tmp_path / f"{shipping.SCRATCH_PREFIX}live"
+    live.mkdir()
+    with open(live / ".lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert shipping.sweep(now=time.time() + 10 * shipping.STALE_S) == [lost]
+    assert live.is_dir() and not lost.exists()
+    with shipping.scratch() as where:
+        (where / "run-2").mkdir()
+        assert where.parent == tmp_path
+        landed = shipping.land(shipping.pack(where), tmp_path / "d")
+    assert [p.name for p in landed] == ["run-2"]  # its lock is not shipped
+    assert not where.exists()
+
+
 # --- the fan-out ------------------------------------------------------------------------------
 
 class FakeRuns:

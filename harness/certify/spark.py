@@ -22,7 +22,8 @@ item. Chosen over a shared filesystem because then the driver is the only writer
 campaign (certify-state.json and the directories it names), workers need no common mount,
 and an attempt lost half way (its executor gone) leaves nothing behind: Spark runs the task
 again on another executor (spark.task.maxFailures = MAX_ATTEMPTS) and only the attempt that
-finishes lands. An item is recorded once (the state); a resumed campaign skips it.
+finishes lands. An item is recorded once (the state); a resumed campaign skips it. A lost
+attempt's scratch directory is removed by a later task on its machine (shipping.sweep).
 
 **Budget.** As on one machine (plan.py): the plan is the same, an item's time (from its
 submission to its result) counts in its part, a part starts no more items past 1.5x its
@@ -38,7 +39,6 @@ from __future__ import annotations
 
 import shutil
 import socket
-import tempfile
 import zipfile
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -85,18 +85,15 @@ def diff_task(task: DiffTask) -> tuple[bytes, str, int]:
     from harness.certify.parts import diff_config
     from harness.differential.campaign import Campaign as DiffCampaign
     from harness.infra import progress
-    from harness.infra.shipping import pack
+    from harness.infra.shipping import pack, scratch
     build = resolve_source(task.build_source)
     java_sources_from_zip()
-    scratch = Path(tempfile.mkdtemp(prefix="kafka-chaos-task-"))
-    try:
+    with scratch() as where:
         progress.say(f"spark task: diff of Kafka {build.version}, seed {task.seed}, "
                      f"{task.budget_s:.0f} s (attempt {attempt()})")
         DiffCampaign(build, diff_config(task.seed, task.budget_s, build),
-                     scratch / plan.slug(build.version), say=progress.say).run()
-        return pack(scratch), socket.gethostname(), attempt()
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+                     where / plan.slug(build.version), say=progress.say).run()
+        return pack(where), socket.gethostname(), attempt()
 
 
 def java_sources_from_zip() -> None:

@@ -10,12 +10,55 @@ the machines (docs/CERTIFY.md "On a Spark cluster").
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import io
 import os
 import shutil
 import tarfile
+import tempfile
+import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+
+SCRATCH_PREFIX = "kafka-chaos-task-"
+#: A scratch directory this old whose task holds no lock on it is left by a lost or
+#: cancelled attempt (its Python worker killed before its ``finally``).
+STALE_S = 120.0
+
+
+@contextlib.contextmanager
+def scratch() -> Iterator[Path]:
+    """A task's scratch directory in this machine's temp dir, removed at the end; held
+    locked while the task lives, so the next task on the machine removes those of lost or
+    cancelled attempts (``sweep``)."""
+    sweep()
+    path = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
+    lock = open(path / ".lock", "w")  # noqa: SIM115 - held for the task's life
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield path
+    finally:
+        lock.close()
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def sweep(now: float | None = None, root: Path | None = None) -> list[Path]:
+    """Remove the scratch directories no task holds (their lock free) older than STALE_S."""
+    now = time.time() if now is None else now
+    removed = []
+    for path in Path(root or tempfile.gettempdir()).glob(SCRATCH_PREFIX + "*"):
+        try:
+            if now - path.stat().st_mtime < STALE_S:
+                continue
+            with open(path / ".lock", "a") as fh:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held by a live task, or gone meanwhile
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
 
 
 def pack(root: Path) -> bytes:
@@ -23,7 +66,8 @@ def pack(root: Path) -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=6) as tar:
         for entry in sorted(root.iterdir()) if root.is_dir() else ():
-            tar.add(entry, arcname=entry.name)
+            if entry.name != ".lock":  # scratch()'s, not the task's
+                tar.add(entry, arcname=entry.name)
     return buf.getvalue()
 
 

@@ -79,17 +79,11 @@ def run_spec(spec: RunSpec) -> RunResult | Shipped:
     """The task body, on the executor: parse, resolve, run, return the RunResult (shipped
     with its history when ``spec.ship``)."""
     if spec.ship:
-        import shutil
-        import tempfile
-
-        from harness.infra.shipping import pack
-        scratch = Path(tempfile.mkdtemp(prefix="kafka-chaos-task-"))
-        try:
-            result = run_spec(replace(spec, ship=False, runs_dir=str(scratch)))
+        from harness.infra.shipping import pack, scratch
+        with scratch() as scratch_dir:
+            result = run_spec(replace(spec, ship=False, runs_dir=str(scratch_dir)))
             assert not isinstance(result, Shipped)
-            return Shipped(result, pack(scratch), socket.gethostname())
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+            return Shipped(result, pack(scratch_dir), socket.gethostname())
     from harness.cluster import builds
     from harness.infra import progress
     from harness.run.runner import Runner
