@@ -33,7 +33,11 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     cmd.add_argument("--seed", default="1", help="diff and hunt seed (default 1)")
     cmd.add_argument("--backend", default="local")
     cmd.add_argument("--step-timeout", default="30", help="seconds a step may take (default 30)")
-    options.add_master_option(cmd)
+    cmd.add_argument("--master", help="spread the campaign over a Spark cluster "
+                                      "(spark://HOST:PORT): every cell, each build's diff and "
+                                      "every hunt run a task, as many per worker as its --cores "
+                                      "(python -m harness.certify.slots there); results shipped "
+                                      "back into the campaign directory (docs/CERTIFY.md)")
     cmd.set_defaults(func=_certify)
 
 
