@@ -2,9 +2,10 @@
 (harness.run.runner.Runner for scenario runs, harness.differential.campaign.Campaign for
 `diff`, harness.search.hunt for `hunt`): nothing shells out to the CLI.
 
-One cluster at a time (this is the one-machine cut of issue 46: item 2, the Spark fan-out, is
-not here). Every finished item is recorded in the state (state.py) and saved at once; an
-interrupted item has no record, so the next call runs it again. Ctrl-C / SIGTERM: a Runner
+One cluster at a time here; certify/spark.py runs the same items on Spark executors
+(`--master`, issue 46 item 2) and records them the same way. Every finished item is
+recorded in the state (state.py) and saved at once; an interrupted item has no record, so
+the next call runs it again. Ctrl-C / SIGTERM: a Runner
 tears its cluster down, a diff stops its driver JVM, a hunt saves its state; the exception
 goes up after the part's elapsed time is saved."""
 
@@ -102,9 +103,14 @@ class Campaign:
     def _one(self, part: str, p: Mapping[str, Any], sc: Any, build: Any,
              role: str) -> dict[str, Any]:
         from harness.run.runner import Runner
-        from harness.search.hunt import kip_of_run
         result = Runner(sc, build, self.backend, self.runs_dir,
                         step_timeout_s=self.step_timeout_s).run()
+        return self.cell_record(part, p, build, role, result)
+
+    def cell_record(self, part: str, p: Mapping[str, Any], build: Any, role: str,
+                    result: Any) -> dict[str, Any]:
+        """One scenario run's record (its RunResult; its history read from run_dir)."""
+        from harness.search.hunt import kip_of_run
         h = result.headline
         bugs, devs = [], []
         for ax in result.axes.values():
@@ -146,17 +152,10 @@ class Campaign:
         self.state.part("diff")["note"] = "2 builds"
 
     def _diff_one(self, role: str, budget_s: float) -> dict[str, Any]:
-        from harness.differential.campaign import Campaign, Config
+        from harness.differential.campaign import Campaign
         build = self.builds[role]
-        # `diff --elr auto` (harness/cli/diff.py for_build): sessions alternate ELR on and
-        # off on a build a cluster can run either way
-        # No shrinking: its replays are not bounded by the part's budget (measured: 44 and
-        # 80 s per finding after a 90 s search on 4.2.2); a finding keeps its events and the
-        # command that finds it again (`diff` with the same seed shrinks it).
-        cfg = Config(seed=self.seed, budget_s=budget_s, elr_both=bool(build.features.elr),
-                     shrink=False)
         out = self.dir / "diff" / plan.slug(build.version)
-        Campaign(build, cfg, out, say=self.say).run()
+        Campaign(build, diff_config(self.seed, budget_s, build), out, say=self.say).run()
         return diff_record(role, build.version, out, self._build_flag(role), self.seed,
                            budget_s)
 
@@ -171,7 +170,7 @@ class Campaign:
         self.state.part("hunt")["note"] = "2 builds"
 
     def _hunt_one(self, role: str, budget_s: float) -> dict[str, Any]:
-        from harness.search import fuzz, hunt
+        from harness.search import hunt
         build = self.builds[role]
         hunt_dir = self.dir / "hunt"
         probe = hunt.HuntConfig(seed=self.seed, budget_s=budget_s)
@@ -183,12 +182,28 @@ class Campaign:
                                   shrink_budget_s=min(300.0, max(30.0, budget_s / 4)))
             schedules = hunt_dir / build.version / "schedules"
             schedules.mkdir(parents=True, exist_ok=True)
-            runner = fuzz.real_runner(build, self.backend, self.runs_dir, schedules,
-                                      self.step_timeout_s)
-            st = hunt.hunt(cfg, [hunt.BuildPlan(build.version, fuzz.model_factory(build),
-                                                runner)], hunt_dir, say=self.say, state=st)
+            st = hunt.hunt(cfg, [self.hunt_plan(build, schedules)], hunt_dir, say=self.say,
+                           state=st)
         return hunt_record(role, build.version, st.build(build.version),
                            self._build_flag(role))
+
+    def hunt_plan(self, build: Any, schedules: Path) -> Any:
+        """One build's hunt: its runs one at a time on this machine."""
+        from harness.search import fuzz, hunt
+        runner = fuzz.real_runner(build, self.backend, self.runs_dir, schedules,
+                                  self.step_timeout_s)
+        return hunt.BuildPlan(build.version, fuzz.model_factory(build), runner)
+
+
+def diff_config(seed: int, budget_s: float, build: Any) -> Any:
+    """One build's diff: `diff --elr auto` (harness/cli/diff.py for_build: sessions alternate
+    ELR on and off on a build a cluster can run either way), without shrinking: its replays
+    are not bounded by the part's budget (measured: 44 and 80 s per finding after a 90 s
+    search on 4.2.2); a finding keeps its events and the command that finds it again (`diff`
+    with the same seed shrinks it)."""
+    from harness.differential.campaign import Config
+    return Config(seed=seed, budget_s=budget_s, elr_both=bool(build.features.elr),
+                  shrink=False)
 
 
 def not_run(part: str, p: Mapping[str, Any], role: str, version: str,

@@ -33,7 +33,11 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     cmd.add_argument("--seed", default="1", help="diff and hunt seed (default 1)")
     cmd.add_argument("--backend", default="local")
     cmd.add_argument("--step-timeout", default="30", help="seconds a step may take (default 30)")
-    options.add_master_option(cmd)
+    cmd.add_argument("--master", help="spread the campaign over a Spark cluster "
+                                      "(spark://HOST:PORT): every cell, each build's diff and "
+                                      "every hunt run a task, as many per worker as its --cores "
+                                      "(python -m harness.certify.slots there); results shipped "
+                                      "back into the campaign directory (docs/CERTIFY.md)")
     cmd.set_defaults(func=_certify)
 
 
@@ -42,9 +46,7 @@ def _certify(args: argparse.Namespace) -> int:
     from harness.cluster import builds
     from harness.infra import procs, progress
     from harness.search.fuzz import parse_duration
-    if args.master:
-        raise UsageError("certify: --master (the Spark fan-out, issue 46 item 2) is not "
-                         "implemented yet; run on one machine")
+    options.check_master(args.master)  # answers, before any build resolves
     if (args.kafka_version is None) == (args.kafka_dist is None):
         raise UsageError("certify: give the new build as --kafka-version V or --kafka-dist DIR")
     try:
@@ -85,9 +87,8 @@ def _certify(args: argparse.Namespace) -> int:
     progress.say(f"certify: matrix {len(st.plan['matrix'])} scenarios planned "
                  f"({len(left['matrix'])} left out by the budget); upgrade "
                  f"{len(st.plan['upgrade'])} ({'; '.join(left['upgrade'].values()) or '-'})")
-    from harness.certify.parts import Campaign
-    camp = Campaign(directory, st, {"old": old, "new": new}, progress.say, args.backend,
-                    step_timeout)
+    camp, runs = _campaign(args.master, directory, st, {"old": old, "new": new},
+                           args.backend, step_timeout)
     try:
         for part in plan.PARTS:
             camp.run_part(part)
@@ -96,12 +97,34 @@ def _certify(args: argparse.Namespace) -> int:
         progress.say(f"certify: interrupted; the partial report is in {directory}; the same "
                      "command resumes")
         raise
+    finally:
+        if runs is not None:
+            runs.stop()
     m = render.write(directory, st)
     for line in m["top"]:
         print(line)
     print(f"report: {directory / 'certify.html'} (certify.md, certify.json, junit.xml)")
     a = m["answer"]
     return 1 if a["regressions"] or a["new_findings"] else 0
+
+
+def _campaign(master: str | None, directory: Path, st: Any, blds: dict[str, Any],
+              backend: str, step_timeout: float) -> tuple[Any, Any]:
+    """The campaign on this machine, or with --master on the Spark executors (certify/spark.py:
+    every item a task, retried elsewhere when its executor is lost, shipped back here)."""
+    from harness.infra import progress
+    if not master:
+        from harness.certify.parts import Campaign
+        return Campaign(directory, st, blds, progress.say, backend, step_timeout), None
+    from harness.certify.spark import MAX_ATTEMPTS, SparkCampaign
+    from harness.run.fanout import SparkRuns
+    runs = SparkRuns(master, progress.say, max_failures=MAX_ATTEMPTS, ship=True,
+                     app="kafka-chaos-certify")
+    progress.say(f"certify: on {master}: {runs.slots} slot(s), items shipped back to "
+                 f"{directory}; a task whose executor is lost runs again elsewhere "
+                 f"(up to {MAX_ATTEMPTS} attempts)")
+    return SparkCampaign(directory, st, blds, progress.say, backend, step_timeout,
+                         runs=runs), runs
 
 
 def make_plan(scenarios: list[Any], blds: dict[str, Any], directory: Path,

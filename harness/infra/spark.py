@@ -91,7 +91,7 @@ def _quiet_log4j2() -> Path:
 
 def _ship_package(spark: SparkSession) -> None:
     """Executors on other machines import the judges from a zip of the harness and the
-    reference model."""
+    reference model (and the differential driver's Java sources: certify/spark.py)."""
     top = Path(__file__).resolve().parents[2]  # harness/infra/spark.py -> the checkout
     work = Path(tempfile.mkdtemp(prefix="kafka-chaos-pyfiles-"))
     # Spark serves the zip from this path to every executor that joins while the context
@@ -102,5 +102,8 @@ def _ship_package(spark: SparkSession) -> None:
         for package in ("harness", "reference"):
             for path in (top / package).rglob("*.py"):
                 zf.write(path, path.relative_to(top))
+        # the differential driver's Java sources, compiled on the executor (certify --master)
+        for path in (top / "harness" / "differential" / "java").glob("*.java"):
+            zf.write(path, path.relative_to(top))
     spark.sparkContext.addPyFile(str(archive))
 

@@ -11,7 +11,10 @@ machine holds (``harness.run.parallel.default_jobs`` on that machine).
 Each task is its own one-task Spark job, submitted from a driver thread: results come back
 as runs finish (progress on the driver's terminal), and a run that fails on an executor is
 an ERROR of that run, not of the campaign. Spark does not retry a run (a second run on a
-fresh cluster is a different history; the campaign re-runs deliberately when it wants to).
+fresh cluster is a different history; the campaign re-runs deliberately when it wants to),
+except for `certify` (``max_failures``): a run whose executor was lost is run again on
+another, and its history is shipped back (``ship``: infra/shipping.py) instead of written
+to a shared directory, so the lost attempt leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -53,6 +56,17 @@ class RunSpec:
     runs_dir: str  # absolute, shared by every executor
     profile: str | None = None
     step_timeout_s: float = 30.0
+    #: The history is written in a scratch directory of the executor's machine and shipped
+    #: back in the result (``Shipped``); ``runs_dir`` is then the driver's.
+    ship: bool = False
+
+
+@dataclass(frozen=True)
+class Shipped:
+    """A shipped run: its result (``run_dir`` on the executor) and its history, packed."""
+    result: RunResult
+    data: bytes
+    host: str
 
 
 def spec_for(scenario_path: Path, build: Any, backend: str, runs_dir: Path,
@@ -61,8 +75,15 @@ def spec_for(scenario_path: Path, build: Any, backend: str, runs_dir: Path,
                    backend, str(runs_dir.resolve()), profile, step_timeout_s)
 
 
-def run_spec(spec: RunSpec) -> RunResult:
-    """The task body, on the executor: parse, resolve, run, return the RunResult."""
+def run_spec(spec: RunSpec) -> RunResult | Shipped:
+    """The task body, on the executor: parse, resolve, run, return the RunResult (shipped
+    with its history when ``spec.ship``)."""
+    if spec.ship:
+        from harness.infra.shipping import pack, scratch
+        with scratch() as scratch_dir:
+            result = run_spec(replace(spec, ship=False, runs_dir=str(scratch_dir)))
+            assert not isinstance(result, Shipped)
+            return Shipped(result, pack(scratch_dir), socket.gethostname())
     from harness.cluster import builds
     from harness.infra import progress
     from harness.run.runner import Runner
@@ -102,13 +123,19 @@ def _on_loopback(master: str) -> bool:
 class SparkRuns:
     """A Spark session that runs RunSpecs on the executors, one task per free core."""
 
-    def __init__(self, master: str, say: Callable[[str], None] = lambda s: None) -> None:
+    def __init__(self, master: str, say: Callable[[str], None] = lambda s: None,
+                 max_failures: int = 1, ship: bool = False, app: str = "kafka-chaos-runs",
+                 ) -> None:
+        """``max_failures``: attempts of a task (Spark's spark.task.maxFailures: a task whose
+        executor was lost is tried again on another); ``ship``: every run's history comes
+        back in its result and lands in the spec's runs_dir here (no shared directory)."""
         from harness.infra.spark import session
         check_master(master)
         if _on_loopback(master):  # every executor is on this machine: keep the driver there
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        self.spark = session(master, app="kafka-chaos-runs",
-                             conf={"spark.task.maxFailures": "1"})
+        self.spark = session(master, app=app,
+                             conf={"spark.task.maxFailures": str(max_failures)})
+        self.ship = ship
         self.master, self.say, self._cores_lock = master, say, threading.Lock()
         self.slots = self._wait_for_cores(master)
         say(f"spark: {self.slots} executor core(s) at {master}: up to {self.slots} "
@@ -164,9 +191,11 @@ class SparkRuns:
         from py4j.protocol import Py4JJavaError
         sc = self.spark.sparkContext
         self.note_late_cores()
+        if self.ship and not spec.ship:
+            spec = replace(spec, ship=True)
         try:
-            result: RunResult = sc.parallelize([spec], 1).map(run_spec).collect()[0]
-            return result
+            got: RunResult | Shipped = sc.parallelize([spec], 1).map(run_spec).collect()[0]
+            return land_run(got, Path(spec.runs_dir)) if isinstance(got, Shipped) else got
         except Py4JJavaError as e:
             return _error_result(spec, _last_line(str(e.java_exception)))
         finally:
@@ -179,6 +208,13 @@ class SparkRuns:
 
     def stop(self) -> None:
         self.spark.stop()
+
+
+def land_run(shipped: Shipped, runs_dir: Path) -> RunResult:
+    """A shipped run's history under ``runs_dir`` (here), its result pointing at it."""
+    from harness.infra.shipping import land
+    land(shipped.data, runs_dir)
+    return replace(shipped.result, run_dir=runs_dir / shipped.result.run_dir.name)
 
 
 def _last_line(text: str) -> str:

@@ -88,6 +88,13 @@ class Config:
 
     topic_min_isr: int | None = 2
     cluster_min_isr: int = 1
+    #: The replica count the effective min ISR takes, when not the partition's own: Kafka
+    #: takes partition 0's for every partition of the topic
+    #: (ReplicationControlManager.getTopicEffectiveMinIsr: ``min(min.insync.replicas,
+    #: topics.get(topicId).parts.get(0).replicas.length)``, 4.3.1), which differs for a
+    #: topic whose partitions have different replica counts (createPartitions with an
+    #: assignment, a reassignment). None: the partition's own (one-partition topics).
+    replication_factor: int | None = None
     unclean_leader_election: bool = False
     #: KIP-966 ``unclean.recovery.strategy``: Aggressive | Balanced | None.
     unclean_recovery_strategy: str = "Balanced"
@@ -322,7 +329,8 @@ class World:
     def min_isr(self) -> int:
         cfg = self.config
         configured = cfg.topic_min_isr if cfg.topic_min_isr is not None else cfg.cluster_min_isr
-        rf = len(self.partition.replicas)
+        rf = len(self.partition.replicas) if cfg.replication_factor is None \
+            else cfg.replication_factor
         return configured if 1 <= configured <= rf else max(1, min(configured, rf))
 
     def acked_all(self) -> frozenset[str]:

@@ -48,17 +48,24 @@ def _views(c: Cluster, part: Partition, extra: frozenset[int]) -> tuple[BrokerVi
 
 
 def _config(c: Cluster, key: str) -> Config:
-    t = c.topics.get(c.topic_of(key), _NO_CONF)
-    return _config_of(t.min_isr, c.min_isr, c.unclean if t.unclean is None else t.unclean)
+    topic = c.topic_of(key)
+    t = c.topics.get(topic, _NO_CONF)
+    # The effective min ISR takes partition 0's replica count for every partition of the
+    # topic (ReplicationControlManager.getTopicEffectiveMinIsr, 4.3.1), as the trace rules
+    # do (reference/trace/records.py min_isr).
+    first = c.partitions.get(f"{topic}-0")
+    return _config_of(t.min_isr, c.min_isr, c.unclean if t.unclean is None else t.unclean,
+                      None if first is None else len(first.replicas))
 
 
 _NO_CONF = TopicConf()
 
 
 @lru_cache(maxsize=1024)
-def _config_of(topic_min_isr: int | None, cluster_min_isr: int, unclean: bool) -> Config:
+def _config_of(topic_min_isr: int | None, cluster_min_isr: int, unclean: bool,
+               replication_factor: int | None) -> Config:
     return Config(topic_min_isr=topic_min_isr, cluster_min_isr=cluster_min_isr,
-                  unclean_leader_election=unclean)
+                  unclean_leader_election=unclean, replication_factor=replication_factor)
 
 
 def _world(part: Partition, views: tuple[BrokerView, ...], cfg: Config) -> World:
@@ -81,7 +88,8 @@ def min_isr_of(c: Cluster, key: str) -> int:
     """The effective min ISR of partition ``key`` (``World.min_isr`` of its world)."""
     cfg = _config(c, key)
     configured = cfg.topic_min_isr if cfg.topic_min_isr is not None else cfg.cluster_min_isr
-    rf = len(c.partitions[key].replicas)
+    rf = len(c.partitions[key].replicas) if cfg.replication_factor is None \
+        else cfg.replication_factor
     return configured if 1 <= configured <= rf else max(1, min(configured, rf))
 
 
