@@ -18,6 +18,7 @@ from harness.scenario.nodes import Items, Reader
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from harness.scenario.steps.processes import parse_broker
 from reference.model import logdirs as L
+from reference.search import generators as G
 
 #: How long a waited move may take: a test partition's log is a few MB at most.
 MOVE_TIMEOUT_S = 60.0
@@ -90,8 +91,9 @@ KINDS = (
     StepKind("move_replica_dir", "move_replica_dir: {broker: N, dir: D, wait: true}: "
              "AlterReplicaLogDirs of the partition's replica on broker N to its log dir D "
              "(0..log_dirs-1); wait: until DescribeLogDirs shows it there",
-             _parse_move, _move, follows=_running, on_partitions=True),
+             _parse_move, _move, follows=_running, on_partitions=True,
+             generator=G.MOVE_REPLICA_DIR),
     StepKind("fail_log_dir", "fail_log_dir: {broker: N, dir: D}: I/O errors on log dir D "
              "(1..log_dirs-1) of running broker N; its next restart repairs it",
-             _parse_fail, _fail, follows=_running),
+             _parse_fail, _fail, follows=_running, generator=G.FAIL_LOG_DIR),
 )
