@@ -170,3 +170,41 @@ def test_a_bad_log_dirs_chance_is_a_usage_error(bad: str) -> None:
     from harness.cli import options
     with pytest.raises(UsageError, match="--log-dirs"):
         options.upgrade_chance("hunt", bad, "--log-dirs")
+
+
+class _Faults:
+    def __init__(self) -> None:
+        self.failed: list[tuple[int, int]] = []
+
+    def fail_log_dir(self, broker: int, index: int) -> None:
+        self.failed.append((broker, index))
+
+
+class _Observer:
+    def __init__(self, offline_after: int) -> None:
+        self.calls, self.offline_after = 0, offline_after
+
+    def log_dirs_state(self, brokers: list[int]) -> dict[str, Any]:
+        self.calls += 1
+        off = [1] if self.calls > self.offline_after else []
+        return {str(brokers[0]): {"online": [0] if off else [0, 1], "offline": off}}
+
+
+def test_a_failure_step_waits_until_the_broker_reports_the_directory_offline(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by the hunt on 4.3.1 (bench/RESULTS-storage.md): without the wait the step
+    settled before Kafka noticed, and the ISR shrank one step late."""
+    from types import SimpleNamespace
+
+    from harness.scenario.steps import logdirs as steps_logdirs
+    from harness.scenario.steps.kind import StepOutcome
+    obs = _Observer(offline_after=2)
+    s = SimpleNamespace(faults=_Faults(), observer=obs)
+    out = StepOutcome()
+    steps_logdirs._fail(s, None, L.FailLogDir(2, 1), out)  # type: ignore[arg-type]
+    assert s.faults.failed == [(2, 1)] and obs.calls == 3 and not out.note
+    monkeypatch.setattr(steps_logdirs, "FAIL_NOTICED_S", 1.0)
+    out = StepOutcome()
+    steps_logdirs._fail(SimpleNamespace(faults=_Faults(), observer=_Observer(10_000)), None,
+                        L.FailLogDir(2, 1), out)  # type: ignore[arg-type]
+    assert "did not report log dir 1 offline" in out.note
