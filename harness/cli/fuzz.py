@@ -65,7 +65,9 @@ def parse_args(args: argparse.Namespace) -> tuple[CampaignConfig, float]:
         seed=seed, runs=runs, budget_s=budget,
         gen=fuzz.gen_config(length=_int(args.steps, "--steps", 1, 100), weights=weights,
                             traffic=args.traffic,
-                            upgrades=options.upgrade_chance("fuzz", args.upgrades)),
+                            upgrades=options.upgrade_chance("fuzz", args.upgrades),
+                            log_dirs_chance=options.upgrade_chance("fuzz", args.log_dirs,
+                                                                   "--log-dirs")),
         confirm=_int(args.confirm, "--confirm", 0, 20), shrink=not args.no_shrink,
         shrink_attempts=_int(args.shrink_attempts, "--shrink-attempts", 1, 1000),
         shrink_budget_s=shrink_budget, guided=args.guided,
@@ -132,7 +134,9 @@ def _fuzz(args: argparse.Namespace) -> int:
                  + f", {cfg.gen.length} steps + tail"
                  + (", under client traffic" if cfg.gen.traffic else "")
                  + (f", born on {','.join(cfg.gen.births)} with chance {cfg.gen.upgrades}"
-                    if cfg.gen.upgrades and cfg.gen.births else "") + ", weights "
+                    if cfg.gen.upgrades and cfg.gen.births else "")
+                 + (f", several log dirs with chance {cfg.gen.log_dirs_chance}"
+                    if cfg.gen.log_dirs_chance else "") + ", weights "
                  + ",".join(f"{k}={v}" for k, v in cfg.gen.weight_of().items()))
     spark = options.spark_runs(args.master)
     try:

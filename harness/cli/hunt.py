@@ -77,6 +77,8 @@ def parse_args(args: argparse.Namespace) -> tuple[Any, float, tuple[str, ...]]:
                           shrink_budget_s=shrink_budget, traffic=args.traffic,
                           upgrades=options.upgrade_chance("hunt", args.upgrades),
                           births=args.births,
+                          log_dirs=options.upgrade_chance("hunt", args.log_dirs,
+                                                          "--log-dirs"),
                           direct_share=_share(args.direct_share, "--direct-share"))
     return cfg, step_timeout, versions
 

@@ -13,7 +13,7 @@ from harness.cluster.backends import BACKENDS
 from harness.infra import progress
 from harness.infra.errors import UsageError
 from harness.infra.history import runs_below
-from reference.search.generators import DEFAULT_UPGRADE_CHANCE
+from reference.search.generators import DEFAULT_LOG_DIRS_CHANCE, DEFAULT_UPGRADE_CHANCE
 
 if TYPE_CHECKING:
     from harness.run.fanout import SparkRuns
@@ -103,6 +103,14 @@ def add_generation_options(parser: argparse.ArgumentParser, shrink_attempts: int
                              "during the schedule, one at a time, with faults in the mixed "
                              "windows; run.json node_builds and the report name the birth "
                              f"build (default {DEFAULT_UPGRADE_CHANCE}; 0 turns it off)")
+    parser.add_argument("--log-dirs", default=str(DEFAULT_LOG_DIRS_CHANCE),
+                        help="chance (0..1) that a schedule's cluster has 2-3 log directories "
+                             "per broker (3.7+ builds only; local backend as root: "
+                             "docs/LOG-DIRS.md) and its schedule move_replica_dir and "
+                             "fail_log_dir steps, each failure repaired by a restart "
+                             f"(default {DEFAULT_LOG_DIRS_CHANCE}: such a cluster costs loop "
+                             "mounts at bring-up and most schedules should keep the one-"
+                             "directory cluster; 0 turns it off)")
     parser.add_argument("--births", default="",
                         help="builds a cluster may be born on, comma-separated, each older "
                              "than the run's build (default: the newest patch of each older "
@@ -115,15 +123,18 @@ def add_generation_options(parser: argparse.ArgumentParser, shrink_attempts: int
                              "\"Traffic\")")
 
 
-def upgrade_chance(command: str, text: str) -> float:
-    """--upgrades: a chance in [0, 1], or a UsageError naming the command."""
+def upgrade_chance(command: str, text: str, flag: str = "--upgrades") -> float:
+    """--upgrades (or ``flag``, --log-dirs): a chance in [0, 1], or a UsageError naming
+    the command."""
     try:
         value = float(text)
     except ValueError:
         value = -1.0
     if not 0.0 <= value <= 1.0:
-        raise UsageError(f"{command}: --upgrades {text!r}: give a chance between 0 and 1 "
-                         "(e.g. 0.1; 1: every schedule born on an older build)")
+        every = ("born on an older build" if flag == "--upgrades"
+                 else "with several log directories")
+        raise UsageError(f"{command}: {flag} {text!r}: give a chance between 0 and 1 "
+                         f"(e.g. 0.1; 1: every schedule {every})")
     return value
 
 

@@ -132,6 +132,11 @@ class GenConfig:
     #: of the catalog) and upgraded to the run's build during the schedule.
     upgrades: float = 0.0
     births: tuple[str, ...] = ()
+    #: The chance that a schedule's cluster has several log directories per broker
+    #: (``--log-dirs``; drawn only on 3.7+: generators/logdirs.py ``draw_log_dirs``), and
+    #: the directories of the schedule's cluster (set per schedule, as ``builds``).
+    log_dirs_chance: float = 0.0
+    log_dirs: int = 1
 
     def weight_of(self) -> dict[str, int]:
         given = self.weights if self.weights is not None else {
@@ -264,6 +269,10 @@ class Cluster:
     #: The build the cluster is born on when it is not the run's (None: the run's);
     #: its nodes are upgraded to the run's build during the schedule.
     birth: str | None = None
+    #: Log directories per broker (``cluster.log_dirs``; 1: the build's one). Storage
+    #: settings drawn per seed live here: tiered topics go next to it (issue 45;
+    #: generators/logdirs.py "Hook for tiered storage").
+    log_dirs: int = 1
 
 
 #: Draws in a row refused by the unclean-loss rule before a schedule ends early.
@@ -275,14 +284,16 @@ MAX_NODES = 6
 
 
 def draw_cluster(seed: int | str, elr_choices: Sequence[bool | None] = (None,),
-                 traffic: bool = False, birth: str | None = None) -> Cluster:
+                 traffic: bool = False, birth: str | None = None, log_dirs: int = 1
+                 ) -> Cluster:
     """The cluster of the schedule with this (scenario) seed: 3-5 brokers with one
     controller or 3 brokers with a quorum of 3, replication factor 2-4 (mostly 3),
     1-3 partitions (mostly 1), min ISR 1..RF (mostly 2), unclean election off three times
     in four, ELR one of ``elr_choices`` (what the build allows: both where it can be
     formatted either way), and with ``traffic`` the traffic of ``draw_traffic`` for the
     same seed. Deterministic for a seed. Born on an older build (``birth``, its ELR one
-    of ``elr_choices`` as that build allows): three controllers (generators/upgrade.py)."""
+    of ``elr_choices`` as that build allows): three controllers (generators/upgrade.py).
+    ``log_dirs``: the directories per broker (the caller's ``draw_log_dirs``)."""
     rng = random.Random(f"kafka-chaos-cluster:{seed}")
     controllers = rng.choice((1, 1, 3))
     if birth is not None:
@@ -297,7 +308,7 @@ def draw_cluster(seed: int | str, elr_choices: Sequence[bool | None] = (None,),
                    partitions=partitions, min_isr=min_isr,
                    unclean=rng.random() < 0.25, elr=rng.choice(tuple(elr_choices)),
                    traffic=draw_traffic(seed, partitions) if traffic else None,
-                   birth=birth)
+                   birth=birth, log_dirs=log_dirs)
 
 
 class PartitionModels:
@@ -327,7 +338,8 @@ class PartitionModels:
 # -- guards -------------------------------------------------------------------------------
 
 def _gen(model: Lanes, track: Track, cfg: GenConfig) -> Gen:
-    return Gen(model, track, Limits(cfg.max_count, cfg.max_killed, cfg.builds))
+    return Gen(model, track, Limits(cfg.max_count, cfg.max_killed, cfg.builds,
+                                      cfg.log_dirs))
 
 
 def new_track(model: Lanes) -> Track:
@@ -439,6 +451,15 @@ def _tail(model: Lanes, track: Track, cfg: GenConfig, lookahead: bool = True
         add(S.RestartController(c))
     add(S.Heal())
     for b in sorted(b.id for b in model.branches[0].brokers):
+        add(S.Restart(b))
+    for b in sorted(track.failed_dirs):
+        # A failed log directory stays failed until its broker restarts (the repair):
+        # stopped (killed if it cannot be) once the others are back, and restarted.
+        if S.Stop(b).kind in cfg.generators and why_invalid(S.Stop(b), model, track, cfg,
+                                                            lookahead) is None:
+            add(S.Stop(b))
+        else:
+            add(S.Kill(b))
         add(S.Restart(b))
     for up in upgrade_tail(_gen(model, track, cfg)):
         add(up)  # every node on the run's build: the run tests that one

@@ -61,6 +61,8 @@ def cluster_doc(cluster: fuzzgen.Cluster) -> dict[str, Any]:
     shape: dict[str, Any] = {"brokers": c.brokers, "controllers": c.controllers}
     if c.elr is not None:
         shape["elr"] = c.elr
+    if c.log_dirs > 1:  # drawn only for a 3.7+ birth (generators/logdirs.py)
+        shape["log_dirs"] = c.log_dirs
     topic: dict[str, Any] = {"name": "t", "replicas": list(c.replicas)}
     if c.partitions > 1:
         topic["partitions"] = c.partitions

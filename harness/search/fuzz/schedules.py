@@ -14,7 +14,7 @@ from harness.search.fuzz.config import gen_config
 from harness.search.fuzz.scenario import CLUSTERS, base_scenario, scenario_yaml
 from harness.search.shrink import Steps
 from reference.search import fuzzgen
-from reference.search.generators import Builds, draw_birth
+from reference.search.generators import Builds, draw_birth, draw_log_dirs
 
 
 def schedule_seed(seed: int, index: int) -> int:
@@ -39,7 +39,8 @@ def schedule(new_model: Callable[[], Any], seed: int, index: int,
     if cfg.clusters and isinstance(new_model, CampaignModels):
         birth = new_model.draw_birth(drawn, cfg)
         cluster = fuzzgen.draw_cluster(drawn, new_model.elr_choices_of(birth),
-                                       traffic=cfg.traffic, birth=birth)
+                                       traffic=cfg.traffic, birth=birth,
+                                       log_dirs=new_model.draw_log_dirs(drawn, cfg, birth))
     elif cfg.traffic:
         cluster = dataclasses.replace(fuzzgen.BASE_CLUSTER, traffic=fuzzgen.draw_traffic(
             drawn, fuzzgen.BASE_CLUSTER.partitions))
@@ -55,9 +56,11 @@ def schedule(new_model: Callable[[], Any], seed: int, index: int,
 
 def config_of(new_model: Callable[[], Any], cfg: fuzzgen.GenConfig,
               cluster: fuzzgen.Cluster | None) -> fuzzgen.GenConfig:
-    """``cfg`` for a schedule on ``cluster``: with the run's builds (``cfg.builds``, the
+    """``cfg`` for a schedule on ``cluster``: its log directories (move_replica_dir and
+    fail_log_dir only with several), and with the run's builds (``cfg.builds``, the
     campaign's: `fuzz` and `hunt` pass them), their birth the cluster's (born on an older
     build, or on the run's), as a campaign's model factory knows them."""
+    cfg = dataclasses.replace(cfg, log_dirs=cluster.log_dirs if cluster is not None else 1)
     if not isinstance(new_model, CampaignModels) or cfg.builds is None:
         return cfg
     return dataclasses.replace(cfg, builds=new_model.builds_of(cluster))
@@ -142,6 +145,12 @@ class CampaignModels:
         """The older build the schedule ``drawn`` is born on (None: the run's)."""
         births = [v for v in cfg.births if v in self.births]
         return draw_birth(drawn, births, cfg.upgrades)
+
+    def draw_log_dirs(self, drawn: int | str, cfg: fuzzgen.GenConfig,
+                      birth: str | None) -> int:
+        """The log directories per broker of the schedule ``drawn`` (1 on a build before
+        3.7, whose loader refuses several: generators/logdirs.py)."""
+        return draw_log_dirs(drawn, self.build_of(birth).version, cfg.log_dirs_chance)
 
     def build_of(self, birth: str | None) -> Any:
         return self.births[birth] if birth else self.build

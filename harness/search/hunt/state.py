@@ -101,6 +101,8 @@ class HuntConfig:
     #: and the births asked for (``--births``; "" the default of each build).
     upgrades: float = 0.0
     births: str = ""
+    #: The chance that a schedule's cluster has several log directories (``--log-dirs``).
+    log_dirs: float = 0.0
 
     def schedule_settings(self) -> dict[str, Any]:
         """What shapes the schedules: a resumed campaign must have the same."""
@@ -110,11 +112,13 @@ class HuntConfig:
                "traffic": self.traffic}
         if self.upgrades:  # a campaign from before births resumes with them off
             out.update(upgrades=self.upgrades, births=self.births)
+        if self.log_dirs:  # a campaign from before log dirs resumes with them off
+            out.update(log_dirs=self.log_dirs)
         return out
 
     def gen(self) -> Any:
         return fuzz.gen_config(length=self.length, weights=self.weights, traffic=self.traffic,
-                               upgrades=self.upgrades)
+                               upgrades=self.upgrades, log_dirs_chance=self.log_dirs)
 
     def campaign(self) -> fuzz.CampaignConfig:
         return fuzz.CampaignConfig(seed=self.seed, runs=self.runs, budget_s=self.budget_s,

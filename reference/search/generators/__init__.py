@@ -42,6 +42,12 @@ from reference.search.generators.generator import (
     Track,
     UnderTraffic,
 )
+from reference.search.generators.logdirs import (
+    DEFAULT_LOG_DIRS_CHANCE,
+    FAIL_LOG_DIR,
+    MOVE_REPLICA_DIR,
+    draw_log_dirs,
+)
 from reference.search.generators.network import CUT, HEAL, ISOLATE, PARTITION, PAUSE, RESUME
 from reference.search.generators.processes import (
     KILL,
@@ -73,15 +79,17 @@ from reference.search.generators.upgrade import (
 
 __all__ = ["ACKS", "ADD_PARTITIONS", "ALL", "ALTER_CONFIG", "BANDWIDTH", "CONSUME",
            "CREATE_TOPIC", "CUT",
-           "DEFAULT_UPGRADE_CHANCE", "DELETE_TOPIC", "ELECT", "ELECTIONS", "FEATURE",
+           "DEFAULT_LOG_DIRS_CHANCE", "DEFAULT_UPGRADE_CHANCE", "DELETE_TOPIC", "ELECT",
+           "ELECTIONS", "FAIL_LOG_DIR", "FEATURE",
            "FETCH_MAX_BYTES", "FETCH_WAIT_MAX_MS", "HEAL", "ISOLATE", "KILL", "LATENCY",
-           "LOSE_UNFLUSHED", "MARGIN_MS", "MIN_ISR", "PARTITION", "PAUSE", "PRODUCE",
+           "LOSE_UNFLUSHED", "MARGIN_MS", "MIN_ISR", "MOVE_REPLICA_DIR", "PARTITION", "PAUSE",
+           "PRODUCE",
            "REASSIGN", "REQUEST_TIMEOUT_MS", "RESTART", "RESUME", "SLEEP", "SLEEPS", "SNAPSHOT",
            "STOP",
            "UNCLEAN", "UNREGISTER", "UPGRADE", "After", "Builds", "Config", "Exploration",
            "Gen", "Generator",
            "Guard", "Lanes", "Limits", "Move", "Steps", "Track", "UnderTraffic",
-           "default_births", "draw_birth", "upgrade_tail"]
+           "default_births", "draw_birth", "draw_log_dirs", "upgrade_tail"]
 
 #: Every generator of this package, by kind: what harness/scenario/steps/ names (a test
 #: checks that the registry names exactly these) and the pure default for this package.
@@ -90,4 +98,5 @@ __all__ = ["ACKS", "ADD_PARTITIONS", "ALL", "ALTER_CONFIG", "BANDWIDTH", "CONSUM
 ALL: Mapping[str, Generator] = {g.kind: g for g in (
     PRODUCE, CONSUME, ISOLATE, CUT, PARTITION, HEAL, PAUSE, RESUME, KILL, STOP, RESTART,
     LOSE_UNFLUSHED, UNREGISTER, ALTER_CONFIG, ELECT, REASSIGN, LATENCY, BANDWIDTH, SLEEP,
-    SNAPSHOT, DELETE_TOPIC, CREATE_TOPIC, UPGRADE, FEATURE, ADD_PARTITIONS)}
+    SNAPSHOT, DELETE_TOPIC, CREATE_TOPIC, UPGRADE, FEATURE, ADD_PARTITIONS, MOVE_REPLICA_DIR,
+    FAIL_LOG_DIR)}

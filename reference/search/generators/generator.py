@@ -90,6 +90,9 @@ class Track:
     #: The cluster's finalized metadata.version feature level once a ``feature`` step
     #: raised it (None: the level its birth build formatted it at).
     mv: int | None = None
+    #: Log directories failed per broker since its last restart (fail_log_dir; the
+    #: restart repairs them: harness/cluster/logdirs.py).
+    failed_dirs: dict[int, set[int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,10 @@ class Limits:
     max_killed: int | None
     #: The run's builds (None: not known; no ``upgrade`` or ``feature`` step is made).
     builds: Builds | None = None
+    #: Log directories per broker of the schedule's cluster (``cluster.log_dirs``; 1: no
+    #: move_replica_dir or fail_log_dir step is made). Tiered storage's cluster setting
+    #: goes next to it (generators/logdirs.py "Hook for tiered storage").
+    log_dirs: int = 1
 
 
 @dataclass

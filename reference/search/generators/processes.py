@@ -91,6 +91,9 @@ def _lose_guard(step: S.Step, g: Gen) -> str | None:
         return f"broker {lost} was not killed (or restarted since)"
     if lost in g.track.lost_since_kill:
         return f"broker {lost} lost its unflushed data already since its kill"
+    if g.track.failed_dirs.get(lost):
+        return (f"broker {lost} has a failed log directory (its files answer EIO until the "
+                "restart's repair: docs/LOG-DIRS.md)")
     if g.traffic and o != 0:
         return (f"offset {o}: under traffic only offset 0 is a batch boundary known in "
                 "advance (the log is cut at a batch boundary)")
@@ -132,6 +135,8 @@ def _back_after(step: S.Step, track: Track) -> None:
     track.killed.discard(step.broker)
     track.lost_since_kill.discard(step.broker)
     track.unregistered.discard(step.broker)
+    if isinstance(step, S.Restart):  # the restart repairs a failed log directory first
+        track.failed_dirs.pop(step.broker, None)
 
 
 def _lose_after(step: S.Step, track: Track) -> None:
