@@ -121,7 +121,8 @@ def _args(**kw: object) -> argparse.Namespace:
     base = {"budget": "60s", "shrink_budget": "90s", "lane_events": None, "coverage": False,
             "seed": "1", "lanes": "8", "mutate_share": "50", "min_isr": "2", "elr": "auto",
             "no_shrink": False, "shrink_attempts": "400", "feature_weight": None,
-            "events": None, "workers": "auto", "base_vocabulary": False}
+            "events": None, "workers": "auto", "base_vocabulary": False,
+            "snapshot_rate": "3", "snapshot_shadow": "96"}
     return argparse.Namespace(**(base | kw))
 
 
