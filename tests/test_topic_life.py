@@ -309,3 +309,25 @@ def test_the_kip_judge_cites_the_deviations_of_every_build_a_run_upgrades_to() -
     both = KipJudge(lambda p: None, birth, True, lambda a, b: None, upgrade_profiles(sc, True))
     names = {d.id for d in both.available} - {d.id for d in alone.available}
     assert "last-known-elr-is-last-leader" in names
+
+
+UNNAMED = """version: 1
+name: life1
+cluster: {brokers: 3, controllers: 1, elr: true}
+topic: {name: t, replicas: [1, 2, 3], min_insync_replicas: 2}
+steps:
+  - delete_topic: {}
+  - create_topic: {}
+  - create_topic: {topic: u, replicas: [2, 3, 1], partitions: 1, min_insync_replicas: 2}
+"""
+
+
+def test_an_unnamed_create_topic_is_the_declared_topics_alone() -> None:
+    """Found by the log-directory hunt of 2026-11-28 (seed 4531): `create_topic: {}` of the
+    declared topic reached every lane, so a topic a later step creates was predicted to exist
+    from that step on (its leader observed -1: DIVERGES)."""
+    from harness.judge.lanes import UNTOUCHED, lane_step
+    sc = parse_scenario(UNNAMED, "life1.yaml")
+    assert [s.topic for s in sc.steps[:2]] == ["t", "t"]
+    assert lane_step(sc.steps[1], "u", 0).step is UNTOUCHED
+    assert lane_step(sc.steps[1], "t", 0).step is not UNTOUCHED

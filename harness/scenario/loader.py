@@ -413,6 +413,10 @@ def _topics(ctx: Reader, top: Items, root: Node, cluster: ClusterShape) -> tuple
     return tuple(out)
 
 
+#: Kinds whose step without ``topic:`` acts on the scenario's declared topic only.
+_OWN_TOPIC_KINDS = frozenset({"delete_topic", "create_topic", "add_partitions"})
+
+
 def _steps(ctx: Reader, node: Node, cluster: ClusterShape, declared: tuple[Topic, ...]
            ) -> tuple[list[ScenarioStep], tuple[Topic, ...]]:
     """The steps, and every topic with the partitions steps create (``TopicPlan``)."""
@@ -444,6 +448,10 @@ def _steps(ctx: Reader, node: Node, cluster: ClusterShape, declared: tuple[Topic
             raise ctx.fail(item, where, f"{records} records in all; a scenario produces at "
                            f"most {MAX_RECORDS}")
         mapping = {k: v for k, v in ctx.plain(item).items() if k != STEP_NAME_KEY}
+        if topic is None and kind.name in _OWN_TOPIC_KINDS and len(declared) == 1:
+            # `delete_topic: {}` / `create_topic: {}` act on the declared topic alone: the
+            # lanes of topics other steps create must not see them (judge/lanes.py).
+            topic = declared[0].name
         out.append(ScenarioStep(step, kind.name, mapping, item.start_mark.line + 1,
                                 partition, topic, step_name,
                                 {t.name: t.partitions for t in topics}))
