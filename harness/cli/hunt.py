@@ -77,6 +77,7 @@ def parse_args(args: argparse.Namespace) -> tuple[Any, float, tuple[str, ...]]:
                           shrink_budget_s=shrink_budget, traffic=args.traffic,
                           upgrades=options.upgrade_chance("hunt", args.upgrades),
                           births=args.births,
+                          tiered=options.tiered_chance("hunt", args.tiered, args.traffic),
                           direct_share=_share(args.direct_share, "--direct-share"))
     return cfg, step_timeout, versions
 

@@ -88,6 +88,7 @@ from reference.search.generators import (
     UnderTraffic,
     upgrade_tail,
 )
+from reference.search.tiered import TieredTopic
 from reference.search.transitions import carry_hwm, certain_transitions
 
 __all__ = ["ALL", "DEFAULT_WEIGHTS", "KINDS", "Cluster", "GenConfig", "Generator", "Lanes",
@@ -132,6 +133,9 @@ class GenConfig:
     #: of the catalog) and upgraded to the run's build during the schedule.
     upgrades: float = 0.0
     births: tuple[str, ...] = ()
+    #: The chance that a schedule's cluster (under traffic, not born on an older build)
+    #: is tiered where its build has tiered storage (reference/search/tiered.py).
+    tiered: float = 0.0
 
     def weight_of(self) -> dict[str, int]:
         given = self.weights if self.weights is not None else {
@@ -264,6 +268,9 @@ class Cluster:
     #: The build the cluster is born on when it is not the run's (None: the run's);
     #: its nodes are upgraded to the run's build during the schedule.
     birth: str | None = None
+    #: Tiered storage on every broker and these topic configs (None: not tiered;
+    #: reference/search/tiered.py ``draw_tiered``).
+    tiered: TieredTopic | None = None
 
 
 #: Draws in a row refused by the unclean-loss rule before a schedule ends early.

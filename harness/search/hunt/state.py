@@ -101,6 +101,8 @@ class HuntConfig:
     #: and the births asked for (``--births``; "" the default of each build).
     upgrades: float = 0.0
     births: str = ""
+    #: The chance that a schedule's cluster is tiered (``--tiered``; reference/search/tiered.py).
+    tiered: float = 0.0
 
     def schedule_settings(self) -> dict[str, Any]:
         """What shapes the schedules: a resumed campaign must have the same."""
@@ -110,11 +112,13 @@ class HuntConfig:
                "traffic": self.traffic}
         if self.upgrades:  # a campaign from before births resumes with them off
             out.update(upgrades=self.upgrades, births=self.births)
+        if self.tiered:  # a campaign from before --tiered resumes with it off
+            out.update(tiered=self.tiered)
         return out
 
     def gen(self) -> Any:
         return fuzz.gen_config(length=self.length, weights=self.weights, traffic=self.traffic,
-                               upgrades=self.upgrades)
+                               upgrades=self.upgrades, tiered=self.tiered)
 
     def campaign(self) -> fuzz.CampaignConfig:
         return fuzz.CampaignConfig(seed=self.seed, runs=self.runs, budget_s=self.budget_s,
