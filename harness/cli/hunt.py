@@ -79,6 +79,7 @@ def parse_args(args: argparse.Namespace) -> tuple[Any, float, tuple[str, ...]]:
                           births=args.births,
                           log_dirs=options.upgrade_chance("hunt", args.log_dirs,
                                                           "--log-dirs"),
+                          tiered=options.tiered_chance("hunt", args.tiered, args.traffic),
                           direct_share=_share(args.direct_share, "--direct-share"))
     return cfg, step_timeout, versions
 

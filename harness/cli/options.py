@@ -115,6 +115,13 @@ def add_generation_options(parser: argparse.ArgumentParser, shrink_attempts: int
                         help="builds a cluster may be born on, comma-separated, each older "
                              "than the run's build (default: the newest patch of each older "
                              "release line of the catalog from 3.9 on)")
+    parser.add_argument("--tiered", default="0",
+                        help="chance (0..1) that a schedule under --traffic is on a tiered "
+                             "cluster (remote.storage.enable, segment.ms 1-5 s, a small "
+                             "local.retention.bytes; FORMAT.md \"Tiered storage\"): its "
+                             "kills and leader changes land during uploads. Only on builds "
+                             "with tiered storage (3.6.0+) and clusters not born on an "
+                             "older build (default 0: off)")
     parser.add_argument("--traffic", action="store_true",
                         help="run every schedule under client traffic drawn from its seed: "
                              "a traffic block (1-3 producers, acks all or 1, 50-400 records/s "
@@ -135,6 +142,21 @@ def upgrade_chance(command: str, text: str, flag: str = "--upgrades") -> float:
                  else "with several log directories")
         raise UsageError(f"{command}: {flag} {text!r}: give a chance between 0 and 1 "
                          f"(e.g. 0.1; 1: every schedule {every})")
+    return value
+
+
+def tiered_chance(command: str, text: str, traffic: bool) -> float:
+    """--tiered: a chance in [0, 1] (a tiered cluster needs --traffic: its segments
+    roll under the traffic's records), or a UsageError naming the command."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise UsageError(f"{command}: --tiered {text!r}: give a chance between 0 and 1")
+    if value > 0 and not traffic:
+        raise UsageError(f"{command}: --tiered needs --traffic (segments roll and upload "
+                         "under the traffic's records)")
     return value
 
 

@@ -88,6 +88,7 @@ from reference.search.generators import (
     UnderTraffic,
     upgrade_tail,
 )
+from reference.search.tiered import TieredTopic
 from reference.search.transitions import carry_hwm, certain_transitions
 
 __all__ = ["ALL", "DEFAULT_WEIGHTS", "KINDS", "Cluster", "GenConfig", "Generator", "Lanes",
@@ -137,6 +138,9 @@ class GenConfig:
     #: the directories of the schedule's cluster (set per schedule, as ``builds``).
     log_dirs_chance: float = 0.0
     log_dirs: int = 1
+    #: The chance that a schedule's cluster (under traffic, not born on an older build)
+    #: is tiered where its build has tiered storage (reference/search/tiered.py).
+    tiered: float = 0.0
 
     def weight_of(self) -> dict[str, int]:
         given = self.weights if self.weights is not None else {
@@ -273,6 +277,9 @@ class Cluster:
     #: settings drawn per seed live here: tiered topics go next to it (issue 45;
     #: generators/logdirs.py "Hook for tiered storage").
     log_dirs: int = 1
+    #: Tiered storage on every broker and these topic configs (None: not tiered;
+    #: reference/search/tiered.py ``draw_tiered``).
+    tiered: TieredTopic | None = None
 
 
 #: Draws in a row refused by the unclean-loss rule before a schedule ends early.

@@ -68,6 +68,9 @@ def cluster_doc(cluster: fuzzgen.Cluster) -> dict[str, Any]:
         topic["partitions"] = c.partitions
     topic["min_insync_replicas"] = c.min_isr
     topic["config"] = {"unclean.leader.election.enable": "true" if c.unclean else "false"}
+    if c.tiered is not None:  # FORMAT.md "Tiered storage" (reference/search/tiered.py)
+        shape["tiered_storage"] = True
+        topic["config"].update(c.tiered.topic_config())
     out: dict[str, Any] = {"cluster": shape, "topic": topic}
     if c.birth is not None:
         # Born on an older build: the file runs with --kafka-version BIRTH (the run's

@@ -15,6 +15,7 @@ from harness.search.fuzz.scenario import CLUSTERS, base_scenario, scenario_yaml
 from harness.search.shrink import Steps
 from reference.search import fuzzgen
 from reference.search.generators import Builds, draw_birth, draw_log_dirs
+from reference.search.tiered import draw_tiered, tiered_weights
 
 
 def schedule_seed(seed: int, index: int) -> int:
@@ -41,6 +42,9 @@ def schedule(new_model: Callable[[], Any], seed: int, index: int,
         cluster = fuzzgen.draw_cluster(drawn, new_model.elr_choices_of(birth),
                                        traffic=cfg.traffic, birth=birth,
                                        log_dirs=new_model.draw_log_dirs(drawn, cfg, birth))
+        if cluster.traffic is not None and birth is None:  # uploads need records
+            cluster = dataclasses.replace(cluster, tiered=draw_tiered(
+                drawn, cfg.tiered, new_model.build.version))
     elif cfg.traffic:
         cluster = dataclasses.replace(fuzzgen.BASE_CLUSTER, traffic=fuzzgen.draw_traffic(
             drawn, fuzzgen.BASE_CLUSTER.partitions))
@@ -59,8 +63,11 @@ def config_of(new_model: Callable[[], Any], cfg: fuzzgen.GenConfig,
     """``cfg`` for a schedule on ``cluster``: its log directories (move_replica_dir and
     fail_log_dir only with several), and with the run's builds (``cfg.builds``, the
     campaign's: `fuzz` and `hunt` pass them), their birth the cluster's (born on an older
-    build, or on the run's), as a campaign's model factory knows them."""
+    build, or on the run's), as a campaign's model factory knows them; on a tiered
+    cluster, with the tiered weights (reference/search/tiered.py ``tiered_weights``)."""
     cfg = dataclasses.replace(cfg, log_dirs=cluster.log_dirs if cluster is not None else 1)
+    if cluster is not None and cluster.tiered is not None:
+        cfg = dataclasses.replace(cfg, weights=tiered_weights(cfg.weight_of()))
     if not isinstance(new_model, CampaignModels) or cfg.builds is None:
         return cfg
     return dataclasses.replace(cfg, builds=new_model.builds_of(cluster))

@@ -103,6 +103,8 @@ class HuntConfig:
     births: str = ""
     #: The chance that a schedule's cluster has several log directories (``--log-dirs``).
     log_dirs: float = 0.0
+    #: The chance that a schedule's cluster is tiered (``--tiered``; reference/search/tiered.py).
+    tiered: float = 0.0
 
     def schedule_settings(self) -> dict[str, Any]:
         """What shapes the schedules: a resumed campaign must have the same."""
@@ -114,11 +116,14 @@ class HuntConfig:
             out.update(upgrades=self.upgrades, births=self.births)
         if self.log_dirs:  # a campaign from before log dirs resumes with them off
             out.update(log_dirs=self.log_dirs)
+        if self.tiered:  # a campaign from before --tiered resumes with it off
+            out.update(tiered=self.tiered)
         return out
 
     def gen(self) -> Any:
         return fuzz.gen_config(length=self.length, weights=self.weights, traffic=self.traffic,
-                               upgrades=self.upgrades, log_dirs_chance=self.log_dirs)
+                               upgrades=self.upgrades, log_dirs_chance=self.log_dirs,
+                               tiered=self.tiered)
 
     def campaign(self) -> fuzz.CampaignConfig:
         return fuzz.CampaignConfig(seed=self.seed, runs=self.runs, budget_s=self.budget_s,
