@@ -168,12 +168,16 @@ def test_the_builds_controller_answers_a_few_hundred_events(
             # and a topic deleted (RemoveTopicRecord).
             p.update_feature(p.ELR_FEATURE, 1 if elr_on else 0), p.delete_topic("striped"),
             p.tick("electUnclean"), p.tick("electPreferred"), p.tick("fenceStale"),
+            p.heartbeat(1, offlineDirs=[]), p.assign_dirs(2, "placed", 0, 0),
+            p.list_reassignments(), p.find_topics(["placed"]), p.snapshot(),
             p.controlled_shutdown(5), p.fence(5), p.unregister(5), p.register(5),
             p.unfence(5), {"op": "state"}]
         assert {e["op"] for e in every_op} | {"fence", "alterPartition"} == set(p.OPS)
         answered = [send(e) for e in every_op]
         unsupported = {a.op: a.unsupported for a in answered if a.unsupported}
-        assert set(unsupported) <= {"tick"}, unsupported  # electUnclean before 3.9
+        # electUnclean before 3.9; log directories before 3.7 (KIP-858)
+        no_dirs = {"assignDirs", "heartbeat"} if kafka_build.version_tuple < (3, 7, 0) else set()
+        assert set(unsupported) <= {"tick"} | no_dirs, unsupported
         assert all(a.ok for a in answered if a.op in ("createTopic", "reassign", "unregister",
                                                       "register", "alterConfig", "state")), [
             (a.op, a.error) for a in answered if not a.ok]

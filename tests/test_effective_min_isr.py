@@ -7,10 +7,11 @@ min.insync.replicas 3 whose partition 0 had 2 replicas (bench/RESULTS-certify.md
 
 from __future__ import annotations
 
+from test_differential_model import answer, brokers, comparator, part
+
 from harness.differential import protocol as p
 from harness.differential.compare import AGREES
 from reference.model.controller_events.changes import world_of
-from tests.test_differential_model import answer, brokers, comparator, part
 
 IDS = [1, 2, 3, 4]
 
