@@ -187,16 +187,7 @@ class ControllerDriver:
         os.set_blocking(self._proc.stdin.fileno(), False)
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._proc.stdout.fileno(), selectors.EVENT_READ)
-        try:
-            line = self._exchange(encode(self.settings.to_json()), 1, self.start_timeout_s)[0]
-            self.ready = parse_ready(line)
-        except SessionUnsupported:
-            self.close()
-            raise
-        except BaseException:
-            self._failed = True
-            self.close()
-            raise
+        self.ready = self._handshake(self.settings.to_json())
         self.start_seconds = time.monotonic() - t0
         self.timing = {"wait": 0.0, "protocol": 0.0}  # events only, not the start
         return self.ready
@@ -210,10 +201,17 @@ class ControllerDriver:
             raise DriverError(f"{self.label} is not started: call start() first")
         t0 = time.monotonic()
         self.settings = settings
+        self.ready = self._handshake({"newSession": settings.to_json()})
+        self._seq = 0
+        self.start_seconds = time.monotonic() - t0
+        return self.ready
+
+    def _handshake(self, settings: Any) -> Ready:
+        """Send a session's settings and read its ready answer; the process is closed if it
+        cannot run them (SessionUnsupported) or failed (marked failed)."""
         try:
-            line = self._exchange(encode({"newSession": settings.to_json()}), 1,
-                                  self.start_timeout_s)[0]
-            self.ready = parse_ready(line)
+            line = self._exchange(encode(settings), 1, self.start_timeout_s)[0]
+            return parse_ready(line)
         except SessionUnsupported:
             self.close()
             raise
@@ -221,9 +219,6 @@ class ControllerDriver:
             self._failed = True
             self.close()
             raise
-        self._seq = 0
-        self.start_seconds = time.monotonic() - t0
-        return self.ready
 
     def close(self) -> None:
         """End the process (stdin closed; SIGKILL to its group if still there after
