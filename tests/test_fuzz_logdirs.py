@@ -5,12 +5,11 @@ and every generated file taken by the loader and the build check."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
+from test_fuzz_upgrades import _build
 
-from harness.cluster.builds import Build, Features
 from harness.infra.errors import UsageError
 from harness.run.runner.birth import check_log_dirs
 from harness.scenario.loader import parse_scenario
@@ -20,15 +19,6 @@ from reference.model import steps as S
 from reference.search import fuzzgen
 from reference.search.generators import Builds, Track
 from reference.search.generators.logdirs import DEFAULT_LOG_DIRS_CHANCE, draw_log_dirs
-from reference.search.generators.upgrade import line_of
-
-
-def _build(version: str) -> Build:
-    elr = line_of(version) >= (4, 0)  # type: ignore[operator]
-    features = Features(elr=elr, elr_default_on=line_of(version) >= (4, 1),  # type: ignore[operator]
-                        describe_topic_partitions=True, hwm_rule=True, unclean_recovery=False,
-                        kip1303=False, previous_broker_epoch=True)
-    return Build(version, f"maven:{version}", Path("/nonexistent"), features)
 
 
 def _setup(version: str, chance: float = 1.0, length: int = 12) -> tuple[Any, Any]:
