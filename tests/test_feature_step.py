@@ -248,3 +248,22 @@ def test_the_trace_lets_elr_fields_outlive_a_live_disable() -> None:
     rules = {f.rule for f in _partition_invariants(st, ("t", 0), False, PROFILES["kafka-4.3"],
                                                    live)}
     assert not {"NoElrWhenDisabled", "IsrNotEmptyWhenElrDisabled"} & rules
+
+
+def test_a_fenced_last_isr_member_written_with_elr_off_outlives_a_live_enable() -> None:
+    """ELR off: broker 1, the last ISR member, fenced and kept in the ISR. ELR turned on
+    live: no partition change is written (KIP-966 'Compatibility': "in the next partition
+    update, the controller will record the current ELR"), so FencedReplicaNotInIsr must not
+    fire until the partition's next change; a change written with ELR on that keeps the
+    fenced member does break it."""
+    from test_reference_trace import E, change, cluster, feature, fence, run
+
+    log = cluster(elr=False).batch(change(isr=[1, 2]), fence(3, E[3]))
+    log.batch(change(isr=[1]), fence(2, E[2])).batch(change(leader=-1), fence(1, E[1]))
+    assert "FencedReplicaNotInIsr" not in run(log, profile="kafka-4.3", elr_enabled=False)
+    log.batch(feature(ELR, 1))
+    live = {"profile": "kafka-4.3", "elr_enabled": False, "elr_follows_level": True}
+    assert "FencedReplicaNotInIsr" not in run(log, **live)
+    assert "FencedReplicaNotInIsr" in run(log, profile="kafka-4.3", elr_enabled=True)
+    log.batch(change(lke=[1]))   # the next change, written with ELR on, keeps 1 in the ISR
+    assert "FencedReplicaNotInIsr" in run(log, **live)

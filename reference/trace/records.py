@@ -82,6 +82,13 @@ class PartitionRegistration:
     #: KIP-858: the directory of each replica, in ``replicas`` order (PartitionRecord /
     #: PartitionChangeRecord ``directories``; a change without it keeps them).
     directories: tuple[str, ...] = ()
+    #: Derived, not in any record: eligible.leader.replicas.version when this registration
+    #: was last written. KIP-966 'Compatibility': after ELR is enabled "in the next
+    #: partition update, the controller will record the current ELR", so a partition
+    #: written under ELR off keeps that shape (a fenced last ISR member) until its next
+    #: change (4.3.1 FeatureControlManager.updateFeatures writes no partition change).
+    #: None: no FeatureLevelRecord of it had been replayed (the run's start decides).
+    elr_level_at_change: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ the per-change rules are judged record by record, knowing the operation around t
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from reference.model.state import evolve
@@ -90,13 +90,16 @@ class _Replay:
             if p is None:
                 self.issue(index, f"partition change for unknown partition {key}")
             else:
-                q = merge(p, d)
+                q = replace(merge(p, d), elr_level_at_change=self._elr_level())
                 changes["partitions"] = {**s.partitions, key: q}
                 self.run.append((p, q))
         else:
             self._apply_other(index, rec, kind, d, changes)
             self.run = []
         self.state = evolve(s, **changes)
+
+    def _elr_level(self) -> int | None:
+        return self.state.features.get("eligible.leader.replicas.version")
 
     def _apply_other(self, index: int, rec: Record, kind: object, d: Mapping[str, Any],
                      changes: dict[str, Any]) -> None:
@@ -105,7 +108,9 @@ class _Replay:
             key = partition_key(rec)
             if key[0] not in s.topics:
                 self.issue(index, f"partition record for unknown topic {key[0]}")
-            changes["partitions"] = {**s.partitions, key: new_partition(d, s.partitions.get(key))}
+            q = replace(new_partition(d, s.partitions.get(key)),
+                        elr_level_at_change=self._elr_level())
+            changes["partitions"] = {**s.partitions, key: q}
         elif kind == "TOPIC_RECORD":
             changes["topics"] = {**s.topics, str(d.get("topicId")): str(d.get("name"))}
         elif kind == "REMOVE_TOPIC_RECORD":

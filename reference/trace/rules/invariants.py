@@ -12,12 +12,21 @@ ValidControllerState. Each rule's citation: registry.py.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 from reference.releases.profiles import Profile
-from reference.trace.records import CommittedState, PartitionKey, Record, TraceContext
+from reference.trace.records import (
+    CommittedState,
+    PartitionKey,
+    PartitionRegistration,
+    Record,
+    TraceContext,
+)
 from reference.trace.rules.directories import offline_directory
 from reference.trace.rules.min_isr import _min_isr_configs
 from reference.trace.rules.step import Finding, _ids, _key, _new_incarnation, elr_on
+
+_ELR_FEATURE = "eligible.leader.replicas.version"
 
 #: Records after which every partition is judged (they change brokers, configs, features).
 _GLOBAL = {"REGISTER_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD", "FENCE_BROKER_RECORD",
@@ -61,6 +70,14 @@ def check_batch(records: Sequence[Record], first: int, last: int, before: Commit
     return set(keys), out
 
 
+def _elr_on_at_change(st: CommittedState, q: PartitionRegistration, profile: Profile,
+                      ctx: TraceContext) -> bool:
+    """Whether ELR was on when ``q`` was last written (the level then, else the run's start)."""
+    level = q.elr_level_at_change
+    return elr_on(replace(st, features={} if level is None else {_ELR_FEATURE: level}),
+                  profile, ctx)
+
+
 def _partition_invariants(st: CommittedState, key: PartitionKey, elr: bool, profile: Profile,
                           ctx: TraceContext) -> Iterator[Finding]:
     q = st.partitions[key]
@@ -86,7 +103,10 @@ def _partition_invariants(st: CommittedState, key: PartitionKey, elr: bool, prof
     if q.elr and len(isr) >= min_isr and profile.elr_cleared_at_min_isr:
         yield f("ElrEmptyAtMinIsr", f"ELR {_ids(q.elr)} with ISR {_ids(isr)} at min ISR {min_isr}")
     dead = [b for b in q.isr if not live(b)]
-    if dead and (elr or len(isr) > 1):
+    # A partition last written while ELR was off keeps ELR-off's last ISR member, fenced,
+    # until its next change after a live enable (KIP-966 'Compatibility').
+    written_elr_off = ctx.elr_follows_level and not _elr_on_at_change(st, q, profile, ctx)
+    if dead and ((elr and not written_elr_off) or len(isr) > 1):
         yield f("FencedReplicaNotInIsr", f"inactive {_ids(dead)} in ISR {_ids(isr)}")
     # In a run that turned ELR off live the fields may outlive it: KIP-966 'Compatibility'
     # removes them "on the next partition change", and 4.x updateFeatures writes no
