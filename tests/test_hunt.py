@@ -478,3 +478,27 @@ def test_no_directed_schedule_once_every_transition_is_reached(tmp_path: Path) -
     assert st.directed == 1  # run 0 only
     for n in generated(fake)[1:]:
         assert fake.steps[n] == fuzz.schedule(MODELS["4.3.1"], 1, Fake.index(n), config.gen())
+
+
+def test_resume_keeps_the_campaigns_own_settings_for_flags_not_given(tmp_path: Path) -> None:
+    """A campaign started before --log-dirs had a default (none recorded: 0) resumes with
+    none when the flag is left out, instead of the new default changing its schedules;
+    a flag given with another value than the campaign's is refused, naming it."""
+    from dataclasses import replace
+
+    from harness.cli import hunt as hunt_cli
+
+    hunt.hunt(cfg(runs=1), [plan(Fake())], tmp_path)  # log_dirs 0: not recorded
+    args = app.parser().parse_args(["hunt", "--kafka-version", "4.3.1", "--budget", "1m",
+                                    "--seed", "1",
+                                    "--campaign-dir", str(tmp_path)])
+    given, _, _ = hunt_cli.parse_args(args)
+    assert given.log_dirs > 0 and "log_dirs" in given.resume_defaults  # the new default
+    kept = hunt.resume_config(tmp_path, replace(cfg(), log_dirs=given.log_dirs,
+                                                resume_defaults=given.resume_defaults))
+    assert kept.log_dirs == 0.0 and kept.upgrades == 0.0 and kept.tiered == 0.0
+    assert hunt.load_state(tmp_path, kept).settings.get("log_dirs", 0.0) == 0.0
+    with pytest.raises(UsageError, match=r"--log-dirs 0.0, not 0.3: leave --log-dirs out"):
+        hunt.load_state(tmp_path, replace(cfg(), log_dirs=0.3))
+    assert hunt.resume_config(tmp_path / "new", replace(cfg(), log_dirs=0.1, resume_defaults=
+                                                        frozenset({"log_dirs"}))).log_dirs == 0.1

@@ -114,7 +114,7 @@ def _fuzz(args: argparse.Namespace) -> int:
     options.check_runs_dir(args.runs_dir)
     options.check_master(args.master)
     build = builds.resolve(args.kafka_version, args.kafka_dist)
-    cfg, new_model = with_births(cfg, build, args.births, "fuzz")
+    cfg, new_model = with_births(cfg, build, args.births or "", "fuzz")
     if args.print_only:
         import itertools
         printer = fuzz.Campaign(cfg, new_model, _no_run, args.runs_dir)

@@ -76,11 +76,17 @@ def parse_args(args: argparse.Namespace) -> tuple[Any, float, tuple[str, ...]]:
                                                1000),
                           shrink_budget_s=shrink_budget, traffic=args.traffic,
                           upgrades=options.upgrade_chance("hunt", args.upgrades),
-                          births=args.births,
+                          births=args.births or "",
                           log_dirs=options.upgrade_chance("hunt", args.log_dirs,
                                                           "--log-dirs"),
                           tiered=options.tiered_chance("hunt", args.tiered, args.traffic),
-                          direct_share=_share(args.direct_share, "--direct-share"))
+                          direct_share=_share(args.direct_share, "--direct-share"),
+                          resume_defaults=frozenset(
+                              key for key, given in (("upgrades", args.upgrades),
+                                                     ("births", args.births),
+                                                     ("log_dirs", args.log_dirs),
+                                                     ("tiered", args.tiered))
+                              if given is None))
     return cfg, step_timeout, versions
 
 
@@ -90,6 +96,7 @@ def _hunt(args: argparse.Namespace) -> int:
     from harness.search import fuzz, hunt
     cfg, step_timeout, versions = parse_args(args)
     campaign_dir: Path = args.campaign_dir or Path("runs") / f"hunt-s{cfg.seed}"
+    cfg = hunt.resume_config(campaign_dir, cfg)  # flags not given: the campaign's own
     state = hunt.load_state(campaign_dir, cfg)  # another seed or settings: refused now
     runs_dir: Path = args.runs_dir or campaign_dir / "runs"
     options.check_runs_dir(runs_dir)

@@ -97,13 +97,15 @@ def add_generation_options(parser: argparse.ArgumentParser, shrink_attempts: int
                         help=f"runs per shrink (default {shrink_attempts})")
     parser.add_argument("--shrink-budget", default=shrink_budget,
                         help=f"time per shrink (default {shrink_budget})")
-    parser.add_argument("--upgrades", default=str(DEFAULT_UPGRADE_CHANCE),
+    # --upgrades, --log-dirs, --births and --tiered default to None: a resumed hunt keeps the
+    # campaign's own value of a flag not given (hunt.resume_config).
+    parser.add_argument("--upgrades", default=None,
                         help="chance (0..1) that a schedule's cluster is born on an older "
                              "build (--births) and its nodes upgraded to the run's build "
                              "during the schedule, one at a time, with faults in the mixed "
                              "windows; run.json node_builds and the report name the birth "
                              f"build (default {DEFAULT_UPGRADE_CHANCE}; 0 turns it off)")
-    parser.add_argument("--log-dirs", default=str(DEFAULT_LOG_DIRS_CHANCE),
+    parser.add_argument("--log-dirs", default=None,
                         help="chance (0..1) that a schedule's cluster has 2-3 log directories "
                              "per broker (3.7+ builds only; local backend as root: "
                              "docs/LOG-DIRS.md) and its schedule move_replica_dir and "
@@ -111,11 +113,11 @@ def add_generation_options(parser: argparse.ArgumentParser, shrink_attempts: int
                              f"(default {DEFAULT_LOG_DIRS_CHANCE}: such a cluster costs loop "
                              "mounts at bring-up and most schedules should keep the one-"
                              "directory cluster; 0 turns it off)")
-    parser.add_argument("--births", default="",
+    parser.add_argument("--births", default=None,
                         help="builds a cluster may be born on, comma-separated, each older "
                              "than the run's build (default: the newest patch of each older "
                              "release line of the catalog from 3.9 on)")
-    parser.add_argument("--tiered", default="0",
+    parser.add_argument("--tiered", default=None,
                         help="chance (0..1) that a schedule under --traffic is on a tiered "
                              "cluster (remote.storage.enable, segment.ms 1-5 s, a small "
                              "local.retention.bytes; FORMAT.md \"Tiered storage\"): its "
@@ -130,9 +132,11 @@ def add_generation_options(parser: argparse.ArgumentParser, shrink_attempts: int
                              "\"Traffic\")")
 
 
-def upgrade_chance(command: str, text: str, flag: str = "--upgrades") -> float:
-    """--upgrades (or ``flag``, --log-dirs): a chance in [0, 1], or a UsageError naming
-    the command."""
+def upgrade_chance(command: str, text: str | None, flag: str = "--upgrades") -> float:
+    """--upgrades (or ``flag``, --log-dirs): a chance in [0, 1] (None: the flag's default),
+    or a UsageError naming the command."""
+    if text is None:
+        return DEFAULT_UPGRADE_CHANCE if flag == "--upgrades" else DEFAULT_LOG_DIRS_CHANCE
     try:
         value = float(text)
     except ValueError:
@@ -145,9 +149,11 @@ def upgrade_chance(command: str, text: str, flag: str = "--upgrades") -> float:
     return value
 
 
-def tiered_chance(command: str, text: str, traffic: bool) -> float:
-    """--tiered: a chance in [0, 1] (a tiered cluster needs --traffic: its segments
-    roll under the traffic's records), or a UsageError naming the command."""
+def tiered_chance(command: str, text: str | None, traffic: bool) -> float:
+    """--tiered: a chance in [0, 1] (None: 0, off; a tiered cluster needs --traffic: its
+    segments roll under the traffic's records), or a UsageError naming the command."""
+    if text is None:
+        return 0.0
     try:
         value = float(text)
     except ValueError:

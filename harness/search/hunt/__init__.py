@@ -64,6 +64,7 @@ from harness.search.hunt.state import (
     parse_budget,
     parse_builds,
     read_state,
+    resume_config,
     save_state,
 )
 from harness.search.hunt.summary import (
@@ -77,7 +78,7 @@ __all__ = [
     # state.py
     "STATE_FILE", "STATE_VERSION", "MUTATE_SHARE", "DIRECT_SHARE", "catalog_builds",
     "parse_builds", "parse_budget", "HuntConfig", "CorpusEntry", "Known", "BuildState",
-    "HuntState", "read_state", "load_state", "save_state",
+    "HuntState", "read_state", "load_state", "resume_config", "save_state",
     # reach.py
     "RULE_NAMES", "TRANSITION_NAMES", "Reach", "rules_reached", "reach_of_outcome",
     "reach_of_run",

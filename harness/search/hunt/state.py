@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +105,9 @@ class HuntConfig:
     log_dirs: float = 0.0
     #: The chance that a schedule's cluster is tiered (``--tiered``; reference/search/tiered.py).
     tiered: float = 0.0
+    #: Of ``RESUMABLE``'s settings, those the command line left at their defaults: a
+    #: resumed campaign keeps its own (``resume_config``); the others must match it.
+    resume_defaults: frozenset[str] = frozenset()
 
     def schedule_settings(self) -> dict[str, Any]:
         """What shapes the schedules: a resumed campaign must have the same."""
@@ -241,6 +244,28 @@ def read_state(path: Path) -> HuntState:
                      {v: BuildState.from_json(b) for v, b in raw["builds"].items()})
 
 
+#: Settings added over time with defaults of their own, as (key, flag, the value of a
+#: campaign that does not record it): a campaign resumes with its own when the flag is not
+#: given, so a campaign from before a new default resumes unchanged.
+RESUMABLE = (("upgrades", "--upgrades", 0.0), ("births", "--births", ""),
+             ("log_dirs", "--log-dirs", 0.0), ("tiered", "--tiered", 0.0))
+
+
+def resume_config(campaign_dir: Path, cfg: HuntConfig) -> HuntConfig:
+    """``cfg`` with the settings of the campaign in ``campaign_dir`` for the flags the
+    command line did not give (``cfg.resume_defaults``); ``cfg`` itself for a new campaign
+    (load_state reports an unreadable one)."""
+    path = campaign_dir / STATE_FILE
+    if not cfg.resume_defaults or not path.is_file():
+        return cfg
+    try:
+        old = read_state(path).settings
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return cfg
+    return replace(cfg, **{key: old.get(key, empty) for key, _flag, empty in RESUMABLE
+                           if key in cfg.resume_defaults})
+
+
 def load_state(campaign_dir: Path, cfg: HuntConfig) -> HuntState:
     """The campaign in ``campaign_dir`` (a new one when it holds none). A directory of another
     seed or other schedule settings, or a non-empty one that is no hunt, is a UsageError naming
@@ -267,6 +292,12 @@ def load_state(campaign_dir: Path, cfg: HuntConfig) -> HuntState:
                          f"{old.get('seed')} to resume it, or a new --campaign-dir")
     old.setdefault("traffic", False)  # a campaign from before --traffic had none
     old.setdefault("direct_share", 0.0)  # nor directed schedules before --direct-share
+    for key, flag, empty in RESUMABLE:
+        if old.get(key, empty) != settings.get(key, empty):
+            raise UsageError(f"hunt: --campaign-dir {campaign_dir} was started with {flag} "
+                             f"{old.get(key, empty)!r}, not {settings.get(key, empty)!r}: leave "
+                             f"{flag} out (or give the same) to resume it, or a new "
+                             "--campaign-dir")
     for key, flag in (("steps", "--steps"), ("weights", "--weights"),
                       ("mutate_share", "the mutation share"),
                       ("direct_share", "--direct-share"), ("traffic", "--traffic")):
