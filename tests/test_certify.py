@@ -254,3 +254,55 @@ def test_the_plan_takes_declared_differences_first_then_the_cheapest_while_it_fi
     assert [p.name for p in planned] == ["known", "cheap", "one"]  # 65 s, 29 s, 29 s each
     assert [p.name for p in left] == ["dear"]
     assert planned[2].roles == ("new",) and planned[2].gaps == {"old": "needs Kafka >= 4.3.0"}
+
+
+def again(name: str, role: str, verdict: str = "CONFORMS", **kw: Any) -> dict[str, Any]:
+    return {**cell(name, role, verdict, **kw), "confirm": True}
+
+
+def test_a_difference_the_re_runs_repeat_stands_and_one_they_do_not_is_flaky() -> None:
+    first = [cell("s", "old"), cell("s", "new", "DIVERGES")]
+    assert compare.to_confirm(first) == ["s"]
+    assert compare.to_confirm([cell("s", "old"), cell("s", "new")]) == []
+    held = compare.answer(first + [again("s", "old"), again("s", "new", "DIVERGES")], [],
+                          BUILDS)
+    assert held.regressions == ["matrix s: 4.2.2 CONFORMS, 4.3.1 DIVERGES (the same on a "
+                                "re-run of both)"]
+    assert compare.to_confirm(first + [again("s", "old"), again("s", "new")]) == []
+    flaky = compare.answer(first + [again("s", "old"), again("s", "new")], [], BUILDS)
+    assert flaky.regressions == [] and flaky.new_findings == [] and flaky.fixes == []
+    assert flaky.unjudged == ["matrix s: 4.2.2 CONFORMS, 4.3.1 DIVERGES (flaky: 4.3.1 "
+                              "DIVERGES, then CONFORMS)"]
+    fix = [cell("f", "old", "DIVERGES"), cell("f", "new"), again("f", "old"), again("f", "new")]
+    assert compare.answer(fix, [], BUILDS).unjudged == [
+        "matrix f: 4.2.2 DIVERGES, 4.3.1 CONFORMS (flaky: 4.2.2 DIVERGES, then CONFORMS)"]
+
+
+class _Differs(_Fake):
+    """Scenario b DIVERGES on the new build at its first run only."""
+
+    def _cells(self, part: str, planned: list[dict[str, Any]], confirm: bool = False) -> None:
+        from harness.certify.parts import cell_key
+        for p in planned:
+            for role in p["roles"]:
+                key = cell_key(part, role, p["name"], confirm)
+                if self.state.done(key):
+                    continue
+                self.calls.append(key)
+                bad = p["name"] == "b" and role == "new" and not confirm
+                self._timed(part, lambda p=p, r=role, bad=bad: {
+                    **cell(p["name"], r, "DIVERGES" if bad else "CONFORMS", part=part),
+                    "confirm": confirm}, key)
+
+
+def test_the_matrix_runs_a_differing_scenario_again_and_the_report_calls_it_flaky(
+        tmp_path: Path) -> None:
+    c = _Differs(tmp_path, _campaign(tmp_path).state,
+                 {"old": _Build("4.2.2"), "new": _Build("4.3.1")}, lambda s: None)
+    _run(c)
+    assert c.calls == ["matrix/old/a", "matrix/new/a", "matrix/old/b", "matrix/new/b",
+                       "matrix-confirm/old/b", "matrix-confirm/new/b", "diff", "hunt"]
+    m = render.model(state.load(tmp_path, {}))
+    assert m["answer"]["regressions"] == [] and any("flaky" in u
+                                                     for u in m["answer"]["unjudged"])
+    assert [name for name, _ in render._pairs(m["cells"], "matrix")] == ["a", "b"]

@@ -20,6 +20,12 @@ not run). The rules (docs/CERTIFY.md "The answer"):
   bug seen another way by a time-bounded search); a hunt harness error is "could not judge";
 - **cited deviations**: those each build needed (declared in a cell, met by diff or hunt);
 - **could not judge**: cells unjudged on either build (never counted as a regression).
+
+**Confirmation**: a matrix scenario whose two cells differ (clean on one build, not on the
+other) is run again on both builds (``to_confirm``; records with ``confirm``). The
+difference is a regression or a fix only when each re-run gives its build's first status;
+a re-run that gives another is *flaky* ("could not judge", with both runs), so one slow or
+unlucky run on a loaded machine does not read as a change of Kafka.
 """
 
 from __future__ import annotations
@@ -42,6 +48,43 @@ def cell_status(verdict: str, label: str = "") -> str:
     if verdict == "CONFORMS":
         return DECLARED if label and label != "CONFORMS" else CLEAN
     return UNJUDGED if verdict in _UNJUDGED else FAILING
+
+
+def differs(o: Mapping[str, Any] | None, n: Mapping[str, Any] | None) -> bool:
+    """Two cells of a scenario that would make a regression or a fix."""
+    if o is None or n is None:
+        return False
+    so, sn = (cell_status(c["verdict"], c.get("label", "")) for c in (o, n))
+    return UNJUDGED not in (so, sn) and (so == CLEAN) != (sn == CLEAN)
+
+
+def to_confirm(cells: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The matrix scenarios whose first two cells differ and have no confirmation yet."""
+    firsts: dict[str, dict[str, Mapping[str, Any]]] = {}
+    confirmed = set()
+    for c in cells:
+        if c["part"] != "matrix":
+            continue
+        if c.get("confirm"):
+            confirmed.add(c["scenario"])
+        else:
+            firsts.setdefault(c["scenario"], {})[c["role"]] = c
+    return sorted(n for n, pair in firsts.items()
+                  if n not in confirmed and differs(pair.get("old"), pair.get("new")))
+
+
+def _flaky(first: Mapping[str, Mapping[str, Any]], again: Mapping[str, Mapping[str, Any]],
+           builds: Mapping[str, str]) -> str | None:
+    """How the re-runs contradict the first runs ("" none ran; None: they confirm)."""
+    moved = []
+    for role in ("old", "new"):
+        a, b = first.get(role), again.get(role)
+        if a is None or b is None or cell_status(b["verdict"], b.get("label", "")) == UNJUDGED:
+            continue
+        if cell_status(a["verdict"], a.get("label", "")) != \
+                cell_status(b["verdict"], b.get("label", "")):
+            moved.append(f"{builds[role]} {shown(a)}, then {shown(b)}")
+    return "; ".join(moved) or None
 
 
 def bug_reference(bug_id: str) -> str:
@@ -91,7 +134,11 @@ def answer(cells: Iterable[Mapping[str, Any]], searches: Iterable[Mapping[str, A
     out = Answer()
     old, new = builds["old"], builds["new"]
     by_scenario: dict[tuple[str, str], dict[str, Mapping[str, Any]]] = {}
+    again: dict[tuple[str, str], dict[str, Mapping[str, Any]]] = {}
     for c in cells:
+        if c.get("confirm"):  # a re-run: judged against its first run below
+            again.setdefault((c["part"], c["scenario"]), {})[c["role"]] = c
+            continue
         by_scenario.setdefault((c["part"], c["scenario"]), {})[c["role"]] = c
         for b in c.get("known_bugs", ()):
             _note(out.known_bugs, b, c["role"], f"{c['part']} {c['scenario']}")
@@ -112,7 +159,12 @@ def answer(cells: Iterable[Mapping[str, Any]], searches: Iterable[Mapping[str, A
             elif st == UNJUDGED and cell["verdict"] not in ("UNSUPPORTED", NOT_RUN):
                 out.unjudged.append(f"upgrade {name}: {cell.get('text') or cell['verdict']}")
             continue
-        if UNJUDGED in (so, sn):
+        flaky = _flaky(pair, again.get((part, name), {}), builds) if differs(o, n) else None
+        if differs(o, n) and not flaky and len(again.get((part, name), {})) == 2:
+            what += " (the same on a re-run of both)"
+        if flaky:
+            out.unjudged.append(f"{what} (flaky: {flaky})")
+        elif UNJUDGED in (so, sn):
             if (o is not None and so == UNJUDGED and o["verdict"] != "UNSUPPORTED") or \
                     (n is not None and sn == UNJUDGED and n["verdict"] != "UNSUPPORTED"):
                 out.unjudged.append(what)
@@ -120,7 +172,7 @@ def answer(cells: Iterable[Mapping[str, Any]], searches: Iterable[Mapping[str, A
             out.regressions.append(what)
         elif so != CLEAN and sn == CLEAN:
             out.fixes.append(what)
-        if n is not None and sn == FAILING:
+        if n is not None and sn == FAILING and not flaky:
             out.new_findings.append(f"{part} {name} on {new}: {n.get('text') or n['verdict']}"
                                     f" (not declared; reproduce: {n.get('repro', '')})")
     keys: dict[tuple[str, str], dict[str, Mapping[str, Any]]] = {}

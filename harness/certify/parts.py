@@ -76,36 +76,49 @@ class Campaign:
 
     # --- scenario runs (matrix, upgrade) -----------------------------------------------
 
-    def _cells(self, part: str, planned: list[dict[str, Any]]) -> None:
+    def _cells(self, part: str, planned: list[dict[str, Any]], confirm: bool = False) -> None:
         from harness.scenario.loader import load_scenario
         todo = [(p, role) for p in planned for role in p["roles"]]
         for n, (p, role) in enumerate(todo):
-            key = f"{part}/{role}/{p['name']}"
+            key = cell_key(part, role, p["name"], confirm)
             if self.state.done(key):
                 continue
             left = sum(q["estimate_s"] for q, r in todo[n:]
-                       if not self.state.done(f"{part}/{r}/{q['name']}"))
+                       if not self.state.done(cell_key(part, r, q["name"], confirm)))
             build = self.builds[role]
             if self._over(part):
-                self.state.record(key, not_run(part, p, role, build.version,
-                                               "not run: the part's budget was spent "
-                                               f"({plan.OVERRUN}x overrun)"))
+                self.state.record(key, {**not_run(part, p, role, build.version,
+                                                  "not run: the part's budget was spent "
+                                                  f"({plan.OVERRUN}x overrun)"),
+                                        "confirm": confirm})
                 save(self.dir, self.state)
                 continue
-            self._progress(part, n, len(todo), left, f"{p['name']} on {build.version}")
+            what = f"{p['name']} on {build.version}" + (" (a re-run)" if confirm else "")
+            self._progress(part, n, len(todo), left, what)
             sc = load_scenario(Path(p["path"]))
-            self._timed(part, partial(self._one, part, p, sc, build, role), key)
+            self._timed(part, partial(self._one, part, p, sc, build, role, confirm), key)
             rec = self.state.items[key]
-            self.say(f"certify [{part}] {p['name']} on {build.version}: {rec['text']} "
-                     f"({rec['wall_s']:.0f} s)")
-        self.state.part(part)["note"] = f"{len(todo)} runs"
+            self.say(f"certify [{part}] {what}: {rec['text']} ({rec['wall_s']:.0f} s)")
+        if not confirm:
+            self.state.part(part)["note"] = f"{len(todo)} runs"
+
+    def _confirm(self, part: str) -> None:
+        """Run again, on both builds, each scenario whose two cells differ
+        (compare.to_confirm): a difference the re-runs do not repeat is flaky, not a change."""
+        cells = [r for r in self.state.items.values() if r.get("part") == part]
+        names = set(compare.to_confirm(cells))
+        again = [p for p in self.state.plan[part] if p["name"] in names]
+        if again:
+            self.say(f"certify [{part}]: {len(again)} scenario(s) differ between the builds; "
+                     "each runs again on both to confirm")
+            self._cells(part, again, confirm=True)
 
     def _one(self, part: str, p: Mapping[str, Any], sc: Any, build: Any,
-             role: str) -> dict[str, Any]:
+             role: str, confirm: bool = False) -> dict[str, Any]:
         from harness.run.runner import Runner
         result = Runner(sc, build, self.backend, self.runs_dir,
                         step_timeout_s=self.step_timeout_s).run()
-        return self.cell_record(part, p, build, role, result)
+        return {**self.cell_record(part, p, build, role, result), "confirm": confirm}
 
     def cell_record(self, part: str, p: Mapping[str, Any], build: Any, role: str,
                     result: Any) -> dict[str, Any]:
@@ -133,6 +146,7 @@ class Campaign:
 
     def _matrix(self) -> None:
         self._cells("matrix", self.state.plan["matrix"])
+        self._confirm("matrix")
 
     def _upgrade(self) -> None:
         write_scenarios(self.dir / "upgrade" / "scenarios", self.builds["old"].version,
@@ -204,6 +218,11 @@ def diff_config(seed: int, budget_s: float, build: Any) -> Any:
     from harness.differential.campaign import Config
     return Config(seed=seed, budget_s=budget_s, elr_both=bool(build.features.elr),
                   shrink=False)
+
+
+def cell_key(part: str, role: str, name: str, confirm: bool = False) -> str:
+    """A cell's key in the state: PART/ROLE/NAME, a re-run's PART-confirm/ROLE/NAME."""
+    return f"{part}{'-confirm' if confirm else ''}/{role}/{name}"
 
 
 def not_run(part: str, p: Mapping[str, Any], role: str, version: str,

@@ -23,7 +23,8 @@ def shown(cell: Mapping[str, Any] | None) -> str:
 
 
 def split(state: CertifyState) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    cells = [r for k, r in state.items.items() if k.split("/")[0] in ("matrix", "upgrade")]
+    cells = [r for k, r in state.items.items()
+             if k.split("/")[0] in ("matrix", "matrix-confirm", "upgrade")]
     searches = [r for k, r in state.items.items() if k.split("/")[0] in ("diff", "hunt")]
     return cells, searches
 
@@ -45,7 +46,7 @@ def model(state: CertifyState) -> dict[str, Any]:
 def _pairs(cells: list[dict[str, Any]], part: str) -> list[tuple[str, dict[str, Any]]]:
     out: dict[str, dict[str, Any]] = {}
     for c in cells:
-        if c["part"] == part:
+        if c["part"] == part and not c.get("confirm"):  # re-runs: in the answer's lines
             out.setdefault(c["scenario"], {})[c["role"]] = c
     return sorted(out.items())
 

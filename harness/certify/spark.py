@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.certify import plan
-from harness.certify.parts import Campaign, diff_record, not_run
+from harness.certify.parts import Campaign, cell_key, diff_record, not_run
 from harness.certify.state import save
 from harness.infra.errors import HarnessError
 
@@ -155,7 +155,7 @@ class SparkCampaign(Campaign):
 
     # --- the parts -----------------------------------------------------------------------
 
-    def _cells(self, part: str, planned: list[dict[str, Any]]) -> None:
+    def _cells(self, part: str, planned: list[dict[str, Any]], confirm: bool = False) -> None:
         from harness.run.fanout import spec_for
         works = []
         for p in planned:
@@ -166,13 +166,17 @@ class SparkCampaign(Campaign):
                                         None, self.step_timeout_s),
                                runs_dir=str(self.runs_dir), ship=True)
                 why = f"not run: the part's budget was spent ({plan.OVERRUN}x overrun)"
-                works.append(Work(f"{part}/{role}/{p['name']}", f"{p['name']} on "
-                                  f"{build.version}", float(p["estimate_s"]),
-                                  partial(self.runs.run, spec),
-                                  partial(self.cell_record, part, p, build, role),
-                                  partial(not_run, part, p, role, build.version, why)))
+                works.append(Work(cell_key(part, role, p["name"], confirm),
+                                  f"{p['name']} on {build.version}"
+                                  + (" (a re-run)" if confirm else ""),
+                                  float(p["estimate_s"]), partial(self.runs.run, spec),
+                                  partial(_confirmed, confirm, partial(self.cell_record, part,
+                                                                       p, build, role)),
+                                  partial(_confirmed, confirm, partial(
+                                      not_run, part, p, role, build.version, why))))
         self.fan(part, works)
-        self.state.part(part)["note"] = f"{len(works)} runs"
+        if not confirm:
+            self.state.part(part)["note"] = f"{len(works)} runs"
 
     def _diff(self) -> None:
         per_build = self.state.plan["split"]["diff"] / 2
@@ -256,6 +260,12 @@ class SparkCampaign(Campaign):
             raise
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _confirmed(confirm: bool, record: Callable[..., dict[str, Any]],
+               *args: Any) -> dict[str, Any]:
+    """A cell's record, marked a re-run (compare.py "Confirmation") when it is one."""
+    return {**record(*args), "confirm": confirm}
 
 
 def _said(rec: dict[str, Any]) -> str:
