@@ -49,6 +49,8 @@ class Campaign:
         p = self.state.part(part)
         if p["done"]:
             self.say(f"certify [{part}]: done in an earlier call ({p['note']}); not re-run")
+            if part == "matrix":  # a campaign from before the confirmation gets its re-runs
+                self._confirm(part)
             return
         if self.state.plan["split"][part] <= 0:
             p.update(done=True, note="budget 0: skipped")
