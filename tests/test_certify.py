@@ -306,3 +306,18 @@ def test_the_matrix_runs_a_differing_scenario_again_and_the_report_calls_it_flak
     assert m["answer"]["regressions"] == [] and any("flaky" in u
                                                      for u in m["answer"]["unjudged"])
     assert [name for name, _ in render._pairs(m["cells"], "matrix")] == ["a", "b"]
+
+
+def test_what_a_finished_part_leaves_goes_to_the_later_parts() -> None:
+    split = plan.split_budget(1000, {})  # matrix 400, upgrade 150, diff 150, hunt 300
+    parts = {p: {"done": False, "elapsed_s": 0.0} for p in plan.PARTS}
+    assert plan.with_unspent(split, parts, "diff") == 150.0  # nothing finished yet
+    parts["matrix"] = {"done": True, "elapsed_s": 250.0}     # 150 left
+    parts["upgrade"] = {"done": True, "elapsed_s": 30.0}     # 120 left
+    assert plan.with_unspent(split, parts, "diff") == pytest.approx(150 + 270 * 0.15 / 0.45)
+    parts["diff"] = {"done": True, "elapsed_s": 240.0}       # took its 150 + 90 of the 270
+    assert plan.with_unspent(split, parts, "hunt") == pytest.approx(300 + 180)
+    assert plan.with_unspent(split, parts, "hunt", overridden=("hunt",)) == 300.0
+    parts["matrix"]["elapsed_s"] = 900.0                     # an overrun takes nothing away
+    assert plan.with_unspent(split, parts, "hunt") == 300.0
+    assert plan.with_unspent(split, parts, "diff", overridden=("hunt",)) == 150.0

@@ -39,11 +39,16 @@ class Campaign:
 
     # --- bookkeeping ---------------------------------------------------------------------
 
+    def budget(self, part: str) -> float:
+        """The part's seconds: its share, with what finished parts left (plan.with_unspent)."""
+        return plan.with_unspent(self.state.plan["split"],
+                                 {q: self.state.part(q) for q in plan.PARTS}, part,
+                                 self.state.plan.get("overridden", ()))
+
     def _progress(self, part: str, done: int, total: int, eta_s: float, what: str) -> None:
         p = self.state.part(part)
         self.say(f"certify [{part}] {done}/{total}, elapsed {plan.fmt_s(p['elapsed_s'])} of "
-                 f"{plan.fmt_s(self.state.plan['split'][part])}, ETA {plan.fmt_s(eta_s)}: "
-                 f"{what}")
+                 f"{plan.fmt_s(self.budget(part))}, ETA {plan.fmt_s(eta_s)}: {what}")
 
     def run_part(self, part: str) -> None:
         p = self.state.part(part)
@@ -74,7 +79,7 @@ class Campaign:
 
     def _over(self, part: str) -> bool:
         spent = float(self.state.part(part)["elapsed_s"])
-        return spent > plan.OVERRUN * float(self.state.plan["split"][part])
+        return spent > plan.OVERRUN * self.budget(part)
 
     # --- scenario runs (matrix, upgrade) -----------------------------------------------
 
@@ -158,7 +163,7 @@ class Campaign:
     # --- diff and hunt -----------------------------------------------------------------
 
     def _diff(self) -> None:
-        per_build = self.state.plan["split"]["diff"] / 2
+        per_build = self.budget("diff") / 2
         for n, role in enumerate(("old", "new")):
             key = f"diff/{role}"
             if self.state.done(key):
@@ -176,7 +181,7 @@ class Campaign:
                            budget_s)
 
     def _hunt(self) -> None:
-        per_build = self.state.plan["split"]["hunt"] / 2
+        per_build = self.budget("hunt") / 2
         for n, role in enumerate(("old", "new")):
             key = f"hunt/{role}"
             if self.state.done(key):

@@ -5,8 +5,9 @@ matrix 40%, upgrade 15%, diff 15%, hunt 30% (the matrix gets most: its cells are
 release's promises; the hunt next: it is what finds what nobody wrote down). A part named in
 ``--part-budget part=DURATION`` gets that duration; the parts not named share what is left
 of the budget in the same proportions. A part whose budget is 0 is skipped (said in the
-report). Inside a part the budget is split evenly between the two builds where the part runs
-per build (diff, hunt).
+report). What a finished part left unspent goes to the later parts not overridden, in the
+same proportions (``with_unspent``). Inside a part the budget is split evenly between the
+two builds where the part runs per build (diff, hunt).
 
 **The scenario sets.** The matrix and upgrade parts are *planned* when the campaign starts:
 scenarios are taken in the order below while their estimated cost (both builds) fits the
@@ -58,6 +59,25 @@ def split_budget(total_s: float, overrides: Mapping[str, float]) -> dict[str, fl
     return {p: round(out[p], 1) for p in PARTS}
 
 
+def with_unspent(split: Mapping[str, float], parts: Mapping[str, Mapping[str, Any]],
+                 part: str, overridden: Sequence[str] = ()) -> float:
+    """``part``'s seconds with what the finished earlier parts left unspent (their budget
+    less their time, overspending counted against it), shared by this part and the later
+    ones in SHARES' proportions; never below the part's own budget. An overridden part, or
+    one whose budget is 0, keeps its own: the user named it. So a matrix that finished
+    early (its plan, made from estimates, fits in less time) gives its rest to diff and
+    hunt, whose searches use any time they get."""
+    own = float(split[part])
+    if part in overridden or own <= 0:
+        return own
+    i = PARTS.index(part)
+    unspent = sum(float(split[q]) - float(parts[q]["elapsed_s"]) for q in PARTS[:i]
+                  if parts[q]["done"])
+    takers = [q for q in PARTS[i:] if q not in overridden and float(split[q]) > 0]
+    share = SHARES[part] / sum(SHARES[q] for q in takers)
+    return own + max(0.0, unspent) * share
+
+
 def parse_part_budget(text: str | None, parse_duration: Any) -> dict[str, float]:
     """``matrix=10m,hunt=0`` -> {"matrix": 600.0, "hunt": 0.0}."""
     out: dict[str, float] = {}
@@ -83,7 +103,8 @@ def rule_lines(budget_s: float, split: Mapping[str, float],
         for p in PARTS))
     lines.append("  matrix and upgrade: scenarios both builds run whose declarations differ "
                  "first, then the cheapest first, one-build ones last, while the estimate "
-                 "fits; diff and hunt: half of the part per build")
+                 "fits; diff and hunt: half of the part per build; what a finished part "
+                 "leaves unspent goes to the later parts not overridden, in these proportions")
     return lines
 
 

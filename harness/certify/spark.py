@@ -179,7 +179,7 @@ class SparkCampaign(Campaign):
             self.state.part(part)["note"] = f"{len(works)} runs"
 
     def _diff(self) -> None:
-        per_build = self.state.plan["split"]["diff"] / 2
+        per_build = self.budget("diff") / 2
         works = [Work(f"diff/{role}", f"diff of {self.builds[role].version}", per_build,
                       partial(self._diff_submit, role, per_build),
                       partial(self._diff_land, role, per_build)) for role in ("old", "new")]

@@ -152,6 +152,7 @@ def make_plan(scenarios: list[Any], blds: dict[str, Any], directory: Path,
                              "an upgrade step names a release" for p in upgrade})
         upgrade = []
     return {"split": split, "rule": plan.rule_lines(budget, split, overrides),
+            "overridden": sorted(overrides),
             "matrix": [p.to_json() for p in matrix], "upgrade": [p.to_json() for p in upgrade],
             "left_out": {"matrix": {p.name: "the budget" for p in left},
                          "upgrade": {**{p.name: "the budget" for p in up_left},
