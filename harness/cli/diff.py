@@ -182,7 +182,10 @@ def _replay(args: argparse.Namespace) -> int:
     """``--replay FINDING``: harness/differential/campaign/replay.py."""
     from harness.cluster import builds
     from harness.differential.campaign.replay import read_finding, replay
-    doc = read_finding(args.replay)
+    try:
+        doc = read_finding(args.replay)
+    except UsageError as exc:
+        raise UsageError(f"diff --replay: {exc}") from None
     version = args.kafka_version or (None if args.kafka_dist else str(doc.get("kafka")))
     build = builds.resolve(version, args.kafka_dist)
     print(f"replay: {args.replay} ({len(doc['events'])} events, ELR {doc.get('elr')}) on "

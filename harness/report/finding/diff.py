@@ -110,7 +110,10 @@ def read(paths: Sequence[Path]) -> list[DiffFinding]:
             raise UsageError(f"finding: {path}: a diff campaign without findings: nothing "
                              "to report")
         for file in files:
-            doc = read_finding(file)
+            try:
+                doc = read_finding(file)
+            except UsageError as exc:
+                raise UsageError(f"finding: {exc}") from None
             out.append(DiffFinding(file, doc, _summary(file)))
     return out
 
