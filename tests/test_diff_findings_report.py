@@ -242,3 +242,13 @@ def test_diff_replay_refuses_what_is_no_finding(tmp_path: Path,
     bad.write_text("[]")
     assert main(["diff", "--replay", str(bad)]) == 2
     assert "diff --replay: " in capsys.readouterr().err
+
+
+def test_a_hunt_starts_in_a_directory_that_holds_only_diff_campaigns(tmp_path: Path) -> None:
+    from harness.search import hunt
+    write_diff(tmp_path / "c" / "diff")
+    state = hunt.load_state(tmp_path / "c", hunt.HuntConfig(seed=1, budget_s=1))
+    assert state.builds == {}
+    (tmp_path / "c" / "other").mkdir()
+    with pytest.raises(UsageError, match="no hunt campaign"):
+        hunt.load_state(tmp_path / "c", hunt.HuntConfig(seed=1, budget_s=1))
