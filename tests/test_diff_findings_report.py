@@ -252,3 +252,11 @@ def test_a_hunt_starts_in_a_directory_that_holds_only_diff_campaigns(tmp_path: P
     (tmp_path / "c" / "other").mkdir()
     with pytest.raises(UsageError, match="no hunt campaign"):
         hunt.load_state(tmp_path / "c", hunt.HuntConfig(seed=1, budget_s=1))
+
+
+def test_a_replay_on_another_release_line_counts_the_same_class() -> None:
+    from harness.differential.campaign.replay import Replayed
+    r = Replayed("index:brokersToElrs:alterConfig:kafka-4.3",
+                 {"index:brokersToElrs:alterConfig:kafka-3.9": 20, "fault:X:register:p": 3})
+    assert r.reproduced and r.again == "index:brokersToElrs:alterConfig:kafka-3.9"
+    assert not Replayed("index:brokersToElrs:unfence:kafka-4.3", dict(r.seen)).reproduced

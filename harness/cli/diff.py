@@ -182,6 +182,7 @@ def _replay(args: argparse.Namespace) -> int:
     """``--replay FINDING``: harness/differential/campaign/replay.py."""
     from harness.cluster import builds
     from harness.differential.campaign.replay import read_finding, replay
+    from harness.differential.protocol import SessionUnsupported
     try:
         doc = read_finding(args.replay)
     except UsageError as exc:
@@ -190,9 +191,13 @@ def _replay(args: argparse.Namespace) -> int:
     build = builds.resolve(version, args.kafka_dist)
     print(f"replay: {args.replay} ({len(doc['events'])} events, ELR {doc.get('elr')}) on "
           f"Kafka {build.version}; looking for {doc['finding']['signature']}")
-    r = replay(build, doc)
-    if r.reproduced:
-        print(f"replay: REPRODUCED {r.signature} at event {r.seen[r.signature]}")
+    try:
+        r = replay(build, doc)
+    except SessionUnsupported as exc:
+        raise UsageError(f"diff --replay: Kafka {build.version} cannot run this session: "
+                         f"{exc.reason}") from None
+    if r.again is not None:
+        print(f"replay: REPRODUCED {r.again} at event {r.seen[r.again]}")
         return 1
     others = ", ".join(r.seen) or "none"
     print(f"replay: NOT REPRODUCED {r.signature} on Kafka {build.version} (other findings: "

@@ -29,8 +29,19 @@ class Replayed:
     seen: dict[str, int] = field(default_factory=dict)
 
     @property
+    def again(self) -> str | None:
+        """The signature seen that is the finding's: the same ``axis:name:op`` (the profile,
+        the fourth part, names the release line, so another build's differs)."""
+        key = _key(self.signature)
+        return next((s for s in self.seen if _key(s) == key), None)
+
+    @property
     def reproduced(self) -> bool:
-        return self.signature in self.seen
+        return self.again is not None
+
+
+def _key(signature: str) -> str:
+    return ":".join(signature.split(":")[:3])
 
 
 def read_finding(path: Path) -> dict[str, Any]:
