@@ -260,3 +260,26 @@ def test_a_replay_on_another_release_line_counts_the_same_class() -> None:
                  {"index:brokersToElrs:alterConfig:kafka-3.9": 20, "fault:X:register:p": 3})
     assert r.reproduced and r.again == "index:brokersToElrs:alterConfig:kafka-3.9"
     assert not Replayed("index:brokersToElrs:unfence:kafka-4.3", dict(r.seen)).reproduced
+
+
+def test_a_written_finding_replays_through_the_command_on_the_newest_build(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`diff --replay` on the newest build's own controller classes (4.4.0, from the cache;
+    skipped when it is not there): the known deleted-topic-config finding's four events
+    (docs/findings/deleted-topic-config-survives-image/events.json) written as a campaign
+    writes a finding come back as the same class: exit 1."""
+    from harness.infra.cache import cache_root
+    if not (cache_root() / "kafka" / "4.4.0" / "libs" / ".complete").exists():
+        pytest.skip("Kafka 4.4.0 is not in the cache; fast tests do not download Kafka")
+    events = json.loads((Path(__file__).resolve().parent.parent / "docs" / "findings"
+                         / "deleted-topic-config-survives-image" / "events.json").read_text())
+    d = write_diff(tmp_path, findings=[("snapshot:loaded.configs:snapshot:kafka-4.3",
+                                        "the loaded state differs at configs.topic k0t1", None,
+                                        "k0t1-configs")])
+    (file,) = (d / "findings").iterdir()
+    doc = json.loads(file.read_text())
+    file.write_text(json.dumps(doc | {"events": events["events"], "elr": events["elr"]}))
+    assert main(["diff", "--replay", str(file)]) == 1
+    out = capsys.readouterr().out
+    assert "replay: REPRODUCED snapshot:loaded.configs:snapshot:" in out
+    assert out.count(" -> ok; release ") == 4
