@@ -75,6 +75,13 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     cmd.add_argument("--shrink-budget", default="90s", help="time per finding's shrink")
     cmd.add_argument("--shrink-attempts", default="400",
                      help="candidate sequences replayed per shrink (default 400)")
+    cmd.add_argument("--replay", type=Path, metavar="FINDING",
+                     help="instead of a campaign: replay one finding a campaign wrote "
+                          "(RUN_DIR/findings/NN-<signature>.json): its events in one fresh "
+                          "session of the build (--kafka-version, default the finding's "
+                          "own) with the finding's settings and ELR, each answer compared "
+                          "with the model and printed; exit 1 when its signature comes "
+                          "again, 0 when not")
     cmd.set_defaults(func=_diff)
 
 
@@ -147,6 +154,8 @@ def _diff(args: argparse.Namespace) -> int:
     from harness.differential.campaign import Campaign, Config, summary_lines
     from harness.differential.protocol import SessionUnsupported
     from harness.infra import progress
+    if args.replay is not None:
+        return _replay(args)
     cfg = parse_config(args)
     assert isinstance(cfg, Config)
     options.check_runs_dir(args.runs_dir)
@@ -167,3 +176,30 @@ def _diff(args: argparse.Namespace) -> int:
         print(line)
     print(f"run directory: {out_dir}")
     return 1 if campaign.found else 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    """``--replay FINDING``: harness/differential/campaign/replay.py."""
+    from harness.cluster import builds
+    from harness.differential.campaign.replay import read_finding, replay
+    from harness.differential.protocol import SessionUnsupported
+    try:
+        doc = read_finding(args.replay)
+    except UsageError as exc:
+        raise UsageError(f"diff --replay: {exc}") from None
+    version = args.kafka_version or (None if args.kafka_dist else str(doc.get("kafka")))
+    build = builds.resolve(version, args.kafka_dist)
+    print(f"replay: {args.replay} ({len(doc['events'])} events, ELR {doc.get('elr')}) on "
+          f"Kafka {build.version}; looking for {doc['finding']['signature']}")
+    try:
+        r = replay(build, doc)
+    except SessionUnsupported as exc:
+        raise UsageError(f"diff --replay: Kafka {build.version} cannot run this session: "
+                         f"{exc.reason}") from None
+    if r.again is not None:
+        print(f"replay: REPRODUCED {r.again} at event {r.seen[r.again]}")
+        return 1
+    others = ", ".join(r.seen) or "none"
+    print(f"replay: NOT REPRODUCED {r.signature} on Kafka {build.version} (other findings: "
+          f"{others})")
+    return 0

@@ -1,5 +1,5 @@
-"""`kafka-chaos finding RUN_DIR... [--out FILE]`: a Kafka ticket's first draft from runs
-with a failing axis (harness/report/finding/)."""
+"""`kafka-chaos finding PATH... [--out FILE]`: a Kafka ticket's first draft from runs
+with a failing axis, or from differential findings (harness/report/finding/, diff.py)."""
 
 from __future__ import annotations
 
@@ -21,9 +21,16 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
                     "metadata records decoded, the data checks that failed with the records "
                     "named), impact, fix and how it was found. A run with no failing axis, "
                     "or one that ended in ERROR, is refused; under a directory of runs such "
-                    "runs are listed as left out.")
-    p.add_argument("paths", nargs="+", type=Path, metavar="RUN_DIR",
-                   help="a run directory, or a directory of run directories")
+                    "runs are listed as left out. A differential finding (the "
+                    "findings/NN-<signature>.json a `kafka-chaos diff` campaign writes), or a "
+                    "diff campaign's directory (each of its findings), gives a draft per "
+                    "finding class key (axis:name:op): its class and label (known bug or "
+                    "not triaged), the builds, the session's settings, the events and the "
+                    "`kafka-chaos diff --replay` command, what must hold (with the KIP-966 "
+                    "clause where the class has one) and what the build did.")
+    p.add_argument("paths", nargs="+", type=Path, metavar="PATH",
+                   help="a run directory, or a directory of run directories; or a diff "
+                        "finding file, or a diff campaign directory")
     p.add_argument("--out", type=Path, metavar="FILE",
                    help="write the draft (markdown) here instead of to stdout")
     p.set_defaults(func=_finding)

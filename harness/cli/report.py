@@ -22,6 +22,10 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
                      help="a `kafka-chaos hunt` campaign directory: report.html, report.md "
                           "and report.json (coverage over time, signatures with their shrunk "
                           "scenarios and class, runs per hour, what was never reached)")
+    rep.add_argument("--diff", type=Path, action="append", metavar="DIR",
+                     help="with --campaign: a `kafka-chaos diff` run directory, or a "
+                          "directory of them, whose findings the report lists by class "
+                          "beside those under the campaign's own DIR/diff (repeatable)")
     rep.add_argument("--master", help="Spark master URL (default: local[2])")
     rep.set_defaults(func=_report)
 
@@ -33,6 +37,9 @@ def _report(args: argparse.Namespace) -> int:
     if not args.runs or args.out is None:
         raise UsageError("report: give RUNS_DIR... --out DIR (the conformance report of run "
                          "histories) or --campaign DIR (a hunt campaign's report)")
+    if args.diff:
+        raise UsageError("report: --diff goes with --campaign DIR (the differential "
+                         "findings of a hunt campaign's report)")
     check_out_dir(args.out)
     summary = make_report(args.runs, args.out, args.master)
     for skipped in summary["skipped"]:
@@ -50,11 +57,20 @@ def _campaign(args: argparse.Namespace) -> int:
                          "its runs/ directory; give one of the two forms")
     out: Path = args.out or args.campaign
     check_out_dir(out)
-    report = make_campaign_report(args.campaign, out, args.master)
+    for d in args.diff or []:
+        if not d.is_dir():
+            raise UsageError(f"report --campaign {args.campaign} --diff {d}: no such "
+                             "directory; give a `kafka-chaos diff` run directory "
+                             "(it holds summary.json and findings/) or a directory of them")
+    report = make_campaign_report(args.campaign, out, args.master, diff_dirs=args.diff)
     for b in report["builds"]:
         progress.say(f"campaign report {b['build']}: {b['runs']} runs, {b['runs_per_hour']} "
                      f"runs/h, transitions {b['transitions']}/{b['transitions_total']}, rules "
                      f"{b['rules']}/{b['rules_total']}, {len(b['signatures'])} signature(s)")
+    for c in report.get("diff") or []:
+        progress.say(f"campaign report diff {c['build']} ({c['dir']}): "
+                     f"{len(c['findings'])} signature(s) by class: "
+                     + (", ".join(f"{k} {n}" for k, n in c["classes"].items()) or "none"))
     progress.say(f"campaign report -> {out / 'report.html'}, report.md, report.json in "
                  f"{report['report_seconds']}s")
     return 0

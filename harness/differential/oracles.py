@@ -20,6 +20,12 @@ Each is a finding of its own class, ``index:<index>:<op>:<profile>`` and
 ``image:<field>:<op>:<profile>``, whatever the model says (the model is not asked about
 them); ``Comparator.step`` adds them to its report, so the campaign records, shrinks and
 writes them as it does the model's findings and the faults.
+
+- **oracle-error**: an oracle itself failed (the answer's ``oracleError``,
+  ``DriverOracleChecks.check``: e.g. a member a build lacks read by reflection); the event's
+  checks were not made. A failure of the harness, not of the build, but never dropped: a
+  finding ``oracle-error:<exception class>:<op>:<profile>``, counted and written (not
+  shrunk: shrink.py) like the others, so a campaign whose oracles stopped looking says so.
 """
 
 from __future__ import annotations
@@ -32,10 +38,14 @@ from harness.differential.protocol import Answer
 
 #: The oracles' axes (the first part of a finding's signature).
 AXES = ("index", "image")
+#: The class of an oracle's own failure (the answer's ``oracleError``).
+ORACLE_ERROR = "oracle-error"
 
 _WHAT = {"index": "an index the controller keeps disagrees with the registrations it indexes",
          "image": "the metadata image replayed from the controller's records disagrees with "
-                  "the controller"}
+                  "the controller",
+         ORACLE_ERROR: "an oracle of the driver failed, so the event's index and image "
+                       "checks were not made: a failure of the harness, not of the build"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +70,16 @@ def _records(answer: Answer, where: str) -> tuple[Mapping[str, Any], ...]:
 
 
 def reports_of(answer: Answer) -> list[Report]:
-    """The answer's ``oracles``, each with the records of its topic."""
+    """The answer's ``oracles``, each with the records of its topic, and its
+    ``oracleError`` (``ORACLE_ERROR``) if any."""
     out: list[Report] = []
+    error = answer.raw.get("oracleError")
+    if error is not None:
+        text = str(error)
+        # DriverProtocol.describe: "<class name>[: <message>]"
+        name = text.split(":", 1)[0].rsplit(".", 1)[-1].strip() or "error"
+        out.append(Report(ORACLE_ERROR, name, "event", f"{text} ({_WHAT[ORACLE_ERROR]})",
+                          answer.records))
     raw = answer.raw.get("oracles")
     if not isinstance(raw, list):
         return out

@@ -21,6 +21,9 @@ Where the numbers come from:
   as the state's seconds do not count it). The report says which source it used.
 - DIR/<build>/fuzz-summary.json: the re-run rates of a signature confirmed in the last
   session (a signature of an earlier session shows its status only).
+- The differential campaigns (`kafka-chaos diff`) under DIR/diff (and those `report
+  --campaign DIR --diff D` names): their findings by class (harness/report/diff_findings.py),
+  the section "Controller findings by class".
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import yaml
 
 from harness.infra.errors import UsageError
 from harness.infra.spark import session as spark_session
+from harness.report import diff_findings
 from harness.report.html import COLOURS
 from harness.report.text import html_text as escape
 from harness.search import hunt
@@ -290,16 +294,18 @@ def _flat(value: Any) -> str:
 
 
 def campaign_report(state: hunt.HuntState, rows: list[dict[str, Any]], campaign_dir: Path,
-                    runs_dir: Path) -> dict[str, Any]:
+                    runs_dir: Path, diff: list[dict[str, Any]] | None = None
+                    ) -> dict[str, Any]:
     """The report's data from the state and the run directories' facts (pure but for the
-    signatures' scenario files)."""
+    signatures' scenario files); ``diff``: the differential campaigns read
+    (diff_findings.read_all)."""
     by_build: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         by_build.setdefault(r["build"], []).append(r)
     builds = [build_report(st, by_build.get(v, []), campaign_dir, runs_dir)
               for v, st in state.builds.items()]
     return {"campaign": str(campaign_dir), "settings": state.settings,
-            "runs_dir": str(runs_dir), "builds": builds,
+            "runs_dir": str(runs_dir), "builds": builds, "diff": diff or [],
             "unreadable_runs": [{"dir": r["dir"], "reason": r["problem"]} for r in rows
                                 if r["problem"]]}
 
@@ -307,11 +313,13 @@ def campaign_report(state: hunt.HuntState, rows: list[dict[str, Any]], campaign_
 # --- the files -------------------------------------------------------------------------------
 
 def make_campaign_report(campaign_dir: Path, out: Path | None = None,
-                         master: str | None = None, runs_dir: Path | None = None
-                         ) -> dict[str, Any]:
+                         master: str | None = None, runs_dir: Path | None = None,
+                         diff_dirs: list[Path] | None = None) -> dict[str, Any]:
     """Read the campaign (UsageError when ``campaign_dir`` is none), read its run directories
     on Spark, write report.html, report.md and report.json into ``out`` (default: the
-    campaign dir). A Spark session this call started is stopped before it returns."""
+    campaign dir). The differential campaigns under DIR/diff and ``diff_dirs`` give the
+    section "Controller findings by class". A Spark session this call started is stopped
+    before it returns."""
     from pyspark.sql import SparkSession
     state = load_campaign(campaign_dir)
     runs_dir = runs_dir or campaign_dir / "runs"
@@ -326,7 +334,8 @@ def make_campaign_report(campaign_dir: Path, out: Path | None = None,
         finally:
             if owned:
                 spark.stop()
-    report = campaign_report(state, rows, campaign_dir, runs_dir)
+    diff = diff_findings.read_all([campaign_dir / "diff", *(diff_dirs or [])])
+    report = campaign_report(state, rows, campaign_dir, runs_dir, diff)
     report["report_seconds"] = round(time.monotonic() - t0, 2)
     out = out or campaign_dir
     out.mkdir(parents=True, exist_ok=True)
@@ -398,6 +407,7 @@ def markdown(r: dict[str, Any]) -> str:
         lines += ["", f"Cited deviations met: {met}",
                   "", f"Never reached: transitions {', '.join(nr['transitions']) or 'none'}; "
                       f"rules {', '.join(nr['rules']) or 'none'}"]
+    lines += diff_findings.markdown(r.get("diff") or [])
     if r["unreadable_runs"]:
         lines += ["", "Unreadable run directories:", ""]
         lines += [f"- {u['dir']}: {u['reason']}" for u in r["unreadable_runs"]]
@@ -433,6 +443,7 @@ def render(r: dict[str, Any]) -> str:
              "<th>runs</th><th>runs/h</th><th>generated/h</th><th>transitions</th>"
              f"<th>rules</th><th>signatures</th></tr>{head}</table>"]
     parts += [_build_html(b) for b in r["builds"]]
+    parts.append(diff_findings.html(r.get("diff") or [], escape))
     if r["unreadable_runs"]:
         parts.append("<h2>Unreadable run directories</h2><table>" + "".join(
             f"<tr><td>{escape(u['dir'])}</td><td>{escape(u['reason'])}</td></tr>"

@@ -14,6 +14,7 @@ from harness.differential import protocol as p
 from harness.differential.campaign.lanes import finding_lane, lane_of_topic, rename
 from harness.differential.campaign.session import Session, settings_for
 from harness.differential.campaign.state import CampaignState, Found
+from harness.differential.oracles import ORACLE_ERROR
 
 
 class Shrinker(CampaignState):
@@ -50,6 +51,11 @@ class Shrinker(CampaignState):
     def _shrink(self, found: Found) -> None:
         cfg = self.cfg
         sig = found.finding.signature
+        if found.finding.axis == ORACLE_ERROR:
+            # the harness's own oracle failed: its lane's events are written as they are,
+            # no replays spent on it (a failure that lasts would be one per op)
+            found.shrink_note = "not shrunk: an oracle of the driver failed (oracle-error)"
+            return
         seq = found.events
         deadline = time.monotonic() + cfg.shrink_budget_s
         attempts = 0

@@ -65,7 +65,8 @@ class Writer(CampaignState):
 
 def finding_classes(c: CampaignState) -> dict[str, int]:
     """Signatures per finding class (the axis: release, kip, invariant, fault, and the
-    driver's own oracles index and image, harness/differential/oracles.py)."""
+    driver's own oracles index and image, and oracle-error when one of them failed:
+    harness/differential/oracles.py)."""
     out: dict[str, int] = {}
     for found in c.found.values():
         out[found.finding.axis] = out.get(found.finding.axis, 0) + 1

@@ -119,6 +119,15 @@ def _versions_table(runs: list[Evidence]) -> list[str]:
 
 
 def finding_text(paths: Sequence[Path], today: dt.date | None = None) -> str:
-    """What `kafka-chaos finding` prints: the drafts for the failing runs under ``paths``."""
-    found, left_out = gather(paths)
-    return render(found, left_out, today)
+    """What `kafka-chaos finding` prints: the drafts for the failing runs under ``paths``,
+    then those of the differential findings among them (diff.py: finding files, diff
+    campaign directories)."""
+    from harness.report.finding.diff import diff_text, split
+    diff, runs = split(paths)
+    parts = []
+    if runs:
+        found, left_out = gather(runs)
+        parts.append(render(found, left_out, today))
+    if diff:
+        parts.append(diff_text(diff, (today or dt.date.today()).isoformat()))
+    return "\n\n---\n\n".join(p.rstrip("\n") for p in parts) + "\n"

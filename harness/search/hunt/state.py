@@ -275,7 +275,10 @@ def load_state(campaign_dir: Path, cfg: HuntConfig) -> HuntState:
     if campaign_dir.exists() and not campaign_dir.is_dir():
         raise UsageError(f"hunt: --campaign-dir {campaign_dir} is a file; give a directory")
     if not path.is_file():
-        if campaign_dir.is_dir() and any(p.name != "runs" for p in campaign_dir.iterdir()):
+        # runs/: the run histories; diff/: differential campaigns run beforehand (`kafka-chaos
+        # diff --runs-dir DIR/diff`), whose findings the campaign report lists
+        if campaign_dir.is_dir() and any(p.name not in ("runs", "diff")
+                                         for p in campaign_dir.iterdir()):
             raise UsageError(f"hunt: --campaign-dir {campaign_dir} is not empty and holds no "
                              f"{STATE_FILE}: it is no hunt campaign; give a new or empty "
                              "directory")
