@@ -25,6 +25,7 @@ import os
 import shutil
 import struct
 import subprocess
+import time
 from pathlib import Path
 
 from harness.infra.errors import ClusterError
@@ -102,12 +103,47 @@ def repair(node_dir: Path, index: int) -> None:
     mnt = mount_point(node_dir, index)
     if os.path.ismount(mnt):
         _run(["umount", str(mnt)], f"unmounting failed log dir {index} of {node_dir.name}")
+    wait_released(image, f"log dir {index} of {node_dir.name}")
     done = subprocess.run(["e2fsck", "-f", "-y", str(image)], capture_output=True, text=True,
                           timeout=TOOL_TIMEOUT_S)
     if done.returncode >= 4:  # 1 and 2: errors corrected (e2fsck(8) exit codes)
         raise ClusterError(f"e2fsck of {image.name} exited {done.returncode}: "
                            f"{(done.stdout + done.stderr).strip()[-400:]}")
     _run(["mount", "-o", "loop", str(image), str(mnt)], f"mounting {image.name} again")
+
+
+#: How long an unmounted image's loop device may take to be detached (autoclear: when the
+#: filesystem's last reference goes).
+RELEASE_WAIT_S = 10.0
+
+
+def loop_devices(image: Path) -> list[str]:
+    """The loop devices backed by ``image`` (``losetup -j``); [] without losetup."""
+    if not shutil.which("losetup"):
+        return []
+    done = subprocess.run(["losetup", "-j", str(image)], capture_output=True, text=True,
+                          timeout=TOOL_TIMEOUT_S)
+    return [line.split(":", 1)[0] for line in done.stdout.splitlines() if line.strip()]
+
+
+def wait_released(image: Path, what: str, timeout_s: float = RELEASE_WAIT_S) -> None:
+    """Return once no loop device backs ``image`` (bounded poll), else a ClusterError. The
+    host's unmount only detaches its own view: a copy of the mount in another mount
+    namespace (a container that bound a parent directory recursively) keeps the filesystem,
+    and its loop device, alive. e2fsck on it then checks a mounted filesystem, and a mount
+    of the image reuses that loop device and its shut-down superblock (seen on the docker
+    backend before its binds became non-recursive, docs/LOG-DIRS.md)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        held = loop_devices(image)
+        if not held:
+            return
+        if time.monotonic() >= deadline:
+            raise ClusterError(f"{what}: {image.name} is unmounted here but still attached "
+                               f"to {', '.join(held)} after {timeout_s:.0f}s: another mount "
+                               "namespace (a container) still holds its filesystem, so it "
+                               "cannot be checked and mounted afresh")
+        time.sleep(0.1)
 
 
 def release(node_dir: Path, index: int) -> None:

@@ -14,6 +14,19 @@ The run directory is bind-mounted at the same path in every container, so data d
 (`logs/<node>.log`, the JVM's stdout) are ordinary host files. The JVM is the container's
 PID 1: hard kill = `docker kill --signal KILL`, clean stop = SIGTERM and wait, restart =
 start the same container again (same data dir), pause = cgroup freezer.
+
+The run directory's bind is *non-recursive* (``container_mounts``): a broker's extra log
+directories (loop mounts under ``nodes/broker-N/mnt-I``, harness.cluster.logdirs) are bound
+into that broker's container only, each by a bind of its own. A recursive bind would copy
+every broker's loop mounts into every container's mount namespace; such a copy keeps the
+filesystem alive after the host unmounts it, so a failed directory's repair (unmount,
+e2fsck, mount, ``docker start``) found the old, shut-down superblock again: the same loop
+device, reused by the mount (docs/LOG-DIRS.md "Docker"). With a bind per owner, the stopped
+broker's namespace is gone when the host repairs the directory, and ``docker start`` binds
+the new mount. Tiered storage: the remote tier (``<run>/remote``) is in the run directory,
+shared by every broker through that bind; LocalTieredStorage's jar (and the LogContext
+bridge, when one is needed: harness.cluster.tiered) are bound read-only at their host paths
+and appended to the image's class path (``docker_classpath``).
 """
 
 from __future__ import annotations
@@ -28,6 +41,7 @@ from typing import Any
 
 from harness.cluster import config as kafkaconfig
 from harness.cluster import images as dockerimages
+from harness.cluster import logdirs
 from harness.cluster.backends.base import Cluster, Readiness
 from harness.cluster.builds import Build
 from harness.cluster.topology import ClusterShape, node_name
@@ -41,6 +55,26 @@ os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 _TOXIPROXY_HOST = 253
 _GATEWAY = 254
 NAME_PREFIX = "kafka-chaos-"
+
+
+def container_mounts(run_dir: Path, rw: list[Path], ro: list[Path]) -> list[dict[str, Any]]:
+    """The bind mounts of a container (Docker API ``Mounts``), each at its host path: the
+    run directory, non-recursive (``BindOptions.NonRecursive``, API 1.40+: mounts below it
+    are not copied in), then ``rw`` (a broker's own log-dir mounts) and ``ro`` (jars)."""
+    def bind(path: Path, read_only: bool, recursive: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {"Target": str(path), "Source": str(path), "Type": "bind",
+                               "ReadOnly": read_only}
+        if not recursive:
+            out["BindOptions"] = {"NonRecursive": True}
+        return out
+    return ([bind(run_dir, False, recursive=False)] + [bind(p, False) for p in rw]
+            + [bind(p, True) for p in ro])
+
+
+def docker_classpath(tiered_entries: list[Path]) -> str:
+    """A broker's class path in its container: the image's jars, then what tiered storage
+    adds (harness.cluster.tiered.rsm_classpath: bound at the same paths)."""
+    return ":".join([f"{dockerimages.KAFKA_LIBS}/*", *map(str, tiered_entries)])
 
 
 def name_prefix() -> str:
@@ -136,18 +170,20 @@ class DockerCluster(Cluster):
         raise ClusterError("no free 10.A.0.0/16 subnet for the run's Docker network in 20 tries")
 
     def _container(self, image: str, name: str, ip: str, command: str,
-                   extra: dict[str, Any]) -> Any:
+                   extra: dict[str, Any], rw: list[Path] | None = None,
+                   ro: list[Path] | None = None) -> Any:
         from testcontainers.core.container import DockerContainer
 
         import docker
 
         container = DockerContainer(image, name=self.container_name(name))
         container.with_command(["sh", "-c", command])
-        container.with_volume_mapping(str(self.run_dir), str(self.run_dir), "rw")
+        mounts = container_mounts(self.run_dir, rw or [], ro or [])
         endpoint = docker.types.EndpointConfig(docker.constants.DEFAULT_DOCKER_API_VERSION,  # type: ignore[attr-defined,unused-ignore]
                                                ipv4_address=ip)
         container.with_kwargs(network=self._network.name,
-                              networking_config={self._network.name: endpoint}, **extra)
+                              networking_config={self._network.name: endpoint},
+                              mounts=mounts, **extra)
         return container
 
     def _start_proxies(self, image: str) -> None:
@@ -170,14 +206,17 @@ class DockerCluster(Cluster):
 
     def _launch(self, node: int) -> None:
         ndir = self.node_dir(node)
-        java = self.jvm_args(node, "$JAVA", f"{dockerimages.KAFKA_LIBS}/*")
+        jars = self.tiered_jar[0] if self.tiered_jar else []
+        java = self.jvm_args(node, "$JAVA", docker_classpath(jars))
         # An existing image (KAFKA_CHAOS_KAFKA_IMAGE) may keep java elsewhere: use PATH then.
         args = " ".join(a if a == "$JAVA" else shlex.quote(a) for a in java)
         cmd = (f"JAVA={dockerimages.JAVA}; [ -x $JAVA ] || JAVA=java; "
                f"cd {shlex.quote(str(ndir))} && exec {args} "
                f">> {shlex.quote(str(self.log_path(node)))} 2>&1")
+        own_dirs = [logdirs.mount_point(ndir, i) for i in range(1, len(self.log_dirs(node)))]
         container = self._container(self._kafka_image, node_name(node), self.ip(0, node), cmd,
-                                    {"extra_hosts": self.hosts(node), "init": False})
+                                    {"extra_hosts": self.hosts(node), "init": False},
+                                    rw=own_dirs, ro=list(jars))
         self._containers[node] = container
         container.start()
 

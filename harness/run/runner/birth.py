@@ -34,15 +34,21 @@ def birth_builds(scenario: Scenario) -> dict[int, Build]:
     return out
 
 
+#: Backends that give a broker several log directories (loop mounts made on the host; the
+#: docker backend binds each into its broker's container: harness/cluster/backends/docker.py).
+LOG_DIRS_BACKENDS = ("local", "docker")
+
+
 def birth_gap(scenario: Scenario, backend: str) -> str | None:
     """Why this backend cannot give the cluster its birth (the run is UNSUPPORTED)."""
     if getattr(scenario.cluster, "builds", ()) and backend != "local":
         return ("cluster.builds: nodes born on different builds run on the local backend "
                 f"only (the {backend} backend launches every node on one image)")
     if getattr(scenario.cluster, "log_dirs", 1) > 1:
-        if backend != "local":
-            return (f"cluster.log_dirs: several log directories run on the local backend "
-                    f"only so far (docs/LOG-DIRS.md), not on {backend}")
+        if backend not in LOG_DIRS_BACKENDS:
+            return (f"cluster.log_dirs: several log directories run on the "
+                    f"{' and '.join(LOG_DIRS_BACKENDS)} backends (docs/LOG-DIRS.md), "
+                    f"not on {backend}")
         why = logdirs.require()
         if why:
             return f"cluster.log_dirs: {why}"

@@ -10,12 +10,16 @@ from harness.cluster.builds import Build
 from harness.infra.errors import BuildError
 from harness.scenario.loader import Scenario
 
+#: Backends that put LocalTieredStorage's jar on a broker's class path and share the remote
+#: tier between brokers (docker: bound into each container, harness/cluster/backends/docker.py).
+TIERED_BACKENDS = ("local", "docker")
+
 
 def tiered_gap(scenario: Scenario, backend: str) -> str | None:
     """Why this backend cannot run the scenario's tiered storage (UNSUPPORTED), or None."""
-    if getattr(scenario.cluster, "tiered_storage", False) and backend != "local":
-        return (f"cluster.tiered_storage runs on the local backend only (the {backend} "
-                "image carries no kafka-storage test jar)")
+    if getattr(scenario.cluster, "tiered_storage", False) and backend not in TIERED_BACKENDS:
+        return (f"cluster.tiered_storage runs on the {' and '.join(TIERED_BACKENDS)} "
+                f"backends, not on {backend}")
     return None
 
 
