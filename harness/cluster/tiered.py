@@ -26,6 +26,7 @@ the class path; it is then, compiled against the build."""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from harness.cluster.builds import DEFAULT_MATRIX_VERSIONS, Build, version_tuple
@@ -51,6 +52,22 @@ RETENTION_CHECK_MS = 1000
 #: a cluster without it is refused with the line).
 TIERED_TOPIC_KEYS = ("remote.storage.enable", "local.retention.ms", "local.retention.bytes",
                      "remote.log.copy.disable", "remote.log.delete.on.disable")
+#: Broker configs of tiered storage (a cluster-scope alter_config or cluster.broker_config):
+#: the local-retention defaults (ServerLogConfigs log.local.retention.ms/bytes, 3.6+) and,
+#: by prefix, RemoteLogManagerConfig's remote.log.* keys and its manager prefixes'
+#: defaults (remote.log.storage.manager.impl.prefix rsm.config., the metadata manager's
+#: rlmm.config.).
+TIERED_BROKER_KEYS = ("log.local.retention.ms", "log.local.retention.bytes")
+TIERED_BROKER_PREFIXES = ("remote.log.", "rsm.config.", "rlmm.config.")
+
+
+def tiered_keys(scope: str, config: Mapping[str, object]) -> list[str]:
+    """The keys of ``config`` that only mean something with tiered storage, at ``scope``
+    (topic: a topic's configs; cluster: the brokers'), sorted."""
+    if scope == "topic":
+        return sorted(set(config) & set(TIERED_TOPIC_KEYS))
+    return sorted(k for k in config
+                  if k in TIERED_BROKER_KEYS or k.startswith(TIERED_BROKER_PREFIXES))
 
 
 def remote_dir(run_dir: Path) -> Path:
