@@ -124,3 +124,29 @@ def test_a_move_on_a_cluster_of_one_directory_says_how_to_get_several() -> None:
                                             r".*one log directory per broker: give it several "
                                             r"with cluster\.log_dirs: N \(3\.7\+\)"):
         _parse(steps="  - move_replica_dir: {broker: 1, dir: 1}\n")
+
+
+KIP950 = (HEAD + "  tiered_storage: true\n" + TOPIC
+          + "  config:\n    remote.storage.enable: \"true\"\n"
+          + "    remote.log.copy.disable: \"false\"\n"
+          + "steps:\n  - alter_config: {scope: topic, config: {remote.log.delete.on.disable: "
+          + "\"true\"}}\n")
+
+
+def test_kip950_topic_configs_on_a_build_before_3_9_name_the_line(tmp_path: Path) -> None:
+    """remote.log.copy.disable and remote.log.delete.on.disable (KIP-950) are unknown to
+    3.6-3.8 controllers: refused with the key's line before any cluster starts."""
+    from harness.run.runner.tiered import check_topic_keys
+    path = tmp_path / "k.yaml"
+    path.write_text(KIP950)
+    sc = load_scenario(path)
+    with pytest.raises(BuildError, match=r"k\.yaml:12: remote\.log\.copy\.disable: Kafka 3\.8\.1 "
+                                         r"has no such topic config \(KIP-950, from 3\.9\.0.*"
+                                         r"--kafka-version 3\.9\.0 or later, or drop the key"):
+        check_topic_keys(sc, _build("3.8.1"))  # type: ignore[arg-type]
+    check_topic_keys(sc, _build("3.9.1"))  # type: ignore[arg-type]
+    path.write_text(KIP950.replace("    remote.log.copy.disable: \"false\"\n", ""))
+    sc = load_scenario(path)
+    with pytest.raises(BuildError, match=r"k\.yaml:13: remote\.log\.delete\.on\.disable: "
+                                         r"Kafka 3\.6\.2 has no such"):
+        check_topic_keys(sc, _build("3.6.2"))  # type: ignore[arg-type]

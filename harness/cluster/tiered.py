@@ -52,6 +52,12 @@ RETENTION_CHECK_MS = 1000
 #: a cluster without it is refused with the line).
 TIERED_TOPIC_KEYS = ("remote.storage.enable", "local.retention.ms", "local.retention.bytes",
                      "remote.log.copy.disable", "remote.log.delete.on.disable")
+#: Tiered storage's topic configs a build has only from a later release than 3.6.0: KIP-950
+#: (disabling tiered storage on a topic), in clients' TopicConfig from 3.9.0 on; an older
+#: controller refuses an unknown topic config at CreateTopics or IncrementalAlterConfigs
+#: (LogConfig.validateNames: "Unknown topic config name"), after the cluster started.
+TOPIC_KEYS_SINCE = {"remote.log.copy.disable": (3, 9, 0),
+                    "remote.log.delete.on.disable": (3, 9, 0)}
 #: Broker configs of tiered storage (a cluster-scope alter_config or cluster.broker_config):
 #: the local-retention defaults (ServerLogConfigs log.local.retention.ms/bytes, 3.6+) and,
 #: by prefix, RemoteLogManagerConfig's remote.log.* keys and its manager prefixes'
