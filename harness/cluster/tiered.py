@@ -36,6 +36,9 @@ from harness.infra.errors import BuildError, HarnessError
 
 #: The marker beside a version's cached jars when Maven Central has no test jar for it.
 _ABSENT = "test-jar-not-published"
+#: What Maven says of an artifact Maven Central does not have.
+_NOT_PUBLISHED = ("Could not find artifact", "was not found in", "Failure to find",
+                  "from the specified remote repositories")
 
 #: The first release with KIP-405's broker side (RemoteLogManager, remote.log.* configs).
 FIRST_VERSION = (3, 6, 0)
@@ -134,7 +137,11 @@ def rsm_jar(build: Build) -> tuple[Path, str]:
         try:
             return maven_jar(f"org.apache.kafka:kafka-storage:{version}:jar:test"), version
         except HarnessError as exc:
-            if "Could not find artifact" in str(exc):
+            # Maven says "Could not find artifact" when it asks, then "... was not found in
+            # ... during a previous attempt" while its own not-found cache lasts, in a first
+            # line the error's tail may leave out; its tail keeps "from the specified remote
+            # repositories" of the not-found artifact's help.
+            if any(m in str(exc) for m in _NOT_PUBLISHED):
                 absent.write_text(f"not on Maven Central (asked {time.strftime('%Y-%m-%d')})\n")
             tried.append(f"{version}: {str(exc).splitlines()[-1][:160]}")
     raise BuildError(f"no published kafka-storage test jar (LocalTieredStorage) for Kafka "
