@@ -88,8 +88,9 @@ def test_the_offset_index_is_a_start_and_a_wrong_one_is_not_trusted(tmp_path: Pa
                       + b"\0" * 64)
     assert local_bytes_after(tmp_path, "t", 0, 69) == 2 * BATCH
     assert local_bytes_after(tmp_path, "t", 0, 79) == BATCH
-    index.write_bytes(struct.pack(">ii", 5, 7) + b"\0" * 16)  # not a batch boundary
-    assert local_bytes_after(tmp_path, "t", 0, 69) == 2 * BATCH
+    for rel, pos in ((5, 7), (9, 5), (9, BATCH + 3), (1, 2 * BATCH - 12)):  # not on a header
+        index.write_bytes(struct.pack(">ii", rel, pos) + b"\0" * 16)
+        assert local_bytes_after(tmp_path, "t", 0, 69) == 2 * BATCH
 
 
 def _scenario(retention_bytes: int) -> Any:

@@ -174,7 +174,8 @@ def _index_position(index: Path, base: int, offset: int, log: Any, size: int) ->
     append starts), so every batch before an entry's position holds offsets below the ones
     at it. The active segment's index is preallocated with zeros: an entry at position 0
     (never a real one: the first is written only after index.interval.bytes) ends it. An
-    entry that does not land on a batch at or below ``offset`` is not used."""
+    entry that does not land on a v2 batch header (magic 2) whose base offset is from the
+    segment's base to ``offset`` is not used: the scan then starts at 0."""
     try:
         data = index.read_bytes()
     except OSError:
@@ -188,8 +189,11 @@ def _index_position(index: Path, base: int, offset: int, log: Any, size: int) ->
         best, last = pos, pos
     if best:
         log.seek(best)
-        head = log.read(8)
-        if len(head) < 8 or struct.unpack(">q", head)[0] > offset:
+        head = log.read(17)  # baseOffset, batchLength, partitionLeaderEpoch, magic
+        if len(head) < 17:
+            return 0
+        first, length = struct.unpack_from(">qi", head)
+        if not (base <= first <= offset and 0 < length <= size - best - 12 and head[16] == 2):
             return 0
     return best
 
