@@ -275,3 +275,29 @@ def test_kip1303_young_follower_elected_is_the_cited_deviation() -> None:
 def test_kip1303_with_every_local_log_old_enough_conforms() -> None:
     assert _kip_verdict({"1": 30_000, "2": 25_000, "3": 30_000}, leader=2).verdict == "CONFORMS"
     assert _kip_verdict({"1": 30_000, "2": 3_000, "3": 30_000}, leader=3).verdict == "CONFORMS"
+
+
+def test_a_test_jar_maven_has_cached_as_missing_is_remembered(tmp_path: Path,
+                                                               monkeypatch: Any) -> None:
+    """4.4.0 publishes no test jar: once Maven cached the miss, its error's tail (what the
+    harness keeps) no longer says "Could not find artifact"; the miss must be remembered
+    anyway, or every run of 4.4.0 asks Maven again (seen: 22 asks of 17-50 s in one hunt)."""
+    from harness.cluster import javaprogram
+    from harness.infra.errors import HarnessError
+    asked: list[str] = []
+    tail = ("[ERROR]   org.apache.kafka:kafka-storage:jar:4.4.0\n[ERROR] \n[ERROR] from the "
+            "specified remote repositories:\n[ERROR]   central (https://repo.maven.apache.org/"
+            "maven2, releases=true, snapshots=false)\n[ERROR] -> [Help 1]")
+
+    def fake(coordinate: str) -> Path:
+        asked.append(coordinate)
+        if ":4.4.0:" in coordinate:
+            raise HarnessError(f"Maven could not fetch {coordinate}:\n{tail}")
+        return tmp_path / "4.3.1.jar"
+    monkeypatch.setattr(javaprogram, "maven_jar", fake)
+    monkeypatch.setattr(tiered, "cache_dir", lambda *parts: tmp_path.joinpath(*parts))
+    (tmp_path / "kafka-storage" / "4.4.0").mkdir(parents=True)
+    build = _build("4.4.0")
+    assert tiered.rsm_jar(build)[1] == "4.3.1"
+    assert tiered.rsm_jar(build)[1] == "4.3.1"
+    assert [c for c in asked if ":4.4.0:" in c] == ["org.apache.kafka:kafka-storage:4.4.0:jar:test"]

@@ -26,6 +26,7 @@ the class path; it is then, compiled against the build."""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from harness.cluster.builds import DEFAULT_MATRIX_VERSIONS, Build, version_tuple
@@ -35,6 +36,9 @@ from harness.infra.errors import BuildError, HarnessError
 
 #: The marker beside a version's cached jars when Maven Central has no test jar for it.
 _ABSENT = "test-jar-not-published"
+#: What Maven says of an artifact Maven Central does not have.
+_NOT_PUBLISHED = ("Could not find artifact", "was not found in", "Failure to find",
+                  "from the specified remote repositories")
 
 #: The first release with KIP-405's broker side (RemoteLogManager, remote.log.* configs).
 FIRST_VERSION = (3, 6, 0)
@@ -51,6 +55,28 @@ RETENTION_CHECK_MS = 1000
 #: a cluster without it is refused with the line).
 TIERED_TOPIC_KEYS = ("remote.storage.enable", "local.retention.ms", "local.retention.bytes",
                      "remote.log.copy.disable", "remote.log.delete.on.disable")
+#: Tiered storage's topic configs a build has only from a later release than 3.6.0: KIP-950
+#: (disabling tiered storage on a topic), in clients' TopicConfig from 3.9.0 on; an older
+#: controller refuses an unknown topic config at CreateTopics or IncrementalAlterConfigs
+#: (LogConfig.validateNames: "Unknown topic config name"), after the cluster started.
+TOPIC_KEYS_SINCE = {"remote.log.copy.disable": (3, 9, 0),
+                    "remote.log.delete.on.disable": (3, 9, 0)}
+#: Broker configs of tiered storage (a cluster-scope alter_config or cluster.broker_config):
+#: the local-retention defaults (ServerLogConfigs log.local.retention.ms/bytes, 3.6+) and,
+#: by prefix, RemoteLogManagerConfig's remote.log.* keys and its manager prefixes'
+#: defaults (remote.log.storage.manager.impl.prefix rsm.config., the metadata manager's
+#: rlmm.config.).
+TIERED_BROKER_KEYS = ("log.local.retention.ms", "log.local.retention.bytes")
+TIERED_BROKER_PREFIXES = ("remote.log.", "rsm.config.", "rlmm.config.")
+
+
+def tiered_keys(scope: str, config: Mapping[str, object]) -> list[str]:
+    """The keys of ``config`` that only mean something with tiered storage, at ``scope``
+    (topic: a topic's configs; cluster: the brokers'), sorted."""
+    if scope == "topic":
+        return sorted(set(config) & set(TIERED_TOPIC_KEYS))
+    return sorted(k for k in config
+                  if k in TIERED_BROKER_KEYS or k.startswith(TIERED_BROKER_PREFIXES))
 
 
 def remote_dir(run_dir: Path) -> Path:
@@ -111,7 +137,11 @@ def rsm_jar(build: Build) -> tuple[Path, str]:
         try:
             return maven_jar(f"org.apache.kafka:kafka-storage:{version}:jar:test"), version
         except HarnessError as exc:
-            if "Could not find artifact" in str(exc):
+            # Maven says "Could not find artifact" when it asks, then "... was not found in
+            # ... during a previous attempt" while its own not-found cache lasts, in a first
+            # line the error's tail may leave out; its tail keeps "from the specified remote
+            # repositories" of the not-found artifact's help.
+            if any(m in str(exc) for m in _NOT_PUBLISHED):
                 absent.write_text(f"not on Maven Central (asked {time.strftime('%Y-%m-%d')})\n")
             tried.append(f"{version}: {str(exc).splitlines()[-1][:160]}")
     raise BuildError(f"no published kafka-storage test jar (LocalTieredStorage) for Kafka "

@@ -43,6 +43,7 @@ from harness.scenario.topic_spec import (
     MAX_TOPICS,
     Topic,
     TopicPlan,
+    refuse_tiered,
     spread_assignment,
 )
 from harness.scenario.topic_spec import topic as _topic
@@ -387,7 +388,11 @@ def _cluster(ctx: Reader, node: Node) -> ClusterShape:
         if ctx.bool_(tnode, "cluster.tiered_storage"):
             birth["tiered_storage"] = True
             birth["lines"] = (*birth["lines"], ("tiered_storage", tnode.start_mark.line + 1))
-    return ClusterShape(brokers, controllers, elr, cfg, **birth)
+    shape = ClusterShape(brokers, controllers, elr, cfg, **birth)
+    if cfg:
+        refuse_tiered(ctx, items["broker_config"][1], "cluster.broker_config", "cluster", cfg,
+                      shape)
+    return shape
 
 
 def _topics(ctx: Reader, top: Items, root: Node, cluster: ClusterShape) -> tuple[Topic, ...]:

@@ -11,7 +11,7 @@ from itertools import permutations
 
 from yaml.nodes import Node
 
-from harness.cluster.tiered import TIERED_TOPIC_KEYS
+from harness.cluster.tiered import tiered_keys
 from harness.cluster.topology import ClusterShape
 from harness.scenario.nodes import (
     MAX_INT,
@@ -93,12 +93,28 @@ def topic_configs(ctx: Reader, node: Node, items: Items, where: str,
     if "min.insync.replicas" in cfg:
         raise ctx.fail(items["config"][1], f"{where}.config",
                        f"set min.insync.replicas with {where}.min_insync_replicas")
-    tiered = sorted(set(cfg) & set(TIERED_TOPIC_KEYS))
-    if tiered and cluster is not None and not cluster.tiered_storage:
-        raise ctx.fail(items["config"][1], f"{where}.config",
-                       f"{', '.join(tiered)}: tiered storage's topic configs need "
-                       "cluster.tiered_storage: true (FORMAT.md \"Tiered storage\")")
+    if cluster is not None and "config" in items:
+        refuse_tiered(ctx, items["config"][1], f"{where}.config", "topic", cfg, cluster)
     return mir, cfg
+
+
+def refuse_tiered(ctx: Reader, node: Node, where: str, scope: str, cfg: Mapping[str, str],
+                  cluster: ClusterShape) -> None:
+    """A file:line error at the first key of ``cfg`` (the mapping at ``node``) that only
+    means something with tiered storage (topic scope: remote.storage.enable,
+    local.retention.*, ...; cluster scope: the brokers' remote.log.*, log.local.retention.*)
+    when the cluster has none: Kafka would refuse it at run time (a controller without
+    remote.log.storage.system.enable refuses remote.storage.enable, LogConfig.validate) or
+    silently do nothing, after the cluster started."""
+    keys = tiered_keys(scope, cfg)
+    if not keys or cluster.tiered_storage:
+        return
+    at = next((k for k, _ in getattr(node, "value", ())
+               if getattr(k, "value", None) in keys), node)
+    what = "topic" if scope == "topic" else "broker"
+    raise ctx.fail(at, where, f"{', '.join(keys)}: tiered storage's {what} configs need "
+                   "cluster.tiered_storage: true (add it under cluster:, or drop "
+                   f"{'it' if len(keys) == 1 else 'them'}; FORMAT.md \"Tiered storage\")")
 
 
 def assignment(ctx: Reader, node: Node, items: Items, cluster: ClusterShape, where: str

@@ -105,17 +105,97 @@ def _last_offset(data: bytes, base: int) -> int:
 
 
 def local_bytes_after(data_dir: Path, topic: str, partition: int, offset: int) -> int:
-    """Bytes of a replica's local segments whose base offset is above ``offset`` (those
-    not in the remote tier yet: UnifiedLog.onlyLocalLogSegmentsSize's part of the size
-    remote retention counts)."""
-    total = 0
-    for seg in (data_dir / f"{topic}-{partition}").glob("*.log"):
+    """Bytes of a replica's local log that hold records above ``offset`` (the remote tier's
+    end: what is not in the remote tier yet): every local segment whose base offset is above
+    it, and, of the segment that straddles it (the last one whose base offset is at or below
+    it), the bytes from its first batch whose base offset is above it to its end.
+
+    The leader that uploaded the remote tier rolls a segment right after the remote end, so
+    whole segments are exact for it (UnifiedLog.onlyLocalLogSegmentsSize: segments with
+    baseOffset >= highestOffsetInRemoteStorage). A replica that was a follower rolled its own
+    segments (LogSegment boundaries are per replica; only batches are copied verbatim,
+    ReplicaFetcherThread appends the leader's batches as they are), so once it leads, its
+    active segment may hold records on both sides of the remote end: counting whole
+    segments then misses them (the 3.7.2 false positive of bench/RESULTS-storage.md) and
+    counting the straddling segment whole would count records the remote tier holds too.
+    The remote tier's segments end on batch boundaries, and batches are the same on every
+    replica, so the batches above the remote end are exactly its records above it."""
+    pdir = data_dir / f"{topic}-{partition}"
+    segs: list[tuple[int, Path]] = []
+    for seg in pdir.glob("*.log"):
         try:
-            if int(seg.stem) > offset:
-                total += seg.stat().st_size
-        except (ValueError, OSError):
+            segs.append((int(seg.stem), seg))
+        except ValueError:
             continue
+    segs.sort()
+    total = 0
+    straddling: tuple[int, Path] | None = None
+    for base, seg in segs:
+        if base > offset:
+            try:
+                total += seg.stat().st_size
+            except OSError:
+                continue  # deleted right now
+        else:
+            straddling = (base, seg)
+    if straddling is not None:
+        total += _bytes_above(straddling[1], straddling[0], offset)
     return total
+
+
+def _bytes_above(seg: Path, base: int, offset: int) -> int:
+    """Bytes of a segment from its first batch whose base offset is above ``offset`` to its
+    end (0 if none): its batch headers read from a position its offset index gives."""
+    try:
+        size = seg.stat().st_size
+        with seg.open("rb") as f:
+            pos = _index_position(seg.with_suffix(".index"), base, offset, f, size)
+            while pos + 12 <= size:
+                f.seek(pos)
+                head = f.read(12)
+                if len(head) < 12:
+                    return 0
+                first, length = struct.unpack(">qi", head)
+                if first > offset:
+                    return size - pos
+                if length <= 0:
+                    return 0
+                pos += 12 + length
+    except OSError:
+        return 0
+    return 0
+
+
+def _index_position(index: Path, base: int, offset: int, log: Any, size: int) -> int:
+    """The position of the segment's last offset-index entry whose offset is at or below
+    ``offset``, a safe start for the scan (0 without one). Kafka's OffsetIndex: 8-byte
+    entries (offset - baseOffset int32, position int32); LogSegment.append adds one, after
+    index.interval.bytes of appends, as (largest offset appended, position where that
+    append starts), so every batch before an entry's position holds offsets below the ones
+    at it. The active segment's index is preallocated with zeros: an entry at position 0
+    (never a real one: the first is written only after index.interval.bytes) ends it. An
+    entry that does not land on a v2 batch header (magic 2) whose base offset is from the
+    segment's base to ``offset`` is not used: the scan then starts at 0."""
+    try:
+        data = index.read_bytes()
+    except OSError:
+        return 0
+    best, last = 0, 0
+    for rel, pos in struct.iter_unpack(">ii", data[:len(data) - len(data) % 8]):
+        if pos <= last or pos >= size:
+            break
+        if base + rel > offset:
+            break
+        best, last = pos, pos
+    if best:
+        log.seek(best)
+        head = log.read(17)  # baseOffset, batchLength, partitionLeaderEpoch, magic
+        if len(head) < 17:
+            return 0
+        first, length = struct.unpack_from(">qi", head)
+        if not (base <= first <= offset and 0 < length <= size - best - 12 and head[16] == 2):
+            return 0
+    return best
 
 
 def local_log_facts(data_dir: Path, topic: str, partition: int
@@ -146,6 +226,19 @@ def local_log_facts(data_dir: Path, topic: str, partition: int
     return start, sum(size for _, _, size in segs)
 
 
+def retained_bytes(segments: list[dict[str, int]], log_start: int | None,
+                   leader_dir: Path | None, topic: str, partition: int) -> int:
+    """The bytes from the log start to the log end as remote retention counts them: the
+    remote segments not wholly below the log start, plus the leader's local bytes holding
+    records beyond the remote tier's end (``local_bytes_after``; none without a leader)."""
+    kept = [s for s in segments if log_start is None or s["end"] >= log_start]
+    remote_end = max((s["end"] for s in segments), default=-1)
+    retained = sum(s["bytes"] for s in kept)
+    if leader_dir is not None:
+        retained += local_bytes_after(leader_dir, topic, partition, remote_end)
+    return retained
+
+
 def storage_state(observer: Any, root: Path, topic: str, partition: int,
                   leader: int | None, replicas: list[int]) -> dict[str, Any]:
     """One storage observation of a partition (the ``storage`` event, SCHEMA.md 1.8):
@@ -163,12 +256,11 @@ def storage_state(observer: Any, root: Path, topic: str, partition: int,
     segments = remote_segments(root, topic, partition)
     lead = offsets.get(leader) if leader is not None else None
     log_start = None if lead is None else lead.get("log_start")
-    kept = [s for s in segments if log_start is None or s["end"] >= log_start]
     remote_end = max((s["end"] for s in segments), default=-1)
-    retained = sum(s["bytes"] for s in kept)
-    if leader is not None and leader > 0:
-        retained += local_bytes_after(observer.cluster.data_dir(leader), topic, partition,
-                                      remote_end)
+    retained = retained_bytes(
+        segments, log_start,
+        observer.cluster.data_dir(leader) if leader is not None and leader > 0 else None,
+        topic, partition)
     return {
         "topic": topic, "partition": partition, "leader": leader,
         "log_start": log_start,

@@ -18,6 +18,7 @@ from harness.scenario.nodes import (
 )
 from harness.scenario.steps.kind import StepKind, StepOutcome, Target
 from harness.scenario.steps.processes import parse_broker
+from harness.scenario.topic_spec import refuse_tiered
 from reference.model import steps as S
 from reference.search import generators as G
 
@@ -36,6 +37,7 @@ def _parse_alter(c: Reader, it: Items, n: Node, w: str, cl: ClusterShape) -> S.A
         raise c.fail(cnode, f"{w}.config", "no config to alter")
     if scope == "cluster":
         check_not_owned(c, cnode, f"{w}.config", cfg)
+    refuse_tiered(c, cnode, f"{w}.config", scope, cfg, cl)
     return S.AlterConfig(scope, cfg)
 
 
