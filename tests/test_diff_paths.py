@@ -210,3 +210,28 @@ def test_the_model_predicts_the_preferred_election_of_the_last_known_leader() ->
                  ).partitions["t-0"]
     assert (after.leader, after.isr, after.last_known_elr) == (1, frozenset({1}), frozenset())
     assert after.recovering
+
+
+def test_the_in_event_election_on_the_driver() -> None:
+    """On 4.4.0 (cached; else skipped): broker 1, the only unfenced ISR member, not the
+    preferred replica, has its replica assigned to a directory it never registered and back,
+    with the election in the same event: the partition goes leaderless and the election
+    elects 1 (``electPreferredLeader`` line 242); after a snapshot point, the fresh managers
+    answer the same directory id (DriverDirectoryEvents.unknownDir), so no snapshot
+    difference."""
+    from test_diff_snapshot import _cached
+
+    from harness.differential.driver import ControllerDriver
+    from harness.differential.protocol import Settings
+    events = [p.create_topic("t", [[2, 1, 3]]), p.fence(3), p.fence(2), p.snapshot(10),
+              {**p.assign_dirs(1, "t", 0, paths.OFFLINE_DIR), "back": True,
+               "elect": "preferred"}]
+    with ControllerDriver.for_build(_cached("4.4.0"), Settings(brokers=(1, 2, 3), min_isr=2,
+                                                               elr=True)) as d:
+        answers = [d.send(e) for e in events]
+    last = answers[-1]
+    assert last.ok and last.snapshot_diff is None, last.raw
+    leaders = [r.get("leader") for r in last.records if r["type"] == "PartitionChangeRecord"]
+    assert -1 in leaders and leaders[-1] == 1, last.records  # leaderless, then 1
+    assert last.partitions["t-0"]["leader"] == 1
+    assert last.raw["elect"]["results"] == {"t-0": "NONE"}
