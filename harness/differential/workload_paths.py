@@ -2,8 +2,9 @@
 item 4): each starts from a state the lane often has and is sent by the lane's next events
 (``RandomEvents.plan``), every event an ordinary one of the random generator, so the model
 predicts each (none is UNMODELLED but the ``assignDirs``, as always). Without them a 60 s
-``--coverage`` run missed three branches the controller can take (docs/differential-
-coverage.md, "The ceilings"); line numbers are 4.3.1's (the same in 4.4.0):
+``--coverage`` run missed some of five branches the controller can take, three of them in
+every run (docs/differential-coverage.md, "The ceilings"); line numbers are 4.3.1's (the
+same in 4.4.0):
 
 - ``adding``: a replica being added, elected uncleanly (the topic allows unclean elections,
   every other replica is fenced; ``electAnyLeader`` picks the first acceptable replica, which
@@ -62,7 +63,7 @@ State = Mapping[str, Mapping[str, Any]]
 #: Weights of the sequences per lane event (the base events weigh 0.3-3, about 20 in all).
 ADDING_WEIGHT, LATER_WEIGHT, LASTKNOWN_WEIGHT = 0.15, 0.15, 0.06
 #: A directory index no registration reaches (at most 3 directories: workload_more), so an
-#: offline one (DriverDirectoryEvents.resolve: a random id).
+#: offline one (DriverDirectoryEvents.unknownDir).
 OFFLINE_DIR = 3
 MAX_RF = 5
 #: The share of ``later`` sequences whose preferred election is in the ``assignDirs`` event
