@@ -57,8 +57,9 @@ REASONS: list[tuple[str, str, str, str]] = [
      "metadata.version: false only below 3.7-IV2 (the older-MV sessions; not reached when "
      "the run had none)"),
     ("PartitionChangeBuilder", "", "", NOT_REACHED + ": a rarer builder path (a record "
-     "changing only the adding or removing replicas, a preferred election falling back to "
-     "the last known leader)"),
+     "changing only the adding replicas or LastKnownELR, a leaderless change with "
+     "LastKnownELR set, a preferred election electing a later replica or the last known "
+     "leader), which the sequences of harness/differential/workload_paths.py lead to"),
     # ---- PartitionReassignmentReplicas ----
     ("PartitionReassignmentReplicas", "equals", "",
      "not called: the controller never compares two of these objects"),

@@ -49,7 +49,7 @@ OPS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "alterConfig": (frozenset({"configs"}), frozenset({"topic", "broker"})),
     "tick": (frozenset({"task"}), frozenset()),
     "assignDirs": (frozenset({"broker", "topic"}),
-                   frozenset({"partition", "dir", "brokerEpoch", "back"})),
+                   frozenset({"partition", "dir", "brokerEpoch", "back", "elect"})),
     "listReassignments": (frozenset(), frozenset({"topics", "partitions"})),
     "findTopics": (frozenset({"topics"}), frozenset()),
     "state": (frozenset(), frozenset()),

@@ -30,6 +30,7 @@ from typing import Any
 
 from harness.differential import protocol as p
 from harness.differential.workload_more import more_choices
+from harness.differential.workload_paths import path_choices
 
 State = Mapping[str, Mapping[str, Any]]
 #: Partitions per topic CreatePartitions grows a topic to, at most.
@@ -85,6 +86,9 @@ class RandomEvents:
         #: model does not follow (an offline or cordoned log directory, a replica assigned
         #: to an unknown directory), queued with the event that made it.
         self.heal: list[dict[str, Any]] = []
+        #: The rest of a sequence that leads to a rarer builder path (workload_paths.py),
+        #: sent next, before any random event.
+        self.plan: list[dict[str, Any]] = []
         #: Log directories each broker last registered with (workload_more.py).
         self.dir_count: dict[int, int] = {}
         self.brokers = list(brokers)
@@ -105,6 +109,8 @@ class RandomEvents:
         if self.heal:
             # The events that undo what the model cannot follow (workload_more.py).
             return self.heal.pop(0)
+        if self.plan:
+            return self.plan.pop(0)
         rng = self.rng
         alive_unfenced = [int(b) for b, s in brokers.items() if s["alive"] and not s["fenced"]]
         alive_fenced = [int(b) for b, s in brokers.items() if s["alive"] and s["fenced"]]
@@ -140,6 +146,7 @@ class RandomEvents:
             choices += self._partition_choices(topic, int(index), part, brokers)
         if self.caps is not None:
             choices += more_choices(self, self.caps, partitions, brokers, life, have)
+            choices += path_choices(self, self.caps, partitions, brokers)
         total = sum(w for w, _ in choices)
         pick = rng.random() * total
         for weight, make in choices:

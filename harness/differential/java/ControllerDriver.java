@@ -288,8 +288,20 @@ public final class ControllerDriver {
                 return configs.alterConfig(e, notes);
             case "tick":
                 return partitions.tick(e);
-            case "assignDirs":
-                return brokers.dirs.assignDirs(e);
+            case "assignDirs": {
+                ObjectNode out = brokers.dirs.assignDirs(e);
+                if (e.has("elect")) {
+                    // then ElectLeaders of the same partition, in the same event: no other
+                    // event runs between the directory's return and the election
+                    // (workload_paths.py, "later")
+                    ObjectNode elect = JSON.createObjectNode().put("op", "electLeaders")
+                        .put("topic", e.path("topic").asText())
+                        .put("partition", e.path("partition").asInt(0))
+                        .put("type", e.path("elect").asText());
+                    out.set("elect", partitions.electLeaders(elect));
+                }
+                return out;
+            }
             case "listReassignments":
                 return queries.listReassignments(e);
             case "findTopics":

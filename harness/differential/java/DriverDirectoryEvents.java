@@ -87,15 +87,23 @@ final class DriverDirectoryEvents {
         return mine;
     }
 
-    /** Directories by index into the broker's (an index past them: a new, unknown id). */
+    /** Directories by index into the broker's (an index past them: an unknown one, unknownDir). */
     private List<Uuid> resolve(int id, JsonNode indexes) {
         List<Uuid> mine = known(id);
         List<Uuid> out = new ArrayList<>();
         for (JsonNode i : indexes) {
             int k = i.asInt();
-            out.add(k >= 0 && k < mine.size() ? mine.get(k) : Uuid.randomUuid());
+            out.add(k >= 0 && k < mine.size() ? mine.get(k) : unknownDir(id, k));
         }
         return out;
+    }
+
+    /** A directory the broker never registered (offline), the same for the same broker and
+     * index: so the fresh managers of a snapshot point (DriverSnapshot) answer with the same
+     * id as the original (a random one differed: a false {@code snapshot:dir:assignDirs}).
+     * Its high bits are not zero, so it is none of DirectoryId's reserved ids. */
+    static Uuid unknownDir(int id, int index) {
+        return new Uuid(0x6b63_756e_6b6e_6f77L, ((long) id << 32) | (index & 0xffffffffL));
     }
 
     /** A heartbeat's offlineDirs / cordonedDirs (indexes), if the event gives them. */
