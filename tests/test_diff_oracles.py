@@ -158,6 +158,32 @@ def test_the_stale_elr_index_is_seen_at_the_min_isr_change() -> None:
         assert "indexes broker 2 for t-0" in changed.raw["oracles"][0]["detail"]
 
 
+def test_a_fault_leaves_the_heartbeat_manager_as_a_new_active_controller_has_it() -> None:
+    """Triage of ``index:heartbeatManager:heartbeat`` (bench/RESULTS-diff.md "Triage"): a
+    heartbeat that would unfence broker 1 touches the heartbeat manager
+    (ReplicationControlManager.processBrokerHeartbeat) before handleDirectoriesOffline
+    throws for the stale directory index (docs/findings/directory-index-stale-after-topic-
+    deletion.md). Kafka renounces at that fault (QuorumController.renounce ->
+    ClusterControlManager.deactivate; the next active controller's activate registers each
+    broker with its registration's fenced state): the driver does the same, so the broker is
+    not left fenced in its registration and unfenced in the heartbeat manager (which made
+    its next heartbeats never unfence it)."""
+    with _driver(_newest()) as d:
+        d.send(p.create_topic("t", [[1, 2, 3]]))
+        for b in (1, 2, 3):
+            d.send(p.fence(b))
+        d.send(p.delete_topic("t"))  # ISR empty: the directory index keeps t-0
+        d.send(p.register(1))
+        faulted = d.send(p.heartbeat(1, offlineDirs=[0]))
+        assert faulted.exception is not None and "isrMembers" in faulted.exception
+        assert faulted.brokers.get("1", faulted.brokers.get(1, {})).get("fenced", True)
+        assert ("index", "heartbeatManager", "broker 1") not in _oracles(faulted), faulted.raw
+        again = d.send(p.heartbeat(1))
+        assert again.ok and any(r.get("type") in ("UnfenceBrokerRecord",
+                                                  "BrokerRegistrationChangeRecord")
+                                for r in again.records), again.raw
+
+
 #: Index findings of the newest build that no known bug names yet, measured (issue 44 item
 #: 5, bench/RESULTS-diff.md "Index and image oracles"): a topic deleted while a partition's
 #: ISR is empty keeps its directoriesToPartitions entries (ReplicationControlManager

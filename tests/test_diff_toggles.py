@@ -198,3 +198,21 @@ def test_last_known_elr_minus_one_is_named_on_4_0_by_its_detail() -> None:
     assert bug is not None and bug.id == "last-known-elr-minus-one"
     bug = naming_diff_finding((4, 0, 2), sig)
     assert bug is not None and bug.id == "KAFKA-19522"
+
+
+def test_unregistering_an_elr_member_after_elr_is_turned_off_clears_the_elr() -> None:
+    """Triage of ``release:partitionEpoch:unregister`` (bench/RESULTS-diff.md "Triage"):
+    handleBrokerUnregistered re-runs the partitions with the broker in the ELR too
+    (brokersToElrs.partitionsWithBrokerInElr, 3.8+), and with ELR off the builder writes
+    the ELR empty (PartitionChangeBuilder.maybeUpdateRecordElr; KIP-966 "Compatibility":
+    the ELR fields "removed on the next partition change"). Measured on 4.4.0: leader 1,
+    ISR [1], ELR [2] left from ELR on, `unregister 2` -> ELR [], partition epoch +1."""
+    c = _cluster(part(1, 0, 2, [1, 2, 3], [1], [2]), fenced=(2, 3), elr=False)
+    for profile in (K43, K40):
+        q = _only(c, profile, p.unregister(2)).partitions["t-0"]
+        assert (q.leader, sorted(q.isr), sorted(q.elr), q.partition_epoch) == (1, [1], [], 3), \
+            profile.name
+    # With ELR on, the same re-run changes nothing: the member stays in the ELR.
+    on = _cluster(part(1, 0, 2, [1, 2, 3], [1], [2]), fenced=(2, 3), elr=True)
+    q = _only(on, K43, p.unregister(2)).partitions["t-0"]
+    assert (sorted(q.elr), q.partition_epoch) == ([2], 2)

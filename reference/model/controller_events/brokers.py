@@ -6,9 +6,10 @@ unclean shutdown, the controller will remove the broker from ISR and ELR" (only 
 on; ``Profile.unclean_shutdown_detection``). Fencing, controlled shutdown and unregistration
 take the broker out of every ISR and elect where it led ('ISR invariants'), re-running only
 the partitions with the broker in the ISR, as the shipped controller does: a fenced ELR
-member stays in the ELR. Unfencing elects in leaderless partitions and, with ELR on, in
-those with the broker in the ELR ('Controller behaviors' 3). A new incarnation's
-registration waits out the old session (``_has_session``: not in the KIP).
+member stays in the ELR (unregistration re-runs its ELR's partitions too, 3.8+). Unfencing
+elects in leaderless partitions and, with ELR on, in those with the broker in the ELR
+('Controller behaviors' 3). A new incarnation's registration waits out the old session
+(``_has_session``: not in the KIP).
 """
 
 from __future__ import annotations
@@ -159,4 +160,12 @@ def _unregister(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction:
     if b not in c.brokers:
         return _refused(c, "BROKER_ID_NOT_REGISTERED")
     c2 = _with_broker(c, b, None)
-    return _accepted(_remove_broker(c2, ctx, b, elr_too=False))
+    # Unlike fencing, handleBrokerUnregistered re-runs the partitions with the broker in
+    # the ELR too (brokersToElrs.partitionsWithBrokerInElr; 3.8.0-4.4.0, sources of 3.9,
+    # 4.0.2, 4.3.1). With ELR on such a re-run changes nothing the broker's unfencing has
+    # not already elected; with ELR turned off live it writes the ELR empty, as every
+    # change does (PartitionChangeBuilder.maybeUpdateRecordElr), and KIP-966
+    # "Compatibility": "all the ELR related fields will be removed on the next partition
+    # change". 3.6/3.7 have no ELR index: they re-run the ISR's partitions only, but hold
+    # no ELR at a production metadata.version.
+    return _accepted(_remove_broker(c2, ctx, b, elr_too=True))
