@@ -147,6 +147,11 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
                    # (issue 44's cluster-level configs) vanish without the min ISR changes
                    # or without the unclean config (bench/RESULTS-diff.md)
                    "release:leader:unregister",
+                   # the same re-run of a partition through a stale entry completing a
+                   # reassignment the model leaves pending (4.4.0 seed 44, event 7,108:
+                   # replicas [72, 71, 75] -> [72, 71], leader epoch +1); the lane replayed
+                   # on the fixed build (fix/clear-elr-updates-index.patch) agrees there
+                   "release:leaderEpoch:unregister",
                    # snapshot equivalence (harness/differential/java/DriverSnapshot.java):
                    # a controller loaded from a snapshot taken after the ClearElrRecord
                    # builds its index from the PartitionRecords, so it registers the broker
