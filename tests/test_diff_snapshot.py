@@ -284,3 +284,20 @@ def test_elr_fields_a_snapshot_leaves_out_with_elr_off_are_the_cited_deviation()
     rep = on.step(p.snapshot(), _with_diff(answer("snapshot", {}, brokers([1, 2, 3])), diff))
     assert [f.signature for f in rep.findings] == [
         "snapshot:loaded.partitions.lastKnownElr:snapshot:kafka-4.3"]
+
+
+def test_a_shadow_reports_unchanged_brokers_as_the_original_does() -> None:
+    """Triage of ``snapshot:brokers:<op>`` (bench/RESULTS-diff.md "Triage"): with the
+    campaign's report "changed", an answer carries the brokers only when they changed; the
+    fresh managers of a snapshot had sent none yet, so their first answer carried them and
+    the original's did not ("original null, fresh {...}" one event after every such
+    snapshot). An event that changes no broker is no difference."""
+    events = [p.create_topic("t", [[1, 2, 3]]), p.snapshot(5),
+              p.alter_partition("t", [1, 2]), p.fence(3), p.alter_partition("t", [1])]
+    with ControllerDriver.for_build(_cached("4.4.0"), Settings(
+            brokers=(1, 2, 3), min_isr=2, elr=True, report="changed")) as d:
+        answers = [d.send(e) for e in events]
+    assert answers[2].ok and not answers[2].brokers
+    assert [a.snapshot_diff for a in answers] == [None] * len(events), [
+        a.snapshot_diff for a in answers]
+    assert answers[3].brokers["3"]["fenced"]  # a change is still reported, on both sides

@@ -156,6 +156,11 @@ final class DriverSnapshot {
             out.set("snapshotDiff", diff);
             return out;
         }
+        // The loaded brokers equal the original's (loadedDiff): the fresh side reports them,
+        // as the original does, only once they change (ControllerDriver.withState), not at
+        // its first answer because it has sent none yet (that was a snapshot:brokers:<op>
+        // finding one event after a snapshot: "original null, fresh {...}").
+        fresh.brokersSent = DriverReport.brokersKey(fresh.st);
         shadow = left > 0 ? fresh : null;
         takenAt = seq;
         justTaken = true;
