@@ -301,3 +301,19 @@ def test_a_shadow_reports_unchanged_brokers_as_the_original_does() -> None:
     assert [a.snapshot_diff for a in answers] == [None] * len(events), [
         a.snapshot_diff for a in answers]
     assert answers[3].brokers["3"]["fenced"]  # a change is still reported, on both sides
+
+
+def test_a_shadow_knows_the_brokers_log_directories() -> None:
+    """Triage of ``snapshot:dir:assignDirs``: broker 1 registered with three log
+    directories before the snapshot; an assignment to its second directory names the same
+    directory on both sides (the fresh driver had only the first, and named a new random
+    one)."""
+    events = [p.create_topic("t", [[1, 2, 3]]),
+              {"op": "register", "broker": 1, "clean": True, "logDirs": 3}, p.unfence(1),
+              p.snapshot(5), p.assign_dirs(1, "t", 0, 1)]
+    with ControllerDriver.for_build(_cached("4.4.0"), Settings(
+            brokers=(1, 2, 3), min_isr=2, elr=True, report="changed")) as d:
+        answers = [d.send(e) for e in events]
+    assert answers[4].ok, answers[4].raw
+    assert [a.snapshot_diff for a in answers] == [None] * len(events), [
+        a.snapshot_diff for a in answers]

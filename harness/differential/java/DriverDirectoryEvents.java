@@ -79,6 +79,13 @@ final class DriverDirectoryEvents {
         invoke(request, "setLogDirs", new ArrayList<>(mine.subList(0, Math.max(0, count))));
     }
 
+    /** A snapshot's fresh managers (DriverSnapshot.take): the brokers' directories are
+     * their disks', the same whichever controller is active; without them a directory
+     * index past the first would name a new, random id on the fresh side. */
+    void copyFrom(DriverDirectoryEvents other) {
+        other.dirs.forEach((id, list) -> dirs.put(id, new ArrayList<>(list)));
+    }
+
     private List<Uuid> known(int id) {
         List<Uuid> mine = dirs.computeIfAbsent(id, k -> new ArrayList<>());
         if (mine.isEmpty()) {

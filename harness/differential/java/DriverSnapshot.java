@@ -161,6 +161,7 @@ final class DriverSnapshot {
         // its first answer because it has sent none yet (that was a snapshot:brokers:<op>
         // finding one event after a snapshot: "original null, fresh {...}").
         fresh.brokersSent = DriverReport.brokersKey(fresh.st);
+        fresh.brokers.dirs.copyFrom(original.brokers.dirs);  // snapshot:dir:assignDirs
         shadow = left > 0 ? fresh : null;
         takenAt = seq;
         justTaken = true;
