@@ -307,13 +307,16 @@ def test_a_shadow_knows_the_brokers_log_directories() -> None:
     """Triage of ``snapshot:dir:assignDirs``: broker 1 registered with three log
     directories before the snapshot; an assignment to its second directory names the same
     directory on both sides (the fresh driver had only the first, and named a new random
-    one)."""
+    one); broker 2 registers with three after it, and an assignment to its third, or to
+    one it never registered, names the same id on both sides (ids were random per side)."""
     events = [p.create_topic("t", [[1, 2, 3]]),
               {"op": "register", "broker": 1, "clean": True, "logDirs": 3}, p.unfence(1),
-              p.snapshot(5), p.assign_dirs(1, "t", 0, 1)]
+              p.snapshot(9), p.assign_dirs(1, "t", 0, 1),
+              {"op": "register", "broker": 2, "clean": True, "logDirs": 3}, p.unfence(2),
+              p.assign_dirs(2, "t", 0, 2), p.assign_dirs(2, "t", 0, 5)]
     with ControllerDriver.for_build(_cached("4.4.0"), Settings(
             brokers=(1, 2, 3), min_isr=2, elr=True, report="changed")) as d:
         answers = [d.send(e) for e in events]
-    assert answers[4].ok, answers[4].raw
+    assert answers[4].ok and answers[7].ok, (answers[4].raw, answers[7].raw)
     assert [a.snapshot_diff for a in answers] == [None] * len(events), [
         a.snapshot_diff for a in answers]

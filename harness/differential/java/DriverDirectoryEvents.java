@@ -74,7 +74,7 @@ final class DriverDirectoryEvents {
         int count = e.get("logDirs").asInt();
         List<Uuid> mine = known(id);
         while (mine.size() < count) {
-            mine.add(Uuid.randomUuid());
+            mine.add(st.newDirectoryId());
         }
         invoke(request, "setLogDirs", new ArrayList<>(mine.subList(0, Math.max(0, count))));
     }
@@ -89,7 +89,7 @@ final class DriverDirectoryEvents {
     private List<Uuid> known(int id) {
         List<Uuid> mine = dirs.computeIfAbsent(id, k -> new ArrayList<>());
         if (mine.isEmpty()) {
-            mine.add(st.logDirs.computeIfAbsent(id, k -> Uuid.randomUuid()));
+            mine.add(st.logDirs.computeIfAbsent(id, k -> st.newDirectoryId()));
         }
         return mine;
     }
@@ -100,7 +100,7 @@ final class DriverDirectoryEvents {
         List<Uuid> out = new ArrayList<>();
         for (JsonNode i : indexes) {
             int k = i.asInt();
-            out.add(k >= 0 && k < mine.size() ? mine.get(k) : Uuid.randomUuid());
+            out.add(k >= 0 && k < mine.size() ? mine.get(k) : st.newDirectoryId());
         }
         return out;
     }

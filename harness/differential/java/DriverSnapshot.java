@@ -244,6 +244,7 @@ final class DriverSnapshot {
         fresh.nextOffset = st.nextOffset;
         fresh.alive.addAll(st.alive);
         fresh.logDirs.putAll(st.logDirs);
+        fresh.dirSerial = st.dirSerial;  // the next directory made: the same id on both
         fresh.clusterControl.activate();
         copySessions(st.clusterControl, fresh.clusterControl);
     }
