@@ -320,3 +320,19 @@ def test_a_shadow_knows_the_brokers_log_directories() -> None:
     assert answers[4].ok and answers[7].ok, (answers[4].raw, answers[7].raw)
     assert [a.snapshot_diff for a in answers] == [None] * len(events), [
         a.snapshot_diff for a in answers]
+
+
+def test_a_cluster_clear_elr_after_a_topic_created_and_deleted_fails_the_delta_on_4_0() -> None:
+    """docs/findings/cluster-clear-elr-replays-deleted-topic.md: on 4.0.2 (and 4.1.2) the
+    image delta of these records throws (TopicsDelta keeps the deleted topic in
+    createdTopics); 4.4.0 writes the snapshot; the catalog names the 4.0 finding."""
+    events = [p.create_topic("k0t0", [[1, 2, 3]]), p.snapshot(5),
+              p.create_topic("k0t1", [[1, 2, 3]]), p.delete_topic("k0t1"),
+              p.alter_config({"min.insync.replicas": "1"}), p.snapshot(5)]
+    old = _run("4.0.2", events, True)[-1].snapshot_diff
+    assert old is not None and old["name"] == "write" and "this.image\" is null" in old["detail"]
+    bug = naming_diff_finding((4, 0, 2), "snapshot:write:snapshot:kafka-4.0-elr", old["detail"])
+    assert bug is not None and bug.id == "cluster-clear-elr-replays-deleted-topic"
+    assert naming_diff_finding((4, 2, 2), "snapshot:write:snapshot:kafka-4.2",
+                               old["detail"]) is None
+    assert _run("4.4.0", events, True)[-1].snapshot_diff is None
