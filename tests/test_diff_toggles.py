@@ -216,3 +216,20 @@ def test_unregistering_an_elr_member_after_elr_is_turned_off_clears_the_elr() ->
     on = _cluster(part(1, 0, 2, [1, 2, 3], [1], [2]), fenced=(2, 3), elr=True)
     q = _only(on, K43, p.unregister(2)).partitions["t-0"]
     assert (sorted(q.elr), q.partition_epoch) == ([2], 2)
+
+
+def test_a_broker_registering_with_no_registration_left_is_handled_as_unclean() -> None:
+    """Triage of ``release:partitionEpoch:register`` (4.4.0 seed 4471, event 646; it was
+    named the stale ELR index, but it remains on the fixed build): broker 2, unregistered
+    while in t-0's ELR, registers again "cleanly". ClusterControlManager.registerBroker
+    compares the PreviousBrokerEpoch with the stored registration's epoch, -2 when there is
+    none, so the registration is an unclean shutdown's and the ELR loses broker 2
+    (measured on 4.4.0: ELR [2] -> [], partition epoch 2 -> 3)."""
+    from reference.model.controller_events.brokers import _with_broker
+    c = _with_broker(_cluster(part(1, 0, 2, [1, 2, 3], [1], [2]), fenced=(3,)), 2, None)
+    q = _only(c, K43, p.register(2, clean=True)).partitions["t-0"]
+    assert (q.leader, sorted(q.isr), sorted(q.elr), q.partition_epoch) == (1, [1], [], 3)
+    # with ELR off (turned off live) no unclean handling: nothing changes
+    off = _with_broker(_cluster(part(1, 0, 2, [1, 2, 3], [1], [2]), fenced=(3,), elr=False),
+                       2, None)
+    assert _only(off, K43, p.register(2, clean=True)).partitions["t-0"].partition_epoch == 2
