@@ -233,3 +233,17 @@ def test_a_broker_registering_with_no_registration_left_is_handled_as_unclean() 
     off = _with_broker(_cluster(part(1, 0, 2, [1, 2, 3], [1], [2]), fenced=(3,), elr=False),
                        2, None)
     assert _only(off, K43, p.register(2, clean=True)).partitions["t-0"].partition_epoch == 2
+
+
+def test_a_clean_registration_re_runs_the_isr_partitions_as_fencing_does() -> None:
+    """Triage of ``release:leader:register`` (4.4.0 seed 4471, event 5,268): ELR turned off
+    live, t-0 leaderless with ISR [3] (the last member kept), the topic allowing unclean
+    elections; broker 3 registers again cleanly. 4.0+ handleBrokerShutdown(3, true) re-runs
+    the ISR's partitions with 3 as the broker to remove, as fencing does, and elects 4
+    uncleanly (measured on 4.4.0: leader 4, ISR [4], RECOVERING)."""
+    c = initial({}, brokers(IDS, fenced=(3,), down=(3,)), min_isr=2, unclean=True, elr=True)
+    c = evolve(observed(c, {"t-0": part(-1, 6, 15, [3, 4], [3])}, None), elr_live=False)
+    b3 = evolve(c.brokers[3], expired=True)  # its session timed out (the driver's fence)
+    c = evolve(c, brokers={**c.brokers, 3: b3})
+    q = _only(c, K43, p.register(3, clean=True)).partitions["t-0"]
+    assert (q.leader, sorted(q.isr), q.leader_epoch) == (4, [4], 7)
