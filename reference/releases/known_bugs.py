@@ -174,7 +174,19 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
                    # changes first, then these; with the fix (fix/clear-elr-updates-index
                    # .patch) the same lanes show no index finding at all.
                    "index:brokersToElrs:register", "index:brokersToElrs:unfence",
-                   "index:brokersToElrs:heartbeat"})),
+                   "index:brokersToElrs:heartbeat",
+                   # the same phantom at elections that clear an ELR (4.4.0 seed 4472: the
+                   # periodic preferred election, ElectLeaders; the lane is clean with the
+                   # fix)
+                   "index:brokersToElrs:tick", "index:brokersToElrs:electLeaders",
+                   # a re-run through a stale entry at an unclean registration that elects
+                   # (4.4.0 seed 4472, lane event 1,042) or at an unregistration that only
+                   # bumps the partition epoch (seeds 4471, 4472): both lanes agree on the
+                   # fixed build. The model gaps these signatures also showed (an
+                   # unregistration's ELR partitions, a registration with no registration
+                   # left, a clean registration's ISR re-run) are fixed, with tests
+                   # (tests/test_diff_toggles.py), so naming them here hides no known gap.
+                   "release:leader:register", "release:partitionEpoch:unregister"})),
     KnownBug(
         "directory-index-stale-after-topic-deletion",
         "replaying a RemoveTopicRecord removes a partition from the controller's directory "
