@@ -284,3 +284,67 @@ def test_elr_fields_a_snapshot_leaves_out_with_elr_off_are_the_cited_deviation()
     rep = on.step(p.snapshot(), _with_diff(answer("snapshot", {}, brokers([1, 2, 3])), diff))
     assert [f.signature for f in rep.findings] == [
         "snapshot:loaded.partitions.lastKnownElr:snapshot:kafka-4.3"]
+
+
+def test_a_shadow_reports_unchanged_brokers_as_the_original_does() -> None:
+    """Triage of ``snapshot:brokers:<op>`` (bench/RESULTS-diff.md "Triage"): with the
+    campaign's report "changed", an answer carries the brokers only when they changed; the
+    fresh managers of a snapshot had sent none yet, so their first answer carried them and
+    the original's did not ("original null, fresh {...}" one event after every such
+    snapshot). An event that changes no broker is no difference."""
+    events = [p.create_topic("t", [[1, 2, 3]]), p.snapshot(5),
+              p.alter_partition("t", [1, 2]), p.fence(3), p.alter_partition("t", [1])]
+    with ControllerDriver.for_build(_cached("4.4.0"), Settings(
+            brokers=(1, 2, 3), min_isr=2, elr=True, report="changed")) as d:
+        answers = [d.send(e) for e in events]
+    assert answers[2].ok and not answers[2].brokers
+    assert [a.snapshot_diff for a in answers] == [None] * len(events), [
+        a.snapshot_diff for a in answers]
+    assert answers[3].brokers["3"]["fenced"]  # a change is still reported, on both sides
+
+
+def test_a_shadow_knows_the_brokers_log_directories() -> None:
+    """Triage of ``snapshot:dir:assignDirs``: broker 1 registered with three log
+    directories before the snapshot; an assignment to its second directory names the same
+    directory on both sides (the fresh driver had only the first, and named a new random
+    one); broker 2 registers with three after it, and an assignment to its third, or to
+    one it never registered, names the same id on both sides (ids were random per side)."""
+    events = [p.create_topic("t", [[1, 2, 3]]),
+              {"op": "register", "broker": 1, "clean": True, "logDirs": 3}, p.unfence(1),
+              p.snapshot(9), p.assign_dirs(1, "t", 0, 1),
+              {"op": "register", "broker": 2, "clean": True, "logDirs": 3}, p.unfence(2),
+              p.assign_dirs(2, "t", 0, 2), p.assign_dirs(2, "t", 0, 5)]
+    with ControllerDriver.for_build(_cached("4.4.0"), Settings(
+            brokers=(1, 2, 3), min_isr=2, elr=True, report="changed")) as d:
+        answers = [d.send(e) for e in events]
+    assert answers[4].ok and answers[7].ok, (answers[4].raw, answers[7].raw)
+    assert [a.snapshot_diff for a in answers] == [None] * len(events), [
+        a.snapshot_diff for a in answers]
+
+
+def test_a_cluster_clear_elr_after_a_topic_created_and_deleted_fails_the_delta_on_4_0() -> None:
+    """docs/findings/cluster-clear-elr-replays-deleted-topic.md: on 4.0.2 (and 4.1.2) the
+    image delta of these records throws (TopicsDelta keeps the deleted topic in
+    createdTopics); 4.4.0 writes the snapshot; the catalog names the 4.0 finding."""
+    events = [p.create_topic("k0t0", [[1, 2, 3]]), p.snapshot(5),
+              p.create_topic("k0t1", [[1, 2, 3]]), p.delete_topic("k0t1"),
+              p.alter_config({"min.insync.replicas": "1"}), p.snapshot(5)]
+    old = _run("4.0.2", events, True)[-1].snapshot_diff
+    assert old is not None and old["name"] == "write" and "this.image\" is null" in old["detail"]
+    bug = naming_diff_finding((4, 0, 2), "snapshot:write:snapshot:kafka-4.0-elr", old["detail"])
+    assert bug is not None and bug.id == "cluster-clear-elr-replays-deleted-topic"
+    assert naming_diff_finding((4, 2, 2), "snapshot:write:snapshot:kafka-4.2",
+                               old["detail"]) is None
+    assert _run("4.4.0", events, True)[-1].snapshot_diff is None
+
+
+def test_a_topic_created_after_the_snapshot_is_found_by_name_on_both_sides() -> None:
+    """Triage of ``snapshot:byName:findTopics``: a topic created after the snapshot gets a
+    random id on each side; the lookup's answer names it, so the comparison leaves the id
+    out, as it does in records."""
+    events = [p.create_topic("t", [[1, 2, 3]]), p.snapshot(5),
+              p.create_topic("u", [[1, 2, 3]]), p.find_topics(["t", "u", "v"])]
+    answers = _run("4.4.0", events, True)
+    assert answers[3].ok and "u" in answers[3].raw["byName"]
+    assert [a.snapshot_diff for a in answers] == [None] * len(events), [
+        a.snapshot_diff for a in answers]

@@ -198,3 +198,52 @@ def test_last_known_elr_minus_one_is_named_on_4_0_by_its_detail() -> None:
     assert bug is not None and bug.id == "last-known-elr-minus-one"
     bug = naming_diff_finding((4, 0, 2), sig)
     assert bug is not None and bug.id == "KAFKA-19522"
+
+
+def test_unregistering_an_elr_member_after_elr_is_turned_off_clears_the_elr() -> None:
+    """Triage of ``release:partitionEpoch:unregister`` (bench/RESULTS-diff.md "Triage"):
+    handleBrokerUnregistered re-runs the partitions with the broker in the ELR too
+    (brokersToElrs.partitionsWithBrokerInElr, 3.8+), and with ELR off the builder writes
+    the ELR empty (PartitionChangeBuilder.maybeUpdateRecordElr; KIP-966 "Compatibility":
+    the ELR fields "removed on the next partition change"). Measured on 4.4.0: leader 1,
+    ISR [1], ELR [2] left from ELR on, `unregister 2` -> ELR [], partition epoch +1."""
+    c = _cluster(part(1, 0, 2, [1, 2, 3], [1], [2]), fenced=(2, 3), elr=False)
+    for profile in (K43, K40):
+        q = _only(c, profile, p.unregister(2)).partitions["t-0"]
+        assert (q.leader, sorted(q.isr), sorted(q.elr), q.partition_epoch) == (1, [1], [], 3), \
+            profile.name
+    # With ELR on, the same re-run changes nothing: the member stays in the ELR.
+    on = _cluster(part(1, 0, 2, [1, 2, 3], [1], [2]), fenced=(2, 3), elr=True)
+    q = _only(on, K43, p.unregister(2)).partitions["t-0"]
+    assert (sorted(q.elr), q.partition_epoch) == ([2], 2)
+
+
+def test_a_broker_registering_with_no_registration_left_is_handled_as_unclean() -> None:
+    """Triage of ``release:partitionEpoch:register`` (4.4.0 seed 4471, event 646; it was
+    named the stale ELR index, but it remains on the fixed build): broker 2, unregistered
+    while in t-0's ELR, registers again "cleanly". ClusterControlManager.registerBroker
+    compares the PreviousBrokerEpoch with the stored registration's epoch, -2 when there is
+    none, so the registration is an unclean shutdown's and the ELR loses broker 2
+    (measured on 4.4.0: ELR [2] -> [], partition epoch 2 -> 3)."""
+    from reference.model.controller_events.brokers import _with_broker
+    c = _with_broker(_cluster(part(1, 0, 2, [1, 2, 3], [1], [2]), fenced=(3,)), 2, None)
+    q = _only(c, K43, p.register(2, clean=True)).partitions["t-0"]
+    assert (q.leader, sorted(q.isr), sorted(q.elr), q.partition_epoch) == (1, [1], [], 3)
+    # with ELR off (turned off live) no unclean handling: nothing changes
+    off = _with_broker(_cluster(part(1, 0, 2, [1, 2, 3], [1], [2]), fenced=(3,), elr=False),
+                       2, None)
+    assert _only(off, K43, p.register(2, clean=True)).partitions["t-0"].partition_epoch == 2
+
+
+def test_a_clean_registration_re_runs_the_isr_partitions_as_fencing_does() -> None:
+    """Triage of ``release:leader:register`` (4.4.0 seed 4471, event 5,268): ELR turned off
+    live, t-0 leaderless with ISR [3] (the last member kept), the topic allowing unclean
+    elections; broker 3 registers again cleanly. 4.0+ handleBrokerShutdown(3, true) re-runs
+    the ISR's partitions with 3 as the broker to remove, as fencing does, and elects 4
+    uncleanly (measured on 4.4.0: leader 4, ISR [4], RECOVERING)."""
+    c = initial({}, brokers(IDS, fenced=(3,), down=(3,)), min_isr=2, unclean=True, elr=True)
+    c = evolve(observed(c, {"t-0": part(-1, 6, 15, [3, 4], [3])}, None), elr_live=False)
+    b3 = evolve(c.brokers[3], expired=True)  # its session timed out (the driver's fence)
+    c = evolve(c, brokers={**c.brokers, 3: b3})
+    q = _only(c, K43, p.register(3, clean=True)).partitions["t-0"]
+    assert (q.leader, sorted(q.isr), q.leader_epoch) == (4, [4], 7)

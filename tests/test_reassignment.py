@@ -266,3 +266,21 @@ def test_the_reassignment_fields_are_listed_as_judged_where_observed() -> None:
     assert judged_fields([with_reassignment])["judged"][-2:] == ["adding", "removing"]
     older = {"kind": "observation", "state": base}  # a history recorded before they were
     assert judged_fields([older]) == {"judged": list(base), "unobservable": []}
+
+
+def test_all_target_completion_does_not_ask_for_an_adding_replica_being_removed() -> None:
+    """Triage of ``release:leaderEpoch:alterPartition`` on 4.0.2 (bench/RESULTS-diff.md
+    "Triage", seed 4021): a reassignment of a running one left replicas [2, 3, 1, 5],
+    adding [5], removing [1, 5]; AlterPartition to ISR [2, 3]. 3.8-4.2's
+    maybeCompleteReassignment asks only that the ISR hold the target [2, 3] (no adding
+    check: 3.9, 4.0.2 sources) and completes; 3.6/3.7 and 4.3+ first wait for adding 5."""
+    from reference.model.controller import Assignment, Ctx, complete_reassignment
+    from reference.releases.catalog import get_profile
+    a = Assignment((2, 3, 1, 5), adding=(5,), removing=(1, 5))
+    for profile, done in (("kafka-4.0-noelr", True), ("kafka-4.1", True),
+                          ("kafka-4.3", False), ("kafka-3.7", False), ("kip966", False)):
+        got = complete_reassignment(Ctx(get_profile(profile), elr_on=False), a,
+                                    frozenset({2, 3}), 1)
+        assert (got is not None) is done, profile
+        if got is not None:
+            assert got == (Assignment((2, 3)), frozenset({2, 3})), profile

@@ -316,7 +316,8 @@ def complete_reassignment(ctx: Ctx, a: Assignment, isr: frozenset[int], min_isr:
 
     - the ISR without the removing replicas must not be empty, nor the replicas;
     - "Wait for all adding sync replicas to join the ISR" (only the ADDING ones: a
-      target replica that was already assigned need not be in the ISR);
+      target replica that was already assigned need not be in the ISR; 3.8-4.2, rule
+      "all-target": every target replica instead, the adding ones not asked for);
     - when the replication factor shrinks (fewer adding than removing), every target
       replica must be in the ISR;
     - KIP-966 "Other behaviors" 4 (profile ``reassignment_needs_min_isr``): "the
@@ -330,9 +331,13 @@ def complete_reassignment(ctx: Ctx, a: Assignment, isr: frozenset[int], min_isr:
     if not new_isr or not replicas:
         return None
     waits = ctx.profile.reassignment_waits_for_target_isr  # False only in a mutant
-    if not set(a.adding) <= new_isr and waits:
-        return None
     rule = ctx.profile.reassignment_completion if waits else "adding"
+    # 3.8-4.2 ask for every target replica instead of the adding ones
+    # (PartitionReassignmentReplicas.maybeCompleteReassignment 3.9, 4.0.2: no adding check):
+    # they differ for an adding replica that a later reassignment also removes (adding [5],
+    # removing [1, 5]: 4.0.2 completes once the ISR holds the target; 3.7, 4.3 wait for 5).
+    if not set(a.adding) <= new_isr and waits and rule != "all-target":
+        return None
     if rule == "all-target" and not set(replicas) <= new_isr:
         return None  # KAFKA-15665 (3.8.0-4.2): newTargetIsr.containsAll(newTargetReplicas)
     if (rule == "adding-unless-shrinking" and len(a.adding) < len(a.removing)

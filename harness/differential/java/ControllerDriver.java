@@ -245,7 +245,7 @@ public final class ControllerDriver {
             answer.put("error", r.error.name() + ": " + r.getMessage());
             answer.put("errorName", r.error.name());
         } catch (Throwable t) {
-            DriverOracles.noFault(t, answer);
+            DriverOracles.noFault(t, answer, st);
         }
         oracles.check(answer);
         return withState(answer, notes, st.reportChanged);

@@ -74,15 +74,22 @@ final class DriverDirectoryEvents {
         int count = e.get("logDirs").asInt();
         List<Uuid> mine = known(id);
         while (mine.size() < count) {
-            mine.add(Uuid.randomUuid());
+            mine.add(st.newDirectoryId());
         }
         invoke(request, "setLogDirs", new ArrayList<>(mine.subList(0, Math.max(0, count))));
+    }
+
+    /** A snapshot's fresh managers (DriverSnapshot.take): the brokers' directories are
+     * their disks', the same whichever controller is active; without them a directory
+     * index past the first would name a new, random id on the fresh side. */
+    void copyFrom(DriverDirectoryEvents other) {
+        other.dirs.forEach((id, list) -> dirs.put(id, new ArrayList<>(list)));
     }
 
     private List<Uuid> known(int id) {
         List<Uuid> mine = dirs.computeIfAbsent(id, k -> new ArrayList<>());
         if (mine.isEmpty()) {
-            mine.add(st.logDirs.computeIfAbsent(id, k -> Uuid.randomUuid()));
+            mine.add(st.logDirs.computeIfAbsent(id, k -> st.newDirectoryId()));
         }
         return mine;
     }

@@ -110,7 +110,7 @@ class DriverLine37 extends DriverLine36 {
 
     @Override
     void setLogDirs(BrokerRegistrationRequestData request, DriverState st, int id) {
-        Uuid dir = st.logDirs.computeIfAbsent(id, k -> Uuid.randomUuid());
+        Uuid dir = st.logDirs.computeIfAbsent(id, k -> st.newDirectoryId());
         invoke(request, "setLogDirs", List.of(dir));
     }
 

@@ -156,6 +156,12 @@ final class DriverSnapshot {
             out.set("snapshotDiff", diff);
             return out;
         }
+        // The loaded brokers equal the original's (loadedDiff): the fresh side reports them,
+        // as the original does, only once they change (ControllerDriver.withState), not at
+        // its first answer because it has sent none yet (that was a snapshot:brokers:<op>
+        // finding one event after a snapshot: "original null, fresh {...}").
+        fresh.brokersSent = DriverReport.brokersKey(fresh.st);
+        fresh.brokers.dirs.copyFrom(original.brokers.dirs);  // snapshot:dir:assignDirs
         shadow = left > 0 ? fresh : null;
         takenAt = seq;
         justTaken = true;
@@ -238,6 +244,7 @@ final class DriverSnapshot {
         fresh.nextOffset = st.nextOffset;
         fresh.alive.addAll(st.alive);
         fresh.logDirs.putAll(st.logDirs);
+        fresh.dirSerial = st.dirSerial;  // the next directory made: the same id on both
         fresh.clusterControl.activate();
         copySessions(st.clusterControl, fresh.clusterControl);
     }
@@ -456,6 +463,14 @@ final class DriverSnapshot {
                 Map.Entry<String, JsonNode> e = it.next();
                 if (e.getValue().isTextual() && (e.getKey().equals("error") || e.getKey().equals("exception"))) {
                     e.setValue(TextNode.valueOf(UUID.matcher(e.getValue().asText()).replaceAll("<id>")));
+                } else if (e.getKey().equals("byName") && e.getValue().isObject()) {
+                    // findTopics: name -> "ResultOrError(<topic id>)" (DriverQueryEvents), the
+                    // id random per side for a topic created after the snapshot
+                    // (snapshot:byName:findTopics)
+                    for (Iterator<Map.Entry<String, JsonNode>> names = e.getValue().fields(); names.hasNext(); ) {
+                        Map.Entry<String, JsonNode> n = names.next();
+                        n.setValue(TextNode.valueOf(UUID.matcher(n.getValue().asText()).replaceAll("<id>")));
+                    }
                 } else {
                     strip(e.getValue());
                 }

@@ -95,6 +95,8 @@ final class DriverState {
     final Map<Uuid, Integer> partitionCounts = new HashMap<>();
     final Set<Integer> alive = new TreeSet<>();  // brokers whose process runs and heartbeats
     final Map<Integer, Uuid> logDirs = new HashMap<>();
+    /** The last log directory id made (newDirectoryId). */
+    long dirSerial;
     boolean reportChanged = false;
     /** Every record replayed, with its offset, also goes here (DriverOracleChecks: the image). */
     java.util.function.ObjLongConsumer<ApiMessage> onReplay;
@@ -235,4 +237,13 @@ final class DriverState {
                     + message.getClass().getSimpleName());
         }
     }
+
+    /** A new log directory id: a serial, not random, so that a snapshot's fresh managers
+     * (DriverSnapshot.load copies the serial) name a directory made after the snapshot as
+     * the original does (random ids were a snapshot:dir:assignDirs difference). The high
+     * half is not 0, so no id is one DirectoryId reserves (UNASSIGNED, LOST, MIGRATING). */
+    Uuid newDirectoryId() {
+        return new Uuid(0x6B6368616F73L, ++dirSerial);
+    }
 }
+

@@ -6,9 +6,10 @@ unclean shutdown, the controller will remove the broker from ISR and ELR" (only 
 on; ``Profile.unclean_shutdown_detection``). Fencing, controlled shutdown and unregistration
 take the broker out of every ISR and elect where it led ('ISR invariants'), re-running only
 the partitions with the broker in the ISR, as the shipped controller does: a fenced ELR
-member stays in the ELR. Unfencing elects in leaderless partitions and, with ELR on, in
-those with the broker in the ELR ('Controller behaviors' 3). A new incarnation's
-registration waits out the old session (``_has_session``: not in the KIP).
+member stays in the ELR (unregistration re-runs its ELR's partitions too, 3.8+). Unfencing
+elects in leaderless partitions and, with ELR on, in those with the broker in the ELR
+('Controller behaviors' 3). A new incarnation's registration waits out the old session
+(``_has_session``: not in the KIP).
 """
 
 from __future__ import annotations
@@ -81,8 +82,24 @@ def _register(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction:
         return _refused(c, "DUPLICATE_BROKER_REGISTRATION")
     c2 = _with_broker(c, b, Reg(fenced=True, shutting_down=False, alive=True))
     clean = bool(e.get("clean", True)) or not ctx.profile.unclean_shutdown_detection
-    if clean or old is None or not ctx.elr_on:
-        return _accepted([c2])
+    if old is None and ctx.profile.unclean_shutdown_detection:
+        # No registration to compare the PreviousBrokerEpoch with: 4.0+
+        # ClusterControlManager.registerBroker keeps storedBrokerEpoch -2, which no request
+        # carries, so the registration is handled as after an unclean shutdown
+        # (handleBrokerShutdown(id, false, ..)): a broker unregistered while in an ELR (which
+        # unregistration keeps with ELR on) leaves it when it registers again (4.0.2, 4.3.1
+        # sources; measured on 4.4.0 with the driver).
+        clean = False
+    if clean or not ctx.elr_on:
+        if not ctx.profile.elr_feature:
+            return _accepted([c2])  # 3.x: only the unclean path below (addRecordsForShutdown)
+        # 4.0+ ReplicationControlManager.handleBrokerShutdown(id, isCleanShutdown): a clean
+        # shutdown, or ELR off, is handled "as if the broker was fenced": the partitions
+        # with it in the ISR re-run with it as the broker to remove. Mostly nothing changes
+        # (a fenced broker has left every ISR) but with ELR off the ISR keeps its last
+        # member, and the re-run then elects uncleanly where the topic allows it (4.0.2,
+        # 4.3.1 sources; measured on 4.4.0 with the driver, seed 4471).
+        return _accepted(_remove_broker(c2, ctx, b, elr_too=False))
 
     # "During the broker registration, if the broker had an unclean shutdown, the
     # controller will remove the broker from ISR and ELR."
@@ -159,4 +176,12 @@ def _unregister(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction:
     if b not in c.brokers:
         return _refused(c, "BROKER_ID_NOT_REGISTERED")
     c2 = _with_broker(c, b, None)
-    return _accepted(_remove_broker(c2, ctx, b, elr_too=False))
+    # Unlike fencing, handleBrokerUnregistered re-runs the partitions with the broker in
+    # the ELR too (brokersToElrs.partitionsWithBrokerInElr; 3.8.0-4.4.0, sources of 3.9,
+    # 4.0.2, 4.3.1). With ELR on such a re-run changes nothing the broker's unfencing has
+    # not already elected; with ELR turned off live it writes the ELR empty, as every
+    # change does (PartitionChangeBuilder.maybeUpdateRecordElr), and KIP-966
+    # "Compatibility": "all the ELR related fields will be removed on the next partition
+    # change". 3.6/3.7 have no ELR index: they re-run the ISR's partitions only, but hold
+    # no ELR at a production metadata.version.
+    return _accepted(_remove_broker(c2, ctx, b, elr_too=True))
