@@ -502,3 +502,18 @@ def test_resume_keeps_the_campaigns_own_settings_for_flags_not_given(tmp_path: P
         hunt.load_state(tmp_path, replace(cfg(), log_dirs=0.3))
     assert hunt.resume_config(tmp_path / "new", replace(cfg(), log_dirs=0.1, resume_defaults=
                                                         frozenset({"log_dirs"}))).log_dirs == 0.1
+
+
+def test_a_mutation_the_loader_refuses_is_not_run() -> None:
+    """A mutated schedule `run`'s loader refuses (certify's hunt on 4.4.0 met a create_topic
+    placed by Kafka on a cluster with too many placements: a harness error) is replaced by
+    the index's own schedule: ``_loads`` says which."""
+    from types import SimpleNamespace
+
+    from harness.search.hunt.campaign import BuildHunt
+    from reference.model import steps as S
+    from reference.model.topics import AddPartitions
+
+    me = SimpleNamespace(cfg=SimpleNamespace(seed=1))
+    assert BuildHunt._loads(me, 3, (S.Consume(),))  # type: ignore[arg-type]
+    assert not BuildHunt._loads(me, 3, (AddPartitions(1), S.Consume()))  # type: ignore[arg-type]
