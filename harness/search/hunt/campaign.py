@@ -172,8 +172,8 @@ class BuildHunt:
             parent = rng.choice(corpus)
             got = mutate_schedule(parent.steps, fresh, rng, self.repair,
                                   max(2 * self.cfg.length, len(parent.steps) + 3))
-            if got is not None and not self._loads(index, got[0]):
-                got = None  # the index's own schedule instead of a harness error
+            # a mutation the loader refuses: the index's own schedule, not a harness error
+            if got is not None and self._loads(index, got[0]):
                 self.origin[index] = f"{got[1]} of {parent.name}"
                 with self.lock:
                     self.state.mutated += 1
