@@ -150,7 +150,7 @@ def test_the_tail_repairs_a_failed_directory() -> None:
     for s in (S.Produce(2), L.FailLogDir(2, 2)):
         model.apply(s)
         fuzzgen.after(s, track, cfg)
-    tail = fuzzgen._tail(model, track, cfg)
+    tail = fuzzgen.recovery_tail(model, track, cfg)
     assert tail.index(S.Stop(2)) < tail.index(S.Restart(2)), tail
     assert track.failed_dirs == {}
 

@@ -17,11 +17,15 @@ from harness.cli import fuzz as fuzz_cli
 from harness.cli import options
 from harness.cluster.builds import Build, Features
 from harness.infra.errors import UsageError
+from harness.judge.datachecks import run_checks
 from harness.scenario.loader import parse_scenario
 from harness.search import fuzz
 from reference.search.generators import Builds
 from reference.search.tiered import (
     FIRST_VERSION,
+    LOCAL_RETENTION_BYTES,
+    RETENTION_BYTES,
+    RETENTION_CHANCE,
     TieredTopic,
     draw_tiered,
     supports,
@@ -64,7 +68,8 @@ def test_tiered_schedules_load_with_tiered_storage_and_their_topic_configs(
         assert config["remote.storage.enable"] == "true"
         assert config["segment.ms"] == str(cluster.tiered.segment_ms)
         assert config["local.retention.bytes"] == str(cluster.tiered.local_retention_bytes)
-        assert "retention.bytes" not in config  # no remote retention: every record stays
+        retention = cluster.tiered.retention_bytes  # drawn on some: RETENTION_CHANCE
+        assert config.get("retention.bytes") == (None if retention is None else str(retention))
     assert "kill" in kinds  # kills land during the uploads
     assert not kinds & {"delete_topic", "create_topic"}  # tiered_weights: off
 
@@ -129,3 +134,62 @@ def test_the_tiered_flag_needs_traffic_and_a_chance() -> None:
                               "--tiered", "0.4"])
     cfg, _ = fuzz_cli.parse_args(args)
     assert cfg.gen.tiered == 0.4 and cfg.gen.traffic
+
+
+def test_a_remote_retention_is_drawn_on_about_half_the_tiered_topics() -> None:
+    """Some tiered topics get ``retention.bytes`` (so remote segments are deleted and the
+    log start advances during a run); never under the local retention, which Kafka
+    refuses (LogConfig.validateRemoteStorageRetentionSize); deterministic for a seed."""
+    drawn = [t for s in range(2000) if (t := draw_tiered(s, 1.0, "4.3.1")) is not None]
+    assert drawn == [draw_tiered(s, 1.0, "4.3.1") for s in range(2000)]
+    kept = [t for t in drawn if t.retention_bytes is not None]
+    assert abs(len(kept) / len(drawn) - RETENTION_CHANCE) < 0.05
+    assert all(t.retention_bytes in RETENTION_BYTES
+               and t.retention_bytes >= t.local_retention_bytes for t in kept)
+    assert {t.retention_bytes for t in kept} == set(RETENTION_BYTES)
+    assert {t.local_retention_bytes for t in kept} == set(LOCAL_RETENTION_BYTES)
+    # At the slowest generated producer (50 records/s, about 100 bytes a record on disk)
+    # a partition passes the largest within a minute or two of traffic.
+    assert max(RETENTION_BYTES) <= 50 * 100 * 90
+
+
+def test_a_schedules_scenario_file_carries_its_remote_retention() -> None:
+    models = fuzz.model_factory(_build("4.3.1"), {}, ("4.3.1",))
+    cfg = _cfg(models, tiered=1.0)
+    found = []
+    for index in range(12):
+        steps = fuzz.schedule(models, 5, index, cfg)
+        seed = fuzz.schedule_seed(5, index)
+        cluster = fuzz.CLUSTERS.of(seed)
+        assert cluster is not None and cluster.tiered is not None
+        sc = parse_scenario(fuzz.scenario_yaml(f"r-{index}", seed, steps), f"<r-{index}>")
+        if cluster.tiered.retention_bytes is not None:
+            found.append(index)
+            assert sc.topic.config["retention.bytes"] == str(cluster.tiered.retention_bytes)
+        else:
+            assert "retention.bytes" not in sc.topic.config
+    assert 2 <= len(found) <= 10
+
+
+def _events(log_start: int | None) -> list[dict[str, Any]]:
+    ev: list[dict[str, Any]] = [
+        {"seq": i, "kind": "ack", "record_id": f"r{i}", "topic": "t", "partition": 0,
+         "acks": "all", "offset": 100 * i, "error": None} for i in range(3)]
+    ev.append({"seq": 3, "kind": "consume", "record_id": "r2", "topic": "t", "partition": 0,
+               "offset": 200})
+    ev.append({"seq": 4, "kind": "read", "topic": "t", "partition": 0, "complete": True})
+    if log_start is not None:
+        ev.append({"seq": 5, "kind": "storage", "index": None, "topic": "t", "partition": 0,
+                   "log_start": log_start})
+    return ev
+
+
+def test_a_produce_steps_record_below_the_final_log_start_was_deleted_not_lost() -> None:
+    """Retention deletes the schedule's own records too: below the partition's final log
+    start (tiered runs only: their storage events) they are not lost; at or above, they are."""
+    def lost(log_start: int | None) -> list[str]:
+        check = next(c for c in run_checks(_events(log_start)) if c.name == "acked_lost")
+        return [d["record_id"] for d in check.details]
+    assert lost(None) == ["r0", "r1"]  # no storage events: not tiered, judged as before
+    assert lost(50) == ["r1"]  # r0 (offset 0) below the log start: deleted by retention
+    assert lost(200) == []

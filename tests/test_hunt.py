@@ -112,6 +112,10 @@ def test_later_schedules_are_repaired_mutations_of_the_corpus(tmp_path: Path) ->
     for n in mutated:  # repaired: the generator's guards hold, and it ends with a consume
         assert fuzzgen.validate(MODELS["4.3.1"], fake.steps[n], gen) is None
         assert fake.steps[n][-1].kind == "consume"
+        end = MODELS["4.3.1"]()  # after the recovery tail: every broker up, no link cut
+        for step in fake.steps[n]:
+            end.apply(step)
+        assert all(b.alive and not w.cuts for w in end.branches for b in w.brokers)
 
 
 def test_coverage_reader_failure_is_said_and_the_run_still_counts(tmp_path: Path) -> None:

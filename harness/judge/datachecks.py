@@ -9,6 +9,9 @@ of a run and by the report (which re-judges histories offline):
   that partition since its previous `read` event, so a read that found nothing still
   counts); histories without `read` events (1.0) fall back to the last run of
   consecutive `consume` events. With no read at all the check cannot say and passes.
+  On a tiered run, a record below its partition's final log start (the last `storage`
+  event's) was deleted by retention, not lost: whether only retention moved the log start
+  is judged apart (harness/judge/tiered.py), as for the traffic's records (``Retained``).
 - above_hwm: a record consumed at an offset >= the HWM first observed after it was read.
 - hwm_regression: the observed HWM of a partition going down between two observations.
 - duplicates: one record id consumed at two different offsets.
@@ -23,6 +26,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from harness.judge.tiered import final_log_starts
 
 CHECKS = ("acked_lost", "above_hwm", "hwm_regression", "duplicates", "gaps")
 
@@ -136,8 +141,11 @@ def _acked_lost(events: list[dict[str, Any]],
                    for tp, rs in reads.items() if (complete := [r for r in rs if r.complete])}
     read_ends = {tp: complete[-1].end
                  for tp, rs in reads.items() if (complete := [r for r in rs if r.complete])}
+    starts = final_log_starts(events)  # tiered runs only: deleted by retention below them
     for e in events:
         if e["kind"] != "ack" or e.get("offset") is None or e.get("error"):
+            continue
+        if int(e["offset"]) < starts.get(_tp(e), 0):
             continue
         final = final_reads.get(_tp(e))
         if final is None:

@@ -393,7 +393,7 @@ def unclean_loss(step: S.Step, model: Lanes, track: Track | None = None,
             w.config.unclean_leader_election for w in trial.branches):
         rest = copy.deepcopy(track)
         after(step, rest, cfg)
-        _tail(trial, rest, cfg, lookahead=False)
+        recovery_tail(trial, rest, cfg, lookahead=False)
         if not _recovered(trial, rest):
             return ("with unclean election on, the recovery tail could not follow it "
                     "without an unclean election that loses acks=all records")
@@ -438,8 +438,9 @@ def candidates(kind: str, model: Lanes, track: Track, cfg: GenConfig,
     return [s for s in generator.steps(g, rng) if generator.why_invalid(s, g) is None]
 
 
-def _tail(model: Lanes, track: Track, cfg: GenConfig, lookahead: bool = True
-          ) -> list[S.Step]:
+def recovery_tail(model: Lanes, track: Track, cfg: GenConfig, lookahead: bool = True
+                  ) -> list[S.Step]:
+    """The recovery tail (module doc) after ``model``'s state, applied to it and ``track``."""
     out: list[S.Step] = []
 
     def add(step: S.Step) -> None:
@@ -509,7 +510,7 @@ def generate(new_model: Callable[[], Lanes], seed: int | str, cfg: GenConfig = G
         after(step, track, cfg)
         out.append(step)
     if cfg.tail:
-        out.extend(_tail(model, track, cfg))
+        out.extend(recovery_tail(model, track, cfg))
     return tuple(out)
 
 

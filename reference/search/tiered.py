@@ -14,11 +14,19 @@ KIP-405 as early access (the 3.5.0 tag already holds parts of RemoteLogManager a
 ``FIRST_VERSION`` and ``gap``, which refuse a tiered scenario on an older build. So a
 build before 3.6 never gets a tiered cluster.
 
-No remote retention is drawn (``retention.bytes`` and ``retention.ms`` stay Kafka's
-defaults: the remote tier keeps everything), so every acknowledged record stays readable
-from offset 0 and the data checks of the schedule's produce and consume steps hold as they
-do without tiering; what is judged is that no record is lost or displaced by the tiering,
-the kills and the leader changes, and the log start's checks (harness/judge/tiered.py).
+On about half of the tiered topics (``RETENTION_CHANCE``) a remote retention is drawn too
+(``retention.bytes``, per partition, ``RETENTION_BYTES``): small enough that under the
+generated traffic the partition passes it during a run, so the RemoteLogManager's
+expiration deletes the oldest remote segments and the log start advances (the pending
+tiered-leader-kill-retention-bytes file: 300 KB at 400 records/s, the log start advanced
+in every run). Then what is judged is the log start's checks (harness/judge/tiered.py:
+it advances only by retention; no acks=all record at or above it is missing from the final
+read) and, below it, records deleted by retention are neither lost nor displaced, for the
+traffic (harness/traffic/checks.py ``Retained``) and the schedule's produce steps alike
+(harness/judge/datachecks.py ``acked_lost``). Without it (Kafka's defaults: the remote tier
+keeps everything) every acknowledged record stays readable from offset 0; what is judged
+is that no record is lost or displaced by the tiering, the kills and the leader changes.
+
 A tiered schedule's steps are drawn with ``tiered_weights``: kills, restarts, leader
 elections and sleeps more often (the faults that meet an upload in flight, and the time
 for segments to roll), and no topic deletion or re-creation: deleting a tiered topic
@@ -43,6 +51,13 @@ SEGMENT_MS = (1000, 2000, 5000)
 #: Local retention (``local.retention.bytes``): at the generated 50-400 records/s a few
 #: seconds to a minute of records stay local, the rest is read from the remote tier.
 LOCAL_RETENTION_BYTES = (20_000, 60_000, 200_000)
+#: The share of tiered topics with a remote retention (``retention.bytes``).
+RETENTION_CHANCE = 0.5
+#: Remote retention (``retention.bytes``, per partition): at the generated 50-400
+#: records/s per producer (about 100 bytes a record on disk), a partition passes it in
+#: seconds to about a minute. Never under the local retention drawn with it: Kafka refuses
+#: local.retention.bytes > retention.bytes (LogConfig.validateRemoteStorageRetentionSize).
+RETENTION_BYTES = (100_000, 200_000, 300_000)
 
 
 @dataclass(frozen=True)
@@ -52,11 +67,16 @@ class TieredTopic:
 
     segment_ms: int = 2000
     local_retention_bytes: int = 60_000
+    #: ``retention.bytes`` (None: Kafka's default, the remote tier keeps everything).
+    retention_bytes: int | None = None
 
     def topic_config(self) -> dict[str, str]:
         """The topic's configs (FORMAT.md "Tiered storage"), as strings."""
-        return {"remote.storage.enable": "true", "segment.ms": str(self.segment_ms),
-                "local.retention.bytes": str(self.local_retention_bytes)}
+        out = {"remote.storage.enable": "true", "segment.ms": str(self.segment_ms),
+               "local.retention.bytes": str(self.local_retention_bytes)}
+        if self.retention_bytes is not None:
+            out["retention.bytes"] = str(self.retention_bytes)
+        return out
 
 
 def _version(text: str) -> tuple[int, int, int] | None:
@@ -73,15 +93,20 @@ def supports(version: str) -> bool:
 def draw_tiered(seed: int | str, chance: float, version: str) -> TieredTopic | None:
     """The tiering of the schedule with this (scenario) seed on a cluster of build
     ``version``: with probability ``chance``, a segment.ms and a local retention drawn
-    from the seed's own stream; None without tiered storage on the build (before 3.6.0)
-    or when not drawn. Deterministic for a seed."""
+    from the seed's own stream, and with ``RETENTION_CHANCE`` a remote retention at least
+    the local one; None without tiered storage on the build (before 3.6.0) or when not
+    drawn. Deterministic for a seed (the retention drawn after the others: a seed keeps
+    the segment.ms and local retention it had before retention was drawn)."""
     if chance <= 0 or not supports(version):
         return None
     rng = random.Random(f"kafka-chaos-tiered:{seed}")
     if rng.random() >= chance:
         return None
-    return TieredTopic(segment_ms=rng.choice(SEGMENT_MS),
-                       local_retention_bytes=rng.choice(LOCAL_RETENTION_BYTES))
+    segment_ms, local = rng.choice(SEGMENT_MS), rng.choice(LOCAL_RETENTION_BYTES)
+    retention = rng.choice([b for b in RETENTION_BYTES if b >= local]) \
+        if rng.random() < RETENTION_CHANCE else None
+    return TieredTopic(segment_ms=segment_ms, local_retention_bytes=local,
+                       retention_bytes=retention)
 
 
 #: Weight factors of a tiered schedule's step kinds (``tiered_weights``).

@@ -15,6 +15,7 @@ from harness.search.fuzz.scenario import CLUSTERS, base_scenario, scenario_yaml
 from harness.search.shrink import Steps
 from reference.search import fuzzgen
 from reference.search.generators import Builds, draw_birth, draw_log_dirs
+from reference.search.recovery import with_tail
 from reference.search.tiered import draw_tiered, tiered_weights
 
 
@@ -85,11 +86,14 @@ def models_of(new_model: Callable[[], Any], seed: int | None) -> Callable[[], An
     return functools.partial(new_model.for_cluster, cluster)
 
 
-def repairer(new_model: Callable[[], Any], seed: int | None = None
+def repairer(new_model: Callable[[], Any], seed: int | None = None, tail: bool = False
              ) -> Callable[[Steps], Steps | None]:
     """Drop the steps a shrink candidate made invalid, until the generator's rules hold
     (no count bound: merged produces may exceed the generator's counts). ``seed``: the
-    schedule's scenario seed (its cluster's model; see ``models_of``)."""
+    schedule's scenario seed (its cluster's model; see ``models_of``). With ``tail``
+    (the hunt's mutations: a schedule's body, edited), the valid steps end with the
+    recovery tail computed on the model after them (reference/search/recovery.py
+    ``with_tail``), as a generated schedule does."""
     factory = models_of(new_model, seed)
 
     def repair(steps: Steps) -> Steps | None:
@@ -101,6 +105,9 @@ def repairer(new_model: Callable[[], Any], seed: int | None = None
         cur = tuple(steps)
         while cur:
             bad = fuzzgen.validate(factory, cur, cfg)
+            if bad is None and tail:
+                done = with_tail(factory, cur, cfg)
+                return done if fuzzgen.validate(factory, done, cfg) is None else None
             if bad is None:
                 # The nodes an edit left on an older build brought to the run's again.
                 done = fuzzgen.finish_upgrades(factory, cur, cfg)

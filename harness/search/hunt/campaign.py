@@ -15,9 +15,11 @@ the corpus holds an entry, each schedule index is, with chance ``MUTATE_SHARE`` 
 the seed, the build and the index), a mutation of a corpus entry instead of the generator's
 schedule: one to three schedule-level edits (insert a step, delete one, replace one, swap two
 neighbours; inserted and replacing steps come from the generator's schedule of the same
-index), repaired with ``fuzz.repairer`` (steps the generator's guards refuse are dropped),
-ending with a consume. A mutation the repair empties or leaves unchanged falls back to the
-generator's schedule.
+index) of the entry's body (its recovery tail cut off), repaired with ``fuzz.repairer``
+(steps the generator's guards refuse are dropped) and ended with the recovery tail computed
+after the edited steps (every node up, every link whole, then the final consume), as a
+generated schedule ends (reference/search/recovery.py). A mutation the repair empties or
+leaves unchanged falls back to the generator's schedule.
 
 **Directed schedules**. An index that does not mutate is, with chance ``direct_share``, the
 first of its other candidates (``fuzz.schedule(..., variant)``) whose model shows for sure a
@@ -63,9 +65,9 @@ from harness.search.hunt.state import (
 )
 from harness.search.hunt.summary import write_summary
 from harness.search.shrink import Signature, Steps
-from reference.model import steps as S
 from reference.search import fuzzgen
 from reference.search.generators import Builds
+from reference.search.recovery import body_of
 
 #: Candidates a directed index looks at (about 30 ms of model time each on 2 cores).
 DIRECT_PROBES = 100
@@ -78,9 +80,14 @@ MUTATIONS = ("insert", "delete", "replace", "swap")
 def mutate_schedule(parent: Steps, donor: Steps, rng: random.Random,
                     repair: Callable[[Steps], Steps | None], max_len: int
                     ) -> tuple[Steps, str] | None:
-    """One to three edits of ``parent`` (steps inserted or replacing come from ``donor``),
-    repaired, ending with a consume; None when nothing new is left."""
-    cur = list(parent)
+    """One to three edits of ``parent``'s body (its recovery tail cut off:
+    reference/search/recovery.py ``body_of``; steps inserted or replacing come from
+    ``donor``), repaired by ``repair``, which ends them with the recovery tail computed
+    after the edited steps (``fuzz.repairer(..., tail=True)``); None when nothing new is
+    left. (Edited with its tail, a kill inserted after the tail or the tail's restart
+    deleted left a broker down at the final read: acked records above a frozen HWM read
+    as lost, a false positive.)"""
+    cur = list(body_of(parent))
     done: list[str] = []
     for _ in range(rng.randint(1, 3)):
         op = rng.choice(MUTATIONS)
@@ -96,8 +103,6 @@ def mutate_schedule(parent: Steps, donor: Steps, rng: random.Random,
         else:
             continue
         done.append(op)
-    if not cur or cur[-1].kind != "consume":
-        cur.append(S.Consume())
     fixed = repair(tuple(cur))
     if not done or not fixed or fixed == tuple(parent):
         return None
@@ -131,7 +136,7 @@ class BuildHunt:
         self.say, self.clock = say, clock
         self.out_dir = campaign_dir / plan.version
         self.lock = threading.Lock()
-        self.repair = fuzz.repairer(plan.new_model)
+        self.repair = fuzz.repairer(plan.new_model, tail=True)
         self.deviations = build_deviation_ids(plan.version)
         self.bugs = known_bugs_of(plan.version)
         self.origin: dict[int, str] = {}
