@@ -54,6 +54,7 @@ from reference.model.controller_events import (
 )
 from reference.model.controller_events.changes import min_isr_of
 from reference.model.controller_events.cluster import Reg
+from reference.model.controller_events.reads import Reads, ReadSet, same_reads
 from reference.model.state import Partition, evolve
 from reference.releases.catalog import get_profile, profile_for_build
 from reference.releases.deviations import (
@@ -432,9 +433,20 @@ class Comparator:
     def _explain(self, prior: Cluster, event: Mapping[str, Any], obs: Cluster, ok: bool,
                  seen: set[str] | None = None
                  ) -> tuple[tuple[Deviation, ...], Outcome] | None:
+        """The first deviation set (the recent ones, then the fewest first) under which
+        the model allows the build's answer, and that outcome; None if none does.
+
+        Each set's run is made with its profile wrapped in ``Reads`` (reads.py): a later
+        set whose profile holds the same value in every field that run read would make the
+        same run (the handlers are pure and read the profile only through its fields), so
+        its answer is the earlier one's, reused instead of run again. The same sets are
+        tried in the same order with the same answers as running each
+        (tests/test_diff_explain.py)."""
         tried: set[tuple[Deviation, ...]] = set()
         if seen is None:
             seen = _changed(obs, prior)
+        #: (the profile fields a run read and their values, the outcome it matched or None)
+        runs: list[tuple[ReadSet, Outcome | None]] = []
         for devs in [*self._recent, *candidate_sets(self.available, ())]:
             if devs in tried:
                 continue
@@ -442,11 +454,18 @@ class Comparator:
             profile = self._profiles.get(devs)
             if profile is None:
                 profile = self._profiles[devs] = apply_deviations(self.kip, devs)
-            pred = self._apply(prior, profile, event)
-            if pred.unmodelled is not None:
-                return None
-            # the first outcome without a difference, as best() would choose it
-            chosen = next((o for o in pred.outcomes if matches(o, obs, ok, prior, seen)), None)
+            known = next((run for run in runs if same_reads(profile, run[0])), None)
+            if known is not None:
+                chosen = known[1]
+            else:
+                track = Reads(profile)
+                pred = self._apply(prior, track.as_profile(), event)
+                if pred.unmodelled is not None:
+                    return None
+                # the first outcome without a difference, as best() would choose it
+                chosen = next((o for o in pred.outcomes
+                               if matches(o, obs, ok, prior, seen)), None)
+                runs.append((track.reads(), chosen))
             if chosen is not None:
                 if devs in self._recent:
                     self._recent.remove(devs)
