@@ -373,14 +373,19 @@ class Comparator:
             # else in): the others are the prior's, or equal to them.
             seen = {k for k in touched if (q := prior.partitions.get(k)) is not
                     (p := obs.partitions.get(k)) and q != p}
-            chosen, ds = best(pred.outcomes, obs, ok, prior, seen)
             verdict = AGREES
-            if ds and axis == "kip":
+            chosen = next((o for o in pred.outcomes if matches(o, obs, ok, prior, seen)), None)
+            ds: list[Diff] = []
+            explained = None
+            if chosen is None and axis == "kip":
+                # the deviation search first: the differences are listed only for a finding
                 explained = self._explain(prior, event, obs, ok, seen)
                 if explained is not None:
                     devs, chosen = explained
                     verdict = DEVIATES
                     report.deviations = tuple(d.id for d in devs)
+            if chosen is None:
+                chosen, ds = best(pred.outcomes, obs, ok, prior, seen)
             where = next((d.where for d in ds if d.where != "event"), "event")
             if ds and verdict == AGREES:
                 verdict = DIVERGES if axis == "release" else KIP_DIVERGES
