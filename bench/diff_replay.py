@@ -110,7 +110,7 @@ def drive(version: str, sessions: Recorded, lanes: int, check: bool) -> tuple[fl
     compile_driver(build)
     d = ControllerDriver.for_build(build, sessions[0][4])
     cpu = 0.0
-    n = differ = 0
+    n = differ = named = 0
     try:
         for k, (_, _, _, pairs, settings) in enumerate(sessions):
             if k == 0:
@@ -126,14 +126,32 @@ def drive(version: str, sessions: Recorded, lanes: int, check: bool) -> tuple[fl
             if check:
                 for (event, was), now in zip(pairs, answers, strict=True):
                     a, b = _normal(dict(was.raw)), _normal(dict(now.raw))
-                    if a != b:
+                    if a != b and _only_stale_walk(was.raw, now.raw):
+                        # which of a deleted topic's stale directory entries is named
+                        # (the first of a hash set's walk) varies with the random ids
+                        named += 1
+                    elif a != b:
                         if differ < 3:
                             print(f"answer differs for {event}:\n  before {a[:600]}\n"
                                   f"  after  {b[:600]}")
                         differ += 1
     finally:
         d.close()
+    if named:
+        print(f"{named} answers differ only in the partition a stale directoriesToPartitions "
+              "report names (random topic ids order the walk: also between two runs of "
+              "the same code)")
     return cpu, n, differ
+
+
+def _only_stale_walk(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    def strip(raw: dict[str, Any]) -> tuple[str, list[str]]:
+        rest = {k: v for k, v in raw.items() if k != "oracles"}
+        stale = [o.get("name", "") + ":" + re.sub(r"indexes \S+-\d+ on", "indexes on",
+                                                   _UUID.sub("<id>", str(o.get("detail"))))
+                 for o in raw.get("oracles") or []]
+        return _normal(rest), sorted(stale)
+    return strip(a) == strip(b)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
