@@ -123,3 +123,13 @@ def test_a_wrapped_profile_keeps_its_reads_and_refuses_hashing() -> None:
         hash(track)
     with pytest.raises(TypeError):
         _ = track == KIP966
+
+
+def test_the_wrapper_hides_no_profile_member() -> None:
+    """Reads' own attributes are looked up before ``__getattr__``: none may be a name the
+    model reads of a profile."""
+    import dataclasses
+
+    from reference.releases.profiles import Profile
+    members = {f.name for f in dataclasses.fields(Profile)} | set(dir(Profile))
+    assert not members & {"profile", "read", "reads", "as_profile"}
