@@ -13,7 +13,7 @@ import pytest
 from harness.cli import diff as diff_cli
 from harness.differential.campaign.state import Found, Stats
 from harness.differential.campaign.workers import merge_stats, share, worker_seed
-from harness.differential.compare import Finding, _changed, diffs
+from harness.differential.compare import Finding, _changed, best, diffs, matches
 from harness.differential.model import observed
 from harness.infra.errors import UsageError
 from reference.model.controller import Ctx, partition_change
@@ -88,6 +88,59 @@ def test_the_shortcuts_of_the_comparison_keep_its_diffs() -> None:
         found = {(d.where, d.field) for d in diffs(Outcome(True, moved), same, True, prior)}
         assert (key, "leaderEpoch") in found and ("broker 99", "registered") in found
         assert diffs(Outcome(True, same), same, True, prior) == []
+
+
+def _mutated(rng: random.Random, c: Cluster) -> Cluster:
+    """``c`` with a few partitions and brokers changed in one field each (or added,
+    removed), as a model outcome or a build's answer differs from the prior."""
+    parts, regs = dict(c.partitions), dict(c.brokers)
+    for key in rng.sample(sorted(parts), min(len(parts), rng.randint(0, 3))):
+        p = parts[key]
+        what = rng.randrange(11)
+        parts[key] = (
+            evolve(p, leader=None if p.leader is not None else p.replicas[0]) if what == 0
+            else evolve(p, leader_epoch=p.leader_epoch + 1) if what == 1
+            else evolve(p, partition_epoch=p.partition_epoch + 1) if what == 2
+            else evolve(p, replicas=p.replicas[::-1]) if what == 3
+            else evolve(p, isr=p.isr ^ {p.replicas[0]}) if what == 4
+            else evolve(p, elr=p.elr ^ {p.replicas[-1]}) if what == 5
+            else evolve(p, last_known_elr=p.last_known_elr ^ {p.replicas[0]}) if what == 6
+            else evolve(p, adding=(*p.adding, 9)) if what == 7
+            else evolve(p, removing=(*p.removing, 8)) if what == 8
+            else evolve(p, recovering=not p.recovering) if what == 9
+            else evolve(p, last_known_leader=7))  # hidden: no difference
+    if rng.random() < 0.2:
+        parts.pop(sorted(parts)[0])
+    if rng.random() < 0.2:
+        parts["new-0"] = Partition(replicas=(1, 2), leader=1, isr=frozenset({1, 2}))
+    for b in rng.sample(sorted(regs), min(len(regs), rng.randint(0, 2))):
+        regs[b] = evolve(regs[b], fenced=not regs[b].fenced) if rng.random() < 0.5 \
+            else evolve(regs[b], alive=not regs[b].alive)  # alive: not compared
+    if rng.random() < 0.1:
+        regs[42] = Reg()
+    return evolve(c, partitions=parts, brokers=regs,
+                  elr_live=rng.choice([c.elr_live, c.elr_live, not c.elr_now]))
+
+
+def test_matches_is_no_diffs_and_best_keeps_its_choice() -> None:
+    """compare.matches (the early-stopping check) says True exactly when diffs lists
+    nothing, and best's shortcut (the first outcome that matches) picks the outcome and
+    differences that the full scoring picks."""
+    rng = random.Random(443)
+    agreed = 0
+    for _ in range(3000):
+        prior = _random_cluster(rng)
+        obs = _mutated(rng, prior) if rng.random() < 0.7 else prior
+        outs = tuple(Outcome(rng.random() < 0.9, _mutated(rng, prior) if rng.random() < 0.6
+                             else obs) for _ in range(rng.randint(1, 3)))
+        ok = rng.random() < 0.9
+        seen = _changed(obs, prior)
+        for o in outs:
+            assert matches(o, obs, ok, prior, seen) == (not diffs(o, obs, ok, prior, seen))
+            agreed += matches(o, obs, ok, prior, seen)
+        scored = [(o, diffs(o, obs, ok, prior, seen)) for o in outs]
+        assert best(outs, obs, ok, prior, seen) == min(scored, key=lambda x: len(x[1]))
+    assert 300 < agreed < 8000  # both answers are exercised
 
 
 def test_an_answer_without_brokers_keeps_the_brokers() -> None:

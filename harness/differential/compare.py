@@ -54,6 +54,7 @@ from reference.model.controller_events import (
 )
 from reference.model.controller_events.changes import min_isr_of
 from reference.model.controller_events.cluster import Reg
+from reference.model.controller_events.reads import Reads, ReadSet, same_reads
 from reference.model.state import Partition, evolve
 from reference.releases.catalog import get_profile, profile_for_build
 from reference.releases.deviations import (
@@ -174,12 +175,57 @@ def diffs(out: Outcome, obs: Cluster, obs_accepted: bool, prior: Cluster,
     return found
 
 
+def _same(a: Partition, b: Partition) -> bool:
+    """``view(a) == view(b)`` (every compared field, the hidden last known leader not),
+    without building the views."""
+    return a is b or (
+        (-1 if a.leader is None else a.leader) == (-1 if b.leader is None else b.leader)
+        and a.leader_epoch == b.leader_epoch and a.partition_epoch == b.partition_epoch
+        and a.replicas == b.replicas and a.isr == b.isr and a.elr == b.elr
+        and a.last_known_elr == b.last_known_elr and a.adding == b.adding
+        and a.removing == b.removing and a.recovering == b.recovering)
+
+
+def matches(out: Outcome, obs: Cluster, obs_accepted: bool, prior: Cluster,
+            obs_changed: set[str]) -> bool:
+    """``not diffs(out, obs, obs_accepted, prior, obs_changed)``, stopping at the first
+    difference (tests/test_diff_speed.py checks the two agree)."""
+    if out.accepted != obs_accepted or out.cluster.elr_now != obs.elr_now:
+        return False
+    mparts, oparts = out.cluster.partitions, obs.partitions
+    for key in _changed(out.cluster, prior) | obs_changed:
+        mp, op = mparts.get(key), oparts.get(key)
+        if mp is None or op is None:
+            if (mp is None) != (op is None):
+                return False
+            continue
+        if not _same(mp, op):
+            return False
+    mb, ob = out.cluster.brokers, obs.brokers
+    if mb is ob or mb == ob:
+        return True
+    for b in set(mb) | set(ob):
+        mr, br = mb.get(b), ob.get(b)
+        if mr is br:
+            continue
+        if (mr is None) != (br is None):
+            return False
+        if mr is not None and br is not None and mr.fenced != br.fenced:
+            return False
+    return True
+
+
 def best(outcomes: tuple[Outcome, ...], obs: Cluster, obs_accepted: bool, prior: Cluster,
          changed: set[str] | None = None) -> tuple[Outcome, list[Diff]]:
     """The allowed outcome closest to the build's (no differences: it matches);
     ``changed``: ``_changed(obs, prior)`` if already known."""
     if changed is None:
         changed = _changed(obs, prior)
+    # The first that matches is the one ``min`` below would pick (the first of the fewest
+    # differences), found without listing every difference of every outcome.
+    for o in outcomes:
+        if matches(o, obs, obs_accepted, prior, changed):
+            return o, []
     scored = [(o, diffs(o, obs, obs_accepted, prior, changed)) for o in outcomes]
     return min(scored, key=lambda x: len(x[1]))
 
@@ -327,14 +373,19 @@ class Comparator:
             # else in): the others are the prior's, or equal to them.
             seen = {k for k in touched if (q := prior.partitions.get(k)) is not
                     (p := obs.partitions.get(k)) and q != p}
-            chosen, ds = best(pred.outcomes, obs, ok, prior, seen)
             verdict = AGREES
-            if ds and axis == "kip":
+            chosen = next((o for o in pred.outcomes if matches(o, obs, ok, prior, seen)), None)
+            ds: list[Diff] = []
+            explained = None
+            if chosen is None and axis == "kip":
+                # the deviation search first: the differences are listed only for a finding
                 explained = self._explain(prior, event, obs, ok, seen)
                 if explained is not None:
                     devs, chosen = explained
                     verdict = DEVIATES
                     report.deviations = tuple(d.id for d in devs)
+            if chosen is None:
+                chosen, ds = best(pred.outcomes, obs, ok, prior, seen)
             where = next((d.where for d in ds if d.where != "event"), "event")
             if ds and verdict == AGREES:
                 verdict = DIVERGES if axis == "release" else KIP_DIVERGES
@@ -387,7 +438,20 @@ class Comparator:
     def _explain(self, prior: Cluster, event: Mapping[str, Any], obs: Cluster, ok: bool,
                  seen: set[str] | None = None
                  ) -> tuple[tuple[Deviation, ...], Outcome] | None:
+        """The first deviation set (the recent ones, then the fewest first) under which
+        the model allows the build's answer, and that outcome; None if none does.
+
+        Each set's run is made with its profile wrapped in ``Reads`` (reads.py): a later
+        set whose profile holds the same value in every field that run read would make the
+        same run (the handlers are pure and read the profile only through its fields), so
+        its answer is the earlier one's, reused instead of run again. The same sets are
+        tried in the same order with the same answers as running each
+        (tests/test_diff_explain.py)."""
         tried: set[tuple[Deviation, ...]] = set()
+        if seen is None:
+            seen = _changed(obs, prior)
+        #: (the profile fields a run read and their values, the outcome it matched or None)
+        runs: list[tuple[ReadSet, Outcome | None]] = []
         for devs in [*self._recent, *candidate_sets(self.available, ())]:
             if devs in tried:
                 continue
@@ -395,11 +459,19 @@ class Comparator:
             profile = self._profiles.get(devs)
             if profile is None:
                 profile = self._profiles[devs] = apply_deviations(self.kip, devs)
-            pred = self._apply(prior, profile, event)
-            if pred.unmodelled is not None:
-                return None
-            chosen, ds = best(pred.outcomes, obs, ok, prior, seen)
-            if not ds:
+            known = next((run for run in runs if same_reads(profile, run[0])), None)
+            if known is not None:
+                chosen = known[1]
+            else:
+                track = Reads(profile)
+                pred = self._apply(prior, track.as_profile(), event)
+                if pred.unmodelled is not None:
+                    return None
+                # the first outcome without a difference, as best() would choose it
+                chosen = next((o for o in pred.outcomes
+                               if matches(o, obs, ok, prior, seen)), None)
+                runs.append((track.reads(), chosen))
+            if chosen is not None:
                 if devs in self._recent:
                     self._recent.remove(devs)
                 self._recent.insert(0, devs)

@@ -167,15 +167,16 @@ final class DriverIndexOracle {
             return;
         }
         Map<Uuid, Object> topics = topics(st);
-        checkTopicsByName(st, topics, out);
-        checkMembers(st, names, topics, out, "brokersToIsrs", TO_ISRS, ISR_MEMBERS, true);
+        List<DriverTopicParts> flat = DriverTopicParts.flatten(topics);
+        checkTopicsByName(st, topics, flat, out);
+        checkMembers(st, names, topics, flat, out, "brokersToIsrs", TO_ISRS, ISR_MEMBERS, true);
         if (TO_ELRS != null && PART_ELR != null) {
-            checkMembers(st, names, topics, out, "brokersToElrs", TO_ELRS, ELR_MEMBERS, false);
+            checkMembers(st, names, topics, flat, out, "brokersToElrs", TO_ELRS, ELR_MEMBERS, false);
         }
-        checkReassigning(st, names, topics, out);
-        checkImbalanced(st, names, topics, out);
+        checkReassigning(st, names, topics, flat, out);
+        checkImbalanced(st, names, flat, out);
         if (DIRS_TO_PARTS != null && PART_DIRS != null && RESERVED != null) {
-            checkDirectories(st, names, topics, out);
+            checkDirectories(st, names, topics, flat, out);
         }
         checkBrokers(st, out);
     }
@@ -183,17 +184,17 @@ final class DriverIndexOracle {
     // ---- ReplicationControlManager ----
 
     @SuppressWarnings("unchecked")
-    static void checkTopicsByName(DriverState st, Map<Uuid, Object> topics, Sink out) {
+    static void checkTopicsByName(DriverState st, Map<Uuid, Object> topics, List<DriverTopicParts> flat, Sink out) {
         Map<String, Uuid> byName = (Map<String, Uuid>) get(TOPICS_BY_NAME, st.replicationControl);
         int colliding = 0;
         Map<String, Set<String>> collisions = COLLISIONS == null ? null
             : (Map<String, Set<String>>) get(COLLISIONS, st.replicationControl);
-        for (Map.Entry<Uuid, Object> t : topics.entrySet()) {
-            String name = name(t.getValue());
+        for (DriverTopicParts t : flat) {
+            String name = name(t.info);
             Uuid id = byName.get(name);
-            if (!t.getKey().equals(id)) {
-                out.report("topicsByName", "topic " + name, Arrays.asList("byName", name, t.getKey()),
-                    () -> "topic " + name + " (id " + t.getKey() + ") is indexed by name as " + id);
+            if (!t.id.equals(id)) {
+                out.report("topicsByName", "topic " + name, Arrays.asList("byName", name, t.id),
+                    () -> "topic " + name + " (id " + t.id + ") is indexed by name as " + id);
             }
             if (collisions != null && HAS_COLLISION != null
                 && (Boolean) invokeMethod(HAS_COLLISION, null, name)) {
@@ -232,16 +233,16 @@ final class DriverIndexOracle {
     /** brokersToIsrs / brokersToElrs: every member of every partition's ISR (ELR) indexed
      * under it, and nothing else (a count, then the entries walked when it differs). */
     @SuppressWarnings("unchecked")
-    static void checkMembers(DriverState st, DriverOracleNames names, Map<Uuid, Object> topics, Sink out,
-                             String index, Field holder, Field membersField, boolean isr) {
+    static void checkMembers(DriverState st, DriverOracleNames names, Map<Uuid, Object> topics, List<DriverTopicParts> flat,
+                             Sink out, String index, Field holder, Field membersField, boolean isr) {
         Map<Integer, Map<Uuid, int[]>> members = (Map<Integer, Map<Uuid, int[]>>)
             get(membersField, get(holder, st.replicationControl));
         int expected = 0;
-        for (Map.Entry<Uuid, Object> t : topics.entrySet()) {
-            Uuid id = t.getKey();
-            for (Map.Entry<Integer, PartitionRegistration> p : parts(t.getValue()).entrySet()) {
-                PartitionRegistration reg = p.getValue();
-                int partition = p.getKey();
+        for (DriverTopicParts t : flat) {
+            Uuid id = t.id;
+            for (int k = 0; k < t.regs.length; k++) {
+                PartitionRegistration reg = t.regs[k];
+                int partition = t.ids[k];
                 int[] holders = isr ? reg.isr : (int[]) get(PART_ELR, reg);
                 for (int b : holders) {
                     int entry = isr && b == reg.leader ? partition | LEADER_FLAG : partition;
@@ -354,20 +355,22 @@ final class DriverIndexOracle {
     }
 
     @SuppressWarnings("unchecked")
-    static void checkReassigning(DriverState st, DriverOracleNames names, Map<Uuid, Object> topics, Sink out) {
+    static void checkReassigning(DriverState st, DriverOracleNames names, Map<Uuid, Object> topics,
+                                 List<DriverTopicParts> flat, Sink out) {
         Map<Uuid, int[]> reassigning = (Map<Uuid, int[]>) get(REASSIGNING, st.replicationControl);
         int expectedTopics = 0;
-        for (Map.Entry<Uuid, Object> t : topics.entrySet()) {
-            int[] indexed = reassigning.get(t.getKey());
+        for (DriverTopicParts t : flat) {
+            int[] indexed = reassigning.get(t.id);
             int count = 0;
-            for (Map.Entry<Integer, PartitionRegistration> p : parts(t.getValue()).entrySet()) {
-                PartitionRegistration reg = p.getValue();
+            for (int k = 0; k < t.regs.length; k++) {
+                PartitionRegistration reg = t.regs[k];
+                int partition = t.ids[k];
                 boolean moving = reg.addingReplicas.length > 0 || reg.removingReplicas.length > 0;
-                boolean listed = indexed != null && contains(indexed, p.getKey());
+                boolean listed = indexed != null && contains(indexed, partition);
                 count += moving ? 1 : 0;
                 if (moving != listed) {
-                    String where = names.partition(t.getKey(), p.getKey());
-                    out.report("reassigningTopics", where, Arrays.asList("reassigning", t.getKey(), p.getKey(), moving),
+                    String where = names.partition(t.id, partition);
+                    out.report("reassigningTopics", where, Arrays.asList("reassigning", t.id, partition, moving),
                         () -> where + (moving ? " is reassigning (adding " + Arrays.toString(reg.addingReplicas)
                             + ", removing " + Arrays.toString(reg.removingReplicas) + ") but not indexed"
                             : " is not reassigning but indexed as reassigning"));
@@ -376,8 +379,8 @@ final class DriverIndexOracle {
             expectedTopics += count > 0 ? 1 : 0;
             if (indexed != null && indexed.length != count) {
                 int n = count;
-                out.report("reassigningTopics", "topic " + names.topic(t.getKey()), Arrays.asList("reassigning-count", t.getKey()),
-                    () -> "topic " + names.topic(t.getKey()) + ": " + indexed.length + " partitions indexed as reassigning "
+                out.report("reassigningTopics", "topic " + names.topic(t.id), Arrays.asList("reassigning-count", t.id),
+                    () -> "topic " + names.topic(t.id) + ": " + indexed.length + " partitions indexed as reassigning "
                         + Arrays.toString(indexed) + ", " + n + " reassigning");
             }
         }
@@ -405,19 +408,20 @@ final class DriverIndexOracle {
     }
 
     @SuppressWarnings("unchecked")
-    static void checkImbalanced(DriverState st, DriverOracleNames names, Map<Uuid, Object> topics, Sink out) {
+    static void checkImbalanced(DriverState st, DriverOracleNames names, List<DriverTopicParts> flat, Sink out) {
         Set<Object> imbalanced = (Set<Object>) get(IMBALANCED, st.replicationControl);
         int expected = 0;
-        for (Map.Entry<Uuid, Object> t : topics.entrySet()) {
-            for (Map.Entry<Integer, PartitionRegistration> p : parts(t.getValue()).entrySet()) {
-                PartitionRegistration reg = p.getValue();
+        for (DriverTopicParts t : flat) {
+            for (int k = 0; k < t.regs.length; k++) {
+                PartitionRegistration reg = t.regs[k];
+                int partition = t.ids[k];
                 int preferred = reg.replicas.length == 0 ? NO_LEADER : reg.replicas[0];
                 boolean off = reg.leader != preferred;
                 expected += off ? 1 : 0;
-                boolean listed = !imbalanced.isEmpty() && imbalanced.contains(tip(t.getKey(), p.getKey(), imbalanced));
+                boolean listed = !imbalanced.isEmpty() && imbalanced.contains(tip(t.id, partition, imbalanced));
                 if (off != listed) {
-                    String where = names.partition(t.getKey(), p.getKey());
-                    out.report("imbalancedPartitions", where, Arrays.asList("imbalanced", t.getKey(), p.getKey(), off),
+                    String where = names.partition(t.id, partition);
+                    out.report("imbalancedPartitions", where, Arrays.asList("imbalanced", t.id, partition, off),
                         () -> where + " (" + describe(reg) + ") " + (off ? "is led by another than its preferred replica "
                             + preferred + " but not indexed as imbalanced" : "is led by its preferred replica but indexed as imbalanced"));
                 }
@@ -431,12 +435,14 @@ final class DriverIndexOracle {
     }
 
     @SuppressWarnings("unchecked")
-    static void checkDirectories(DriverState st, DriverOracleNames names, Map<Uuid, Object> topics, Sink out) {
+    static void checkDirectories(DriverState st, DriverOracleNames names, Map<Uuid, Object> topics,
+                                 List<DriverTopicParts> flat, Sink out) {
         Map<Uuid, Set<Object>> dirs = (Map<Uuid, Set<Object>>) get(DIRS_TO_PARTS, st.replicationControl);
         int expected = 0;
-        for (Map.Entry<Uuid, Object> t : topics.entrySet()) {
-            for (Map.Entry<Integer, PartitionRegistration> p : parts(t.getValue()).entrySet()) {
-                Uuid[] placed = (Uuid[]) get(PART_DIRS, p.getValue());
+        for (DriverTopicParts t : flat) {
+            for (int k = 0; k < t.regs.length; k++) {
+                int partition = t.ids[k];
+                Uuid[] placed = (Uuid[]) get(PART_DIRS, t.regs[k]);
                 if (placed == null) {
                     continue;
                 }
@@ -446,9 +452,9 @@ final class DriverIndexOracle {
                     }
                     expected++;
                     Set<Object> set = dirs.get(dir);
-                    if (set == null || !set.contains(tip(t.getKey(), p.getKey(), set == null ? List.of() : set))) {
-                        String where = names.partition(t.getKey(), p.getKey());
-                        out.report("directoriesToPartitions", where, Arrays.asList("dirs", "missing", dir, t.getKey(), p.getKey()),
+                    if (set == null || !set.contains(tip(t.id, partition, set == null ? List.of() : set))) {
+                        String where = names.partition(t.id, partition);
+                        out.report("directoriesToPartitions", where, Arrays.asList("dirs", "missing", dir, t.id, partition),
                             () -> where + " is placed on directory " + dir + " but directoriesToPartitions does not index it there");
                     }
                 }

@@ -21,6 +21,7 @@ from reference.model.controller_events.cluster import (
     Prediction,
     TopicConf,
 )
+from reference.model.controller_events.reads import Reads, ReadSet, note, real, same_reads
 from reference.model.state import Broker, Config, Partition, World, evolve
 from reference.releases.profiles import Profile
 
@@ -93,24 +94,61 @@ def min_isr_of(c: Cluster, key: str) -> int:
     return configured if 1 <= configured <= rf else max(1, min(configured, rf))
 
 
-@lru_cache(maxsize=1 << 14)
 def _elected(ctx: Ctx, part: Partition, views: tuple[BrokerView, ...], cfg: Config,
              election: str) -> tuple[Partition, ...]:
     """The partitions an election of kind ``election`` (``partition_change`` with nothing
     proposed) may leave, in order, each once. A function of its arguments alone (the
-    one-partition world is made of them), so kept for the same arguments: an unfencing
-    re-runs every leaderless partition of the cluster (handleBrokerUnfenced), most of
-    them with the same world as at the last unfencing."""
+    one-partition world is made of them), so ``_elections`` keeps it for the same
+    arguments: an unfencing re-runs every leaderless partition of the cluster
+    (handleBrokerUnfenced), most of them with the same world as at the last unfencing."""
     outs = partition_change(_world(part, views, cfg), ctx, election=election)
     return tuple(dict.fromkeys(w.partition for w in outs)) or (part,)
+
+
+#: The elections kept: by (partition, its brokers' views, its config, the election, ELR on),
+#: each ``_elected`` value with the profile fields its run read and their values
+#: (reads.py). A profile that holds those values makes the same run, so the value stands
+#: for every such profile (the kip axis's deviation sets share most of them). A value is a
+#: function of its key and those fields alone, so dropping what is kept (when it grows past
+#: ``_KEPT_MAX``) changes the time, never a prediction.
+_KEPT: dict[tuple[Partition, tuple[BrokerView, ...], Config, str, bool, bool],
+            list[tuple[ReadSet, tuple[Partition, ...]]]] = {}
+_KEPT_MAX = 1 << 15
 
 
 def _elections(c: Cluster, keys: Sequence[str], ctx: Ctx, election: str) -> list[Cluster]:
     """``partition_change`` with election ``election`` and nothing proposed, on each
     partition of ``keys``: as ``_each`` with that change."""
-    alts = [_elected(ctx, p, _views(c, p, frozenset()), _config(c, key), election)
-            for key in keys for p in (c.partitions[key],)]
+    profile = real(ctx.profile)
+    if ctx.build_rules is not None or ctx.birth_profile is not None:
+        # profiles the reads are not kept of (ctx_for makes neither): nothing kept
+        return _combine(c, keys, [_elected(ctx, c.partitions[key], _views(
+            c, c.partitions[key], _NO_EXTRA), _config(c, key), election) for key in keys])
+    alts: list[tuple[Partition, ...]] = []
+    parts = c.partitions
+    for key in keys:
+        p = parts[key]
+        views = _views(c, p, _NO_EXTRA)
+        cfg = _config(c, key)
+        k = (p, views, cfg, election, ctx.elr_on, ctx.rebalance)
+        runs = _KEPT.get(k)
+        if runs is None:
+            if len(_KEPT) >= _KEPT_MAX:
+                _KEPT.clear()
+            runs = _KEPT[k] = []
+        got = next((run for run in runs if same_reads(profile, run[0])), None)
+        if got is None:
+            track = Reads(profile)
+            outs = _elected(Ctx(profile=track.as_profile(), elr_on=ctx.elr_on,
+                                rebalance=ctx.rebalance), p, views, cfg, election)
+            got = (track.reads(), outs)
+            runs.append(got)
+        note(ctx.profile, got[0])
+        alts.append(got[1])
     return _combine(c, keys, alts)
+
+
+_NO_EXTRA: frozenset[int] = frozenset()
 
 
 def _bump(before: Partition, after: Partition) -> Partition:
