@@ -321,3 +321,10 @@ def test_what_a_finished_part_leaves_goes_to_the_later_parts() -> None:
     parts["matrix"]["elapsed_s"] = 900.0                     # an overrun takes nothing away
     assert plan.with_unspent(split, parts, "hunt") == 300.0
     assert plan.with_unspent(split, parts, "diff", overridden=("hunt",)) == 150.0
+
+
+def test_the_report_says_where_each_call_ran() -> None:
+    assert render.where({}) == "Where: not recorded (a campaign from before this line)."
+    assert render.where({"where": ["one machine", "spark://h:7077"]}) == (
+        "Where: 2 call(s): one machine, Spark spark://h:7077 (one machine runs one cluster "
+        "at a time).")

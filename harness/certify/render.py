@@ -14,8 +14,16 @@ from xml.sax.saxutils import quoteattr
 from harness.certify import compare, plan
 from harness.certify.state import CertifyState
 
-NOT_HERE = ("Not in this cut: the Spark fan-out (issue 46 item 2) and the 2-hour campaigns "
-            "(issue 46 item 4); one cluster at a time on one machine.")
+
+def where(m: Mapping[str, Any]) -> str:
+    """Where the campaign's calls ran: one machine (one cluster at a time) or a Spark
+    master (``--master``), in call order; a campaign from before this line: not recorded."""
+    calls = m.get("where") or []
+    if not calls:
+        return "Where: not recorded (a campaign from before this line)."
+    said = [c if c == "one machine" else f"Spark {c}" for c in calls]
+    return (f"Where: {len(calls)} call(s): {', '.join(said)} (one machine runs one cluster "
+            "at a time).")
 
 
 def shown(cell: Mapping[str, Any] | None) -> str:
@@ -39,6 +47,7 @@ def model(state: CertifyState) -> dict[str, Any]:
             "incomplete_parts": incomplete, "top": compare.headline_lines(a, builds),
             "answer": a.to_json(), "budget": state.plan.get("split"),
             "rule": state.plan.get("rule", []), "parts": state.parts,
+            "where": state.plan.get("where", []),
             "left_out": state.plan.get("left_out", {}), "cells": cells,
             "searches": searches}
 
@@ -58,7 +67,7 @@ def markdown(m: dict[str, Any]) -> str:
         lines += [f"**INCOMPLETE**: parts not finished: {', '.join(m['incomplete_parts'])} "
                   "(run the same command again to resume)", ""]
     lines += [f"- {t}" if i else f"**{t}**" for i, t in enumerate(m["top"])]
-    lines += ["", "## Budget", "", *(f"    {r}" for r in m["rule"]), "", NOT_HERE, ""]
+    lines += ["", "## Budget", "", *(f"    {r}" for r in m["rule"]), "", where(m), ""]
     for part in ("matrix", "upgrade"):
         lines += [f"## {part}", "", f"| scenario | {b['old']} | {b['new']} |", "|---|---|---|"]
         for name, pair in _pairs(m["cells"], part):
@@ -101,7 +110,7 @@ def page(m: dict[str, Any]) -> str:
             else "fix" if t.startswith("FIXES") else ""
         out.append(f"<p class='{cls}'>{e(t)}</p>")
     out.append("</div><h2>Budget</h2><pre>" + e("\n".join(m["rule"])) + "</pre>"
-               f"<p>{e(NOT_HERE)}</p>")
+               f"<p>{e(where(m))}</p>")
     for part in ("matrix", "upgrade"):
         out.append(f"<h2>{part}</h2><table id='{part}'><tr><th>scenario</th>"
                    f"<th>{e(b['old'])}</th><th>{e(b['new'])}</th></tr>")

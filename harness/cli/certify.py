@@ -80,6 +80,8 @@ def _certify(args: argparse.Namespace) -> int:
         progress.say(f"certify: resuming {directory} (session {st.sessions + 1}; the plan and "
                      "budgets of its first call are kept)")
     st.sessions += 1
+    # where each call ran, for the report's "Where:" line (render.where)
+    st.plan.setdefault("where", []).append(args.master or "one machine")
     state.save(directory, st)
     for line in st.plan["rule"]:
         progress.say(f"certify: {line}")
