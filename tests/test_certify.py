@@ -328,3 +328,23 @@ def test_the_report_says_where_each_call_ran() -> None:
     assert render.where({"where": ["one machine", "spark://h:7077"]}) == (
         "Where: 2 call(s): one machine, Spark spark://h:7077 (one machine runs one cluster "
         "at a time).")
+
+
+def test_a_diff_finding_the_catalog_learned_later_is_named_when_the_report_is_written_again(
+        tmp_path: Path) -> None:
+    import json
+
+    f = tmp_path / "01.json"
+    f.write_text(json.dumps({"finding": {
+        "signature": "index:brokersToElrs:alterConfig:kafka-4.3",
+        "detail": "brokersToElrs indexes broker 3 for t-0 but the partition's ELR is []"}}))
+    rec = {"part": "diff", "role": "new", "build": "4.4.0", "deviations": [],
+           "coverage": None, "stats": {},
+           "findings": [{"key": "index:brokersToElrs:alterConfig", "known_bug": None,
+                         "cls": "unexplained", "file": str(f)},
+                        {"key": "snapshot:x:y", "known_bug": None, "cls": "unexplained",
+                         "file": str(tmp_path / "gone.json")}]}
+    named, gone = render.rejudged(rec)["findings"]
+    assert named["known_bug"] == "elr-index-stale-after-min-isr-change" and named["rejudged"]
+    assert gone["known_bug"] is None  # its file is gone: as recorded
+    assert render.rejudged({**rec, "part": "hunt"}) == {**rec, "part": "hunt"}

@@ -37,10 +37,36 @@ def split(state: CertifyState) -> tuple[list[dict[str, Any]], list[dict[str, Any
     return cells, searches
 
 
+def rejudged(search: Mapping[str, Any]) -> dict[str, Any]:
+    """A diff record with each finding no known bug named when it was recorded looked up
+    in today's catalog (reference/releases/known_bugs.py ``naming_diff_finding``, on the
+    finding file's signature and detail): a report written again after the catalog learned
+    a bug says so ("named by the catalog now"), as `report --campaign` does. Other records
+    as they are; a finding file gone or unreadable: as recorded."""
+    if search.get("part") != "diff":
+        return dict(search)
+    from harness.cluster.builds import version_tuple
+    from reference.releases.known_bugs import naming_diff_finding
+    out = []
+    for f in search.get("findings", ()):
+        if not f.get("known_bug") and f.get("file"):
+            try:
+                doc = json.loads(Path(f["file"]).read_text())["finding"]
+                bug = naming_diff_finding(version_tuple(str(search["build"])),
+                                          str(doc["signature"]), doc.get("detail"))
+            except (OSError, ValueError, KeyError, TypeError):
+                bug = None
+            if bug is not None:
+                f = {**f, "known_bug": bug.id, "cls": "known-bug", "rejudged": True}
+        out.append(f)
+    return {**search, "findings": out}
+
+
 def model(state: CertifyState) -> dict[str, Any]:
     """Everything the report shows, as certify.json holds it."""
     builds = {"old": state.settings["old"], "new": state.settings["new"]}
     cells, searches = split(state)
+    searches = [rejudged(s) for s in searches]
     a = compare.answer(cells, searches, builds)
     incomplete = [p for p in plan.PARTS if not state.part(p)["done"]]
     return {"builds": builds, "settings": state.settings, "sessions": state.sessions,
