@@ -495,4 +495,27 @@ def test_exit_hooks_install_once_and_wait_for_the_main_thread(
     assert installed == [procs.kill_all]  # no signal handler from a worker thread
     procs.install_exit_hooks()
     procs.install_exit_hooks()
-    assert installed == [procs.kill_all, (signal.SIGTERM, procs._on_sigterm)]
+    # SIGINT too, while it has Python's default handler (pytest's run here has it)
+    assert installed == [procs.kill_all, (signal.SIGTERM, procs._on_sigterm),
+                         (signal.SIGINT, procs._on_sigint)]
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the point
+def test_a_ctrl_c_swallowed_by_a_finalizer_is_raised_again_at_the_next_poll() -> None:
+    """Python prints and swallows an exception raised in a finalizer (``__del__``): a
+    KeyboardInterrupt that lands there was lost and the run went on (a docker bring-up
+    interrupted by SIGINT reached UP on CI). The harness's SIGINT handler also marks the
+    process interrupted, so the next poll raises it."""
+    import gc
+
+    from harness.infra import procs
+
+    class Closing:
+        def __del__(self) -> None:
+            procs._on_sigint(2, None)  # Ctrl-C arriving while the finalizer runs
+
+    obj = Closing()
+    del obj  # the KeyboardInterrupt of __del__ is printed and swallowed by Python
+    gc.collect()
+    with pytest.raises(procs.Interrupted):
+        procs.check_interrupted()

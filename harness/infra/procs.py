@@ -145,6 +145,16 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def _on_sigint(signum: int, frame: object) -> None:
+    # Remembered as well as raised: a KeyboardInterrupt raised while a finalizer runs (the
+    # __del__ of a socket the collector frees, e.g. under docker-py's HTTP connection) is
+    # printed and swallowed by Python ("Exception ignored in"), and the run went on as if
+    # Ctrl-C had never come (seen on CI: a docker bring-up interrupted by SIGINT reached UP).
+    # The run's next poll (check_interrupted) raises it again.
+    interrupt()
+    raise KeyboardInterrupt
+
+
 def install_exit_hooks() -> None:
     """Idempotent. Called where processes and cleanups are registered (spawn,
     register_cleanup), so a run that never starts one keeps Python's own SIGTERM and
@@ -158,3 +168,5 @@ def install_exit_hooks() -> None:
         if not _sigterm_installed and threading.current_thread() is threading.main_thread():
             _sigterm_installed = True
             signal.signal(signal.SIGTERM, _on_sigterm)
+            if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+                signal.signal(signal.SIGINT, _on_sigint)  # not when ignored or taken
