@@ -489,15 +489,23 @@ def test_exit_hooks_install_once_and_wait_for_the_main_thread(
     monkeypatch.setattr(procs, "_sigterm_installed", False)
     monkeypatch.setattr(procs.atexit, "register", installed.append)
     monkeypatch.setattr(procs.signal, "signal", lambda sig, fn: installed.append((sig, fn)))
+    # Python's default Ctrl-C handler, as in a command's process (an xdist worker has another)
+    monkeypatch.setattr(procs.signal, "getsignal", lambda sig: signal.default_int_handler)
     worker = threading.Thread(target=procs.install_exit_hooks)
     worker.start()
     worker.join()
     assert installed == [procs.kill_all]  # no signal handler from a worker thread
     procs.install_exit_hooks()
     procs.install_exit_hooks()
-    # SIGINT too, while it has Python's default handler (pytest's run here has it)
+    # SIGINT too, while it has Python's default handler
     assert installed == [procs.kill_all, (signal.SIGTERM, procs._on_sigterm),
                          (signal.SIGINT, procs._on_sigint)]
+    # Ctrl-C ignored (a background job) or taken by someone else: left as it is
+    installed.clear()
+    monkeypatch.setattr(procs, "_sigterm_installed", False)
+    monkeypatch.setattr(procs.signal, "getsignal", lambda sig: signal.SIG_IGN)
+    procs.install_exit_hooks()
+    assert installed == [(signal.SIGTERM, procs._on_sigterm)]
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the point
