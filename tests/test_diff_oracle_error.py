@@ -8,8 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from test_diff_oracles import _Campaign  # what summary_lines and the shrinker read
 
-from harness.differential.campaign import Config, Found
+from harness.differential.campaign import Found
 from harness.differential.campaign.shrink import Shrinker
 from harness.differential.campaign.write import finding_classes, summary_lines
 from harness.differential.compare import Comparator, Finding, findings_of
@@ -53,23 +54,6 @@ def test_the_comparator_reports_it_whatever_the_model_says() -> None:
     assert [f.signature for f in rep.findings] == [
         f"oracle-error:NoSuchFieldException:state:{c.release.name}"]
 
-
-class _Campaign:
-    """What summary_lines and the shrinker read of a campaign."""
-
-    def __init__(self, found: dict[str, Found]) -> None:
-        from harness.differential.campaign import Stats
-        self.found = found
-        self.stats = Stats(events=10, seconds=1.0)
-        self.profiles_by_elr = {True: ("kafka-4.3", "kip966")}
-        self.profiles = ("kafka-4.3", "kip966")
-        self.elr = True
-        self.coverage = None
-        self.cfg = Config(seed=1, budget_s=1.0)
-        self.build: Any = type("B", (), {"version": "4.4.0"})()
-
-    def replay(self, candidates: Any) -> list[set[str]]:
-        raise AssertionError("an oracle error is not replayed")
 
 
 def test_the_campaign_counts_it_and_does_not_shrink_it() -> None:
