@@ -9,6 +9,8 @@ import struct
 from pathlib import Path
 from typing import Any
 
+from test_tiered import TIERED
+
 from harness.client.observe.storage import local_bytes_after, remote_segments, retained_bytes
 from harness.judge.tiered import LOG_START_RULE, log_start_findings
 from harness.scenario.loader import parse_scenario
@@ -94,22 +96,10 @@ def test_the_offset_index_is_a_start_and_a_wrong_one_is_not_trusted(tmp_path: Pa
 
 
 def _scenario(retention_bytes: int) -> Any:
-    return parse_scenario(f"""version: 1
-name: tiered
-cluster:
-  brokers: 3
-  tiered_storage: true
-topic:
-  name: t
-  replicas: [1, 2, 3]
-  min_insync_replicas: 2
-  config:
-    remote.storage.enable: "true"
-    retention.bytes: "{retention_bytes}"
-    retention.ms: "600000"
-steps:
-  - sleep: {{seconds: 1}}
-""", "t.yaml")
+    """test_tiered's tiered scenario, with this retention by bytes and a long one by time."""
+    return parse_scenario(TIERED.replace('retention.bytes: "1000"',
+                                         f'retention.bytes: "{retention_bytes}"\n'
+                                         '    retention.ms: "600000"'), "t.yaml")
 
 
 def _events(tmp_path: Path) -> list[dict[str, Any]]:
