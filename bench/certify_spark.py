@@ -2,7 +2,11 @@
 workers on loopback, and the same with one worker killed mid-run (issue 46 item 2;
 bench/RESULTS-certify.md "On a Spark cluster").
 
-    python bench/certify_spark.py one|spark|kill WORKDIR [--budget-args ...]
+    python bench/certify_spark.py one|spark|kill|full WORKDIR
+
+Mode `full` (issue 46 item 4, second half) is the 2-hour campaign instead: `certify
+--kafka-version 4.4.0 --previous 4.3.1 --budget 2h` with the default scenarios, on the same
+two one-slot workers, the 1-minute load sampled every minute into WORKDIR/full/load.txt.
 
 Each mode runs `kafka-chaos certify --kafka-version 4.3.1 --previous 4.2.2` on three cheap
 scenarios (WORKDIR/scenarios), the upgrade part skipped, into WORKDIR/MODE/campaign, and
@@ -30,6 +34,12 @@ from harness.infra.sparkstandalone import StandaloneSpark  # noqa: E402
 SCENARIOS = ("elr-keeps-removed-replica-shrink", "unregister-keeps-elr-member",
              "elr-keeps-removed-replica-complete")
 PARTS = "matrix=5m,upgrade=0,diff=1m,hunt=2m"
+
+
+def full_cmd(campaign: Path, master: str) -> list[str]:
+    return [sys.executable, "-m", "harness.cli", "certify", "--kafka-version", "4.4.0",
+            "--previous", "4.3.1", "--budget", "2h", "--campaign", str(campaign),
+            "--master", master]
 
 
 def certify_cmd(campaign: Path, scenarios: Path, master: str | None) -> list[str]:
@@ -94,13 +104,16 @@ def main() -> int:
     with sp as master:
         t0 = time.monotonic()
         with logf.open("wb") as fh:
-            child = subprocess.Popen(certify_cmd(camp, scenarios, master), cwd=ROOT,
-                                     stdout=fh, stderr=subprocess.STDOUT)
+            cmd = full_cmd(camp, master) if mode == "full" else \
+                certify_cmd(camp, scenarios, master)
+            child = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT)
             killed: dict[str, object] = {}
             try:
                 if mode == "kill":
                     killed = kill_worker_mid_run(sp, spark_dir, child)
-                rc = child.wait(timeout=3600)
+                if mode == "full":
+                    sample_load(out / "load.txt", child, 3 * 3600)
+                rc = child.wait(timeout=4 * 3600 if mode == "full" else 3600)
             finally:
                 if child.poll() is None:
                     child.send_signal(signal.SIGTERM)
@@ -113,6 +126,19 @@ def main() -> int:
                       "worker_tasks": logs, "killed": killed,
                       "processes_left_in_task_scratch": left}, indent=1))
     return 0
+
+
+def sample_load(path: Path, child: subprocess.Popen[bytes], limit_s: float) -> None:
+    """The 1-minute load once a minute while the campaign runs (bounded by ``limit_s``)."""
+    deadline = time.monotonic() + limit_s
+    with path.open("a") as fh:
+        while time.monotonic() < deadline and child.poll() is None:
+            fh.write(f"{time.strftime('%H:%M:%S')} {os.getloadavg()[0]:.2f}\n")
+            fh.flush()
+            try:
+                child.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                pass
 
 
 def kill_worker_mid_run(sp: StandaloneSpark, spark_dir: Path,
