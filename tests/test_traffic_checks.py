@@ -153,15 +153,17 @@ def _duplicated(idempotent: bool) -> list[Event]:
 
 def test_an_id_at_two_offsets_fails_with_idempotence_on() -> None:
     found = duplicates(_duplicated(idempotent=True))
-    assert found.unsafe and found.counts == {"ids": 1, "failures": 1, "allowed_by_retries": 0}
-    assert found.examples == [{"id": "a", "idempotent": True,
+    assert found.unsafe and found.counts == {"ids": 1, "failures": 1, "allowed_by_retries": 0,
+                                             "allowed_by_client_epoch_bump": 0}
+    assert found.examples == [{"id": "a", "idempotent": True, "allowed": None,
                                "positions": [["t", 0, 0], ["t", 0, 2]]}]
     assert duplicates(_clean()).ok
 
 
 def test_without_idempotence_a_duplicate_is_allowed_by_retries() -> None:
     found = duplicates(_duplicated(idempotent=False))
-    assert found.ok and found.counts == {"ids": 1, "failures": 0, "allowed_by_retries": 1}
+    assert found.ok and found.counts == {"ids": 1, "failures": 0, "allowed_by_retries": 1,
+                                         "allowed_by_client_epoch_bump": 0}
     assert duplicates(_duplicated(idempotent=False), idempotent=True).unsafe
 
 

@@ -194,16 +194,22 @@ class Clock:
 
 
 def _crafted(run: Path, lost: tuple[int, ...] = (), idempotent: bool = False,
-             ack_offset: int | None = None) -> None:
+             ack_offset: int | None = None, timed_out_sent: float | None = None) -> None:
     """Ten records acked before the first step (an acks=1 non-idempotent producer by
-    default: the HWM's upper bound is then not judged), read back but ``lost``."""
+    default: the HWM's upper bound is then not judged), read back but ``lost``; with
+    ``timed_out_sent``, an 11th record sent at that time times out (_MSG_TIMED_OUT)."""
     clock = Clock(_first_step_t() - 1.0)
     with TrafficWriter(run, "crafted", clock=clock) as w:
-        w.producer("p0", "all", idempotent)
+        w.producer("p0", "all", idempotent, "librdkafka 2.16.0")
         for seq in range(10):
             w.send("p0", seq, f"p0-{seq}", "t", 0)
             w.ack("p0", seq, f"p0-{seq}", "t", 0, seq if ack_offset is None else ack_offset)
             w.poll("c0", 0, "t", 0, seq, f"p0-{seq}")
+        if timed_out_sent is not None:
+            clock.t = timed_out_sent
+            w.send("p0", 10, "p0-10", "t", 0)
+            clock.t += 12.0
+            w.send_error("p0", 10, "p0-10", "t", "_MSG_TIMED_OUT", 0)
         clock.t = max(float(e["t_mono"]) for e in _events()) + 1.0
         for seq in range(10):
             if seq not in lost:
@@ -224,6 +230,21 @@ def test_audit_rejudges_a_run_with_its_traffic(tmp_path: Path) -> None:
     assert lossy.axes["safety"].verdict == UNSAFE
     assert "p0-4, p0-7" in lossy.axes["safety"].reason
     assert not lossy.as_expected  # 4.3.1 declares nothing: SAFE is expected
+
+
+def test_the_hwm_ceiling_ends_at_the_send_of_a_record_that_timed_out(tmp_path: Path) -> None:
+    """librdkafka's epoch bump after a message timeout may write records twice
+    (harness/traffic/checks.py client_epoch_bump): the ceiling of the records sent is not
+    judged from the send of the first record that timed out, and still is before it."""
+    run = _run_copy(tmp_path)
+    _crafted(run, idempotent=True, timed_out_sent=_first_step_t() - 0.5)
+    assert audit(run).axes["release"].verdict == "CONFORMS"
+    (run / "traffic.jsonl").unlink()
+    last = max(float(e["t_mono"]) for e in _events())
+    _crafted(run, idempotent=True, timed_out_sent=last + 0.5)  # after every observation
+    result = audit(run)
+    assert result.axes["release"].verdict == "DIVERGES"
+    assert "above the 10 record(s) sent to it" in result.axes["release"].reason
 
 
 def test_audit_without_the_traffic_file_says_so(tmp_path: Path) -> None:

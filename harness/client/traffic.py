@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import confluent_kafka
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from harness.client.workload import ACKS as ACKS  # one list of acks for steps and traffic
@@ -133,6 +134,12 @@ class TrafficSpec:
                 "consumers": [asdict(c) for c in self.consumers]}
 
 
+def client_name() -> str:
+    """What the producer line of a history names as its client: the checks allow
+    librdkafka's known duplicates (harness/traffic/checks.py, client_epoch_bump)."""
+    return f"librdkafka {confluent_kafka.libversion()[0]}"
+
+
 def partition_of(key: str, partitions: int) -> int:
     """The partition of a key: CRC32 of its bytes modulo the topic's partitions."""
     return zlib.crc32(key.encode()) % partitions
@@ -183,7 +190,7 @@ class ProducerLoop:
     def run(self, stop: threading.Event) -> None:
         spec, rec, name, topic = self.spec, self.rec, self.name, self.spec.topic
         producer = Producer(self.config)
-        rec.producer(name, spec.acks, spec.idempotent)
+        rec.producer(name, spec.acks, spec.idempotent, client_name())
         limit = min(spec.records or MAX_RECORDS, MAX_RECORDS)
 
         def report(err: KafkaError | None, msg: Any) -> None:

@@ -17,7 +17,9 @@ the same functions online (the runner) and offline (`audit`).
   at least 1 + the offset of the last acks=all acknowledgement recorded before the step
   started and after the last fault before the observation that may lose data
   (lose_unflushed, an unclean election), at most the records sent to the partition
-  before the observation (judged only when no producer may write a record twice). A bound
+  before the observation (judged only when no producer may write a record twice: none
+  without idempotence, and for an idempotent librdkafka producer only before the send of
+  its first record that timed out, `_TwiceFrom`). A bound
   broken is a release divergence. An HWM that went back after a fault that may lose data
   is the safety axis's (consumer-hwm-monotonic, lost writes), not the release model's.
 """
@@ -43,6 +45,7 @@ from harness.judge.axes import (
 from harness.scenario.loader import Scenario
 from harness.traffic.checks import LossBudget, TrafficVerdict
 from harness.traffic.history import TRAFFIC_FILE, TrafficFile
+from harness.traffic.index import DEFAULT_CLIENT, MSG_TIMED_OUT
 
 #: Lost ids named in the finding's reason (every one of the first 20 is in its records).
 NAMED_IDS = 10
@@ -253,13 +256,44 @@ class _Tally:
         self.send_t = array("d")
 
 
+class _TwiceFrom:
+    """From when an idempotent librdkafka producer may have written a record twice: after
+    a message timeout it bumps its epoch and re-sends records the broker already wrote
+    (harness/traffic/checks.py `client_epoch_bump`). The re-sent records were behind the
+    timed-out one in the producer's queue and the bump comes after its timeout, so no second
+    copy is in a log before the timed-out record was sent: the earliest send of a record
+    that timed out bounds it from below."""
+
+    def __init__(self) -> None:
+        self.at: float | None = None
+        self._sent: dict[str, array[float]] = {}  # librdkafka producer -> send time by seq
+
+    def producer(self, e: Mapping[str, Any]) -> None:
+        if e["idempotent"] and str(e.get("client") or DEFAULT_CLIENT).startswith("librdkafka"):
+            self._sent.setdefault(e["producer"], array("d"))
+
+    def send(self, e: Mapping[str, Any], t: float) -> None:
+        sent = self._sent.get(e["producer"])
+        if sent is not None and e.get("seq") == len(sent):
+            sent.append(t)
+
+    def send_error(self, e: Mapping[str, Any]) -> None:
+        sent = self._sent.get(e["producer"])
+        if sent is None or e.get("error") != MSG_TIMED_OUT or not 0 <= e["seq"] < len(sent):
+            return
+        t = sent[e["seq"]]
+        self.at = t if self.at is None else min(self.at, t)
+
+
 def _tallies(traffic: Iterable[dict[str, Any]], events: list[dict[str, Any]],
              losses_of: Callable[[str], list[float]]
-             ) -> tuple[dict[tuple[str, int], _Tally], bool]:
+             ) -> tuple[dict[tuple[str, int], _Tally], bool, _TwiceFrom]:
     """Tallies from the traffic and the scenario's own produce/ack events; whether some
-    producer may write one record twice (not idempotent, acks 1 or all)."""
+    producer may write one record twice (not idempotent, acks 1 or all), and from when an
+    idempotent one may (`_TwiceFrom`)."""
     acks_of: dict[str, str] = {}
     twice = False
+    twice_from = _TwiceFrom()
     merged: list[tuple[float, str, tuple[str, int], int]] = []
     for e in events:
         if e.get("kind") == "produce":
@@ -291,10 +325,15 @@ def _tallies(traffic: Iterable[dict[str, Any]], events: list[dict[str, Any]],
             acks_of[e["producer"]] = e["acks"]
             if not e["idempotent"] and e["acks"] != "0":
                 twice = True
+            twice_from.producer(e)
             continue
+        if kind == "send_error":
+            twice_from.send_error(e)
         if kind not in ("send", "ack") or e.get("t") is None:
             continue
         t = float(e["t"])
+        if kind == "send":
+            twice_from.send(e, t)
         while mi < len(merged) and merged[mi][0] <= t:
             add(*merged[mi])
             mi += 1
@@ -305,7 +344,7 @@ def _tallies(traffic: Iterable[dict[str, Any]], events: list[dict[str, Any]],
             add(t, "ack", (e["topic"], int(e["partition"])), int(e["offset"]))
     for item in merged[mi:]:
         add(*item)
-    return out, twice
+    return out, twice, twice_from
 
 
 def hwm_bound_findings(events: list[dict[str, Any]], traffic_path: Path,
@@ -326,7 +365,7 @@ def hwm_bound_findings(events: list[dict[str, Any]], traffic_path: Path,
     def losses_of(topic: str) -> list[float]:
         return by_topic.get(topic, losses)
 
-    tallies, twice = _tallies(TrafficFile(traffic_path), ordered, losses_of)
+    tallies, twice, twice_from = _tallies(TrafficFile(traffic_path), ordered, losses_of)
     unclean_topics = {t.name for t in scenario.every_topic()
                       if str(dict(t.config).get("unclean.leader.election.enable",
                                                  "")).lower() == "true"}
@@ -360,7 +399,7 @@ def hwm_bound_findings(events: list[dict[str, Any]], traffic_path: Path,
                                   "why": f"observed HWM {hwm} of {tp[0]}-{tp[1]} below "
                                          f"{floor}, 1 + the last acks=all acknowledgement "
                                          "before the step started"})
-        if not twice:
+        if not twice and (twice_from.at is None or t < twice_from.at):
             ceiling = bisect.bisect_right(tally.send_t, t)
             if hwm > ceiling:
                 found.append({"index": index, "seq": e.get("seq"), "topic": tp[0],

@@ -26,7 +26,8 @@ RULES: dict[str, tuple[str, bool]] = {
     "lost_writes": ("an acknowledged record missing from the complete final read of its "
                     "partition, beyond what the faults may lose (LossBudget)", True),
     "duplicates": ("one id at two (partition, offset) positions, acked, polled or finally "
-                   "read; a failure when its producer is idempotent", True),
+                   "read; a failure when its producer is idempotent, unless librdkafka's "
+                   "epoch bump after a message timeout wrote it (client_epoch_bump)", True),
     "inconsistent_offsets": ("one (topic, partition, offset) read with two ids, by any "
                              "consumers or the final read, at any time", True),
     "lost_after_read": ("an id polled, then absent from the complete final read, or its "
@@ -250,12 +251,14 @@ def duplicates(source: Source, idempotent: bool | None = None,
     without idempotence a retry may write a record twice: counted as allowed. ``lives``
     (each incarnation of a topic its own log): an id once in each of several logs is
     ``across_incarnations``, allowed (written to a log deleted since, its answer lost with
-    the deletion, retried into the new one)."""
+    the deletion, retried into the new one). An idempotent librdkafka producer's duplicate
+    that `client_epoch_bump` allows is counted ``allowed_by_client_epoch_bump``."""
     index = index_of(source)
-    counts = {"ids": 0, "failures": 0, "allowed_by_retries": 0}
+    counts = {"ids": 0, "failures": 0, "allowed_by_retries": 0,
+              "allowed_by_client_epoch_bump": 0}
     if lives:
         counts["across_incarnations"] = 0
-    first = Smallest(index.examples, lambda item: item["id"])
+    first = Smallest(index.examples, _duplicate_key)
     for id_number, positions in index.positions.more.items():
         strict = index.producer_settings(id_number)[1] if idempotent is None else idempotent
         counts["ids"] += 1
@@ -263,10 +266,46 @@ def duplicates(source: Source, idempotent: bool | None = None,
         if lives and len(set(logs)) == len(logs):
             counts["across_incarnations"] += 1
             continue
-        counts["failures" if strict else "allowed_by_retries"] += 1
-        first.add({"id": index.ids.keys[id_number], "idempotent": strict,
+        allowed = ("retries" if not strict else
+                   "client_epoch_bump" if client_epoch_bump(index, id_number, positions)
+                   else None)
+        counts["failures" if allowed is None else f"allowed_by_{allowed}"] += 1
+        first.add({"id": index.ids.keys[id_number], "idempotent": strict, "allowed": allowed,
                    "positions": sorted([*_topic_partition(index, p), o] for p, o in positions)})
     return Summary("duplicates", counts["failures"] == 0, counts, first.items())
+
+
+def _duplicate_key(item: Mapping[str, Any]) -> tuple[bool, str]:
+    """Failures first, then the allowed ones, each by id."""
+    return item["allowed"] is not None, item["id"]
+
+
+def client_epoch_bump(index: TrafficIndex, id_number: int,
+                      positions: Iterable[tuple[int, int]]) -> bool:
+    """A duplicate librdkafka itself writes: after records time out (message.timeout.ms),
+    an idempotent librdkafka producer bumps its epoch and re-sends, numbered from 0 under
+    the new epoch, records whose earlier request failed in flight after the broker wrote
+    them; the broker cannot recognise them and writes them again (src/rdkafka_broker.c,
+    rd_kafka_toppar_producer_serve -> rd_kafka_idemp_drain_epoch_bump; librdkafka's
+    INTRODUCTION.md "Message timeout considerations"; confluentinc/librdkafka issue 4953;
+    seen with librdkafka's debug log: bench/RESULTS-traffic.md "Duplicates of the idempotent
+    librdkafka producer"). Allowed when all hold: (1) the producer is librdkafka's; (2) every
+    copy is in one partition (one log); (3) the producer (any partition: the bump is
+    producer-wide) reported a MSG_TIMED_OUT after the id was sent and no later than the
+    id's own answer; (4) an acknowledged id was acknowledged at its highest offset (the
+    re-send is the later copy: an answered write is never re-sent). Its weakness: the
+    history cannot see the epoch, so a producer timing out for a long stretch has every
+    duplicate sent in it allowed."""
+    if not index.client_of(id_number).startswith("librdkafka"):
+        return False
+    copies = list(positions)
+    if len({partition for partition, _ in copies}) != 1:
+        return False
+    if not index.timed_out_between(id_number):
+        return False
+    if index.acked_partition[id_number] == ABSENT:
+        return True
+    return index.acked_offset[id_number] == max(offset for _, offset in copies)
 
 
 # --- inconsistent offsets ------------------------------------------------------------------

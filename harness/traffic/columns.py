@@ -3,7 +3,8 @@ record ids and offsets of a history, never with its events, and costs a few byte
 
 - `Names` numbers strings (record ids, producers) and (topic, partition) pairs densely
   from 0, so that per-id facts are array slots instead of dict entries.
-- `Column` is an int array indexed by such a number (8 bytes a slot, absent = -1).
+- `Column` is an int array indexed by such a number (8 bytes a slot, absent = -1);
+  `Times` the same for times.
 - `OffsetMap` maps a partition's offsets to id numbers: an array while the offsets are
   dense (Kafka gives consecutive ones), a dict for the few that are not.
 """
@@ -67,6 +68,29 @@ class Column:
 
     def __len__(self) -> int:
         return len(self._values)
+
+
+class Times:
+    """int -> a time (the history's `t`, seconds) over dense non-negative keys, None where
+    never set: 8 bytes a slot, NaN for absent."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self) -> None:
+        self._values = array("d")
+
+    def __getitem__(self, key: int) -> float | None:
+        value = self._values[key] if key < len(self._values) else _NAN
+        return None if value != value else value  # NaN is the one value unequal to itself
+
+    def __setitem__(self, key: int, value: float) -> None:
+        values = self._values
+        if key >= len(values):
+            values.extend(array("d", [_NAN]) * (key + 1 - len(values)))
+        values[key] = value
+
+
+_NAN = float("nan")
 
 
 class OffsetMap:

@@ -22,7 +22,7 @@ TRAFFIC_FILE = "traffic.jsonl"
 #: 1.1: topic_deleted / topic_created lines, and ``incarnation`` on poll, commit,
 #: final_read and final_read_end lines (docs/TRAFFIC.md "Topics deleted and created again");
 #: a 1.0 history has neither and reads as every topic in its first incarnation.
-TRAFFIC_SCHEMA = "1.1"
+TRAFFIC_SCHEMA = "1.2"  # 1.2: the producer line names its client
 
 
 class Producer(TypedDict):
@@ -33,6 +33,9 @@ class Producer(TypedDict):
     producer: str
     acks: str  # "0", "1", "all"
     idempotent: bool
+    #: the client library and its version, e.g. "librdkafka 2.16.0"; absent in histories
+    #: written before schema 1.2, whose producers were all librdkafka (confluent-kafka)
+    client: NotRequired[str | None]
     t: float
 
 
@@ -162,6 +165,10 @@ def _opt_natural(value: Any) -> bool:
     return value is None or _natural(value)
 
 
+def _opt_str(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
 def _phase(value: Any) -> bool:
     return value in ("requested", "refused", "settled")
 
@@ -169,7 +176,7 @@ def _phase(value: Any) -> bool:
 #: per kind, the fields the checks compute with and their types (absent = null)
 FIELDS: dict[str, dict[str, Callable[[Any], bool]]] = {
     "traffic_start": {},
-    "producer": {"producer": _str, "acks": _str, "idempotent": _bool},
+    "producer": {"producer": _str, "acks": _str, "idempotent": _bool, "client": _opt_str},
     "send": {"producer": _str, "seq": _is_int, "id": _str, "topic": _str,
              "partition": _opt_natural},
     "ack": {"producer": _str, "seq": _is_int, "id": _str, "topic": _str,
@@ -260,9 +267,11 @@ class TrafficRecorder:
     def start(self, run_id: str) -> Event:
         return self._emit({"kind": "traffic_start", "schema": TRAFFIC_SCHEMA, "run_id": run_id})
 
-    def producer(self, producer: str, acks: str, idempotent: bool) -> Event:
-        return self._emit({"kind": "producer", "producer": producer, "acks": acks,
-                           "idempotent": idempotent})
+    def producer(self, producer: str, acks: str, idempotent: bool,
+                 client: str | None = None) -> Event:
+        event = {"kind": "producer", "producer": producer, "acks": acks,
+                 "idempotent": idempotent}
+        return self._emit(event if client is None else {**event, "client": client})
 
     def send(self, producer: str, seq: int, id: str, topic: str,
              partition: int | None = None) -> Event:

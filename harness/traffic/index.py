@@ -9,13 +9,20 @@ with events: a record polled by ten consumers costs what it costs polled once.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from harness.traffic.columns import ABSENT, Column, Names, OffsetMap
+from harness.traffic.columns import ABSENT, Column, Names, OffsetMap, Times
 
 #: settings of a producer that declared none: Kafka's defaults since 3.0
 DEFAULT_SETTINGS = ("all", True)
+#: the client a producer line names when it names none: every producer the harness has
+#: ever run is confluent-kafka's, i.e. librdkafka (history schema < 1.2)
+DEFAULT_CLIENT = "librdkafka"
+#: librdkafka's error for a record whose message.timeout.ms ran out
+#: (RD_KAFKA_RESP_ERR__MSG_TIMED_OUT)
+MSG_TIMED_OUT = "_MSG_TIMED_OUT"
 
 Position = tuple[int, int]  # (partition number, offset)
 
@@ -144,6 +151,11 @@ class TrafficIndex:
         self.partitions: Names[tuple[str, int]] = Names()
         self.producers: Names[str] = Names()
         self.settings: dict[int, tuple[str, bool]] = {}  # producer -> (acks, idempotent)
+        self.clients: dict[int, str] = {}  # producer -> the client its line names
+        self.timeouts: dict[int, list[float]] = {}  # producer -> its MSG_TIMED_OUT times
+        self._timeouts_sorted: set[int] = set()
+        self.sent_at = Times()  # id -> time of its first send
+        self.answered_at = Times()  # id -> time of its first ack or send_error
         self.producer_of = Column("i")  # id -> producer of its first send
         self.acked_partition = Column("i")  # id -> partition of its first ack
         self.acked_offset = Column("q")  # id -> offset of its first ack (ABSENT: none)
@@ -161,6 +173,7 @@ class TrafficIndex:
                                   examples)
         self._handlers: dict[str, Callable[[Mapping[str, Any]], None]] = {
             "producer": self._producer, "send": self._send, "ack": self._ack,
+            "send_error": self._send_error,
             "poll": self._poll, "commit": self._commit, "final_read": self._final_read,
             "final_read_end": self._final_read_end}
 
@@ -180,16 +193,29 @@ class TrafficIndex:
     # --- per kind -------------------------------------------------------------------------
 
     def _producer(self, e: Mapping[str, Any]) -> None:
-        self.settings.setdefault(self.producers.number(e["producer"]),
-                                 (e["acks"], e["idempotent"]))
+        producer = self.producers.number(e["producer"])
+        self.settings.setdefault(producer, (e["acks"], e["idempotent"]))
+        self.clients.setdefault(producer, e.get("client") or DEFAULT_CLIENT)
 
     def _send(self, e: Mapping[str, Any]) -> None:
         id_number = self.ids.number(e["id"])
         if self.producer_of[id_number] == ABSENT:
             self.producer_of[id_number] = self.producers.number(e["producer"])
+            if e.get("t") is not None:
+                self.sent_at[id_number] = e["t"]
+
+    def _send_error(self, e: Mapping[str, Any]) -> None:
+        self._answered(self.ids.number(e["id"]), e)
+        if e["error"] == MSG_TIMED_OUT and e.get("t") is not None:
+            self.timeouts.setdefault(self.producers.number(e["producer"]), []).append(e["t"])
+
+    def _answered(self, id_number: int, e: Mapping[str, Any]) -> None:
+        if self.answered_at[id_number] is None and e.get("t") is not None:
+            self.answered_at[id_number] = e["t"]
 
     def _ack(self, e: Mapping[str, Any]) -> None:
         id_number = self.ids.number(e["id"])
+        self._answered(id_number, e)
         partition = self._partition(e)
         if self.acked_partition[id_number] == ABSENT:
             self.acked_partition[id_number] = partition
@@ -254,6 +280,26 @@ class TrafficIndex:
     def producer_settings(self, id_number: int) -> tuple[str, bool]:
         producer = self.producer_of[id_number]
         return self.settings.get(producer, DEFAULT_SETTINGS)
+
+    def client_of(self, id_number: int) -> str:
+        return self.clients.get(self.producer_of[id_number], DEFAULT_CLIENT)
+
+    def timed_out_between(self, id_number: int) -> bool:
+        """Whether the id's producer reported a MSG_TIMED_OUT after the id was sent and no
+        later than the id's own answer (its ack or send error): te in (sent, answered]."""
+        sent, answered = self.sent_at[id_number], self.answered_at[id_number]
+        times = self._sorted_timeouts(self.producer_of[id_number])
+        if sent is None or answered is None or not times:
+            return False
+        first_after = bisect_right(times, sent)
+        return first_after < len(times) and times[first_after] <= answered
+
+    def _sorted_timeouts(self, producer: int) -> list[float]:
+        times = self.timeouts.get(producer, [])
+        if producer not in self._timeouts_sorted:  # threads' lines may interleave out of order
+            times.sort()
+            self._timeouts_sorted.add(producer)
+        return times
 
     def producer_name(self, id_number: int) -> str | None:
         producer = self.producer_of[id_number]

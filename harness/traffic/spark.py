@@ -32,6 +32,7 @@ from pyspark.sql.window import Window
 
 from harness.traffic.checks import LossBudget, Summary, TrafficVerdict, check_file
 from harness.traffic.history import FIELDS, NATURAL, TRAFFIC_FILE
+from harness.traffic.index import DEFAULT_CLIENT, MSG_TIMED_OUT
 
 #: at or above this size a history goes to Spark: about 17 M events, where the in-process
 #: peak passes ~450 MB. Set by memory: in local mode Spark was 7-11 times slower than the
@@ -112,10 +113,10 @@ TYPES = {"n": LongType(), "kind": StringType(), "producer": StringType(), "seq":
          "offset": LongType(), "consumer": StringType(), "session": LongType(),
          "group": StringType(), "error": StringType(), "acks": StringType(),
          "idempotent": BooleanType(), "complete": BooleanType(), "t": DoubleType(),
-         "incarnation": LongType(), "phase": StringType()}
+         "incarnation": LongType(), "phase": StringType(), "client": StringType()}
 #: the columns the checks use (the others are only checked for their types)
 USED = ("n", "kind", "producer", "id", "topic", "partition", "offset", "consumer", "session",
-        "group", "acks", "idempotent", "complete")
+        "group", "acks", "idempotent", "complete", "t", "error", "client")
 
 
 def _schema() -> StructType:
@@ -190,11 +191,13 @@ class _Facts:
         acks and idempotence, else Kafka's defaults (all, on)."""
         declared = (self.of("producer").groupBy("producer")
                     .agg(F.min_by("acks", "n").alias("acks"),
-                         F.min_by("idempotent", "n").alias("idempotent")))
+                         F.min_by("idempotent", "n").alias("idempotent"),
+                         F.min_by("client", "n").alias("client")))
         producers = self.of("send").groupBy("id").agg(F.min_by("producer", "n").alias("producer"))
         return (producers.join(declared, "producer", "left")
                 .select("id", "producer", F.coalesce("acks", F.lit("all")).alias("acks"),
-                        F.coalesce("idempotent", F.lit(True)).alias("idempotent")))
+                        F.coalesce("idempotent", F.lit(True)).alias("idempotent"),
+                        F.coalesce("client", F.lit(DEFAULT_CLIENT)).alias("client")))
 
     def first(self, frame: DataFrame, found: int, order: Iterable[Column | str],
               shape: Callable[[dict[str, Any]], dict[str, Any]]) -> list[dict[str, Any]]:
@@ -260,20 +263,50 @@ def duplicates(facts: _Facts, idempotent: bool | None) -> Summary:
     strict = F.coalesce("idempotent", F.lit(True)) if idempotent is None else F.lit(idempotent)
     multi = (_positions(facts).groupBy("id")
              .agg(F.count(F.lit(1)).alias("k"),
-                  F.collect_list(F.struct(*TP, "offset")).alias("positions"))
+                  F.collect_list(F.struct(*TP, "offset")).alias("positions"),
+                  F.countDistinct(*TP).alias("logs"), F.max("offset").alias("highest"))
              .filter(F.col("k") > 1).join(facts.settings, "id", "left")
              .withColumn("strict", strict))
+    bumped = _client_epoch_bump(facts, multi.filter(F.col("strict")))
+    multi = (multi.join(_flagged(bumped, "bump"), "id", "left").fillna(False, ["bump"])
+             .withColumn("allowed", F.when(~F.col("strict"), F.lit("retries"))
+                         .when(F.col("bump"), F.lit("client_epoch_bump"))))
     counted = _one(multi.agg(F.count(F.lit(1)).alias("ids"),
-                             _count_where(F.col("strict")).alias("failures")))
-    ids, failures = counted["ids"], counted["failures"] or 0
-    counts = {"ids": ids, "failures": failures, "allowed_by_retries": ids - failures}
-    found = facts.first(multi, ids, ["id"], _duplicate_example)
+                             _count_where(F.col("allowed").isNull()).alias("failures"),
+                             _count_where(F.col("bump")).alias("bump")))
+    ids, failures, bump = counted["ids"], counted["failures"] or 0, counted["bump"] or 0
+    counts = {"ids": ids, "failures": failures, "allowed_by_retries": ids - failures - bump,
+              "allowed_by_client_epoch_bump": bump}
+    found = facts.first(multi, ids, [F.col("allowed").isNotNull(), "id"], _duplicate_example)
     return Summary("duplicates", failures == 0, counts, found)
+
+
+def _client_epoch_bump(facts: _Facts, strict: DataFrame) -> DataFrame:
+    """The ids of `strict` (idempotent duplicates) that checks.client_epoch_bump allows:
+    librdkafka's, in one log, a MSG_TIMED_OUT of their producer in (sent, answered], and
+    acknowledged (if at all) at their highest offset."""
+    sent = facts.of("send").groupBy("id").agg(F.min_by("t", "n").alias("sent"))
+    answers = facts.of("ack").unionByName(facts.of("send_error")).filter(F.col("t").isNotNull())
+    answered = answers.groupBy("id").agg(F.min_by("t", "n").alias("answered"))
+    first_ack = (facts.of("ack").groupBy("id")
+                 .agg(F.min_by("offset", "n").alias("acked_offset"))
+                 .withColumn("acked", F.lit(True)))
+    timeouts = (facts.of("send_error")
+                .filter((F.col("error") == MSG_TIMED_OUT) & F.col("t").isNotNull())
+                .select(F.col("producer").alias("timed_out"), F.col("t").alias("te")))
+    candidates = (strict.filter(F.col("client").startswith("librdkafka") & (F.col("logs") == 1))
+                  .join(sent, "id").join(answered, "id").join(first_ack, "id", "left")
+                  .filter(F.col("acked").isNull()
+                          | F.coalesce(F.col("acked_offset") == F.col("highest"), F.lit(False))))
+    window = ((F.col("producer") == F.col("timed_out")) & (F.col("te") > F.col("sent"))
+              & (F.col("te") <= F.col("answered")))
+    return candidates.join(timeouts, window, "left_semi").select("id")
 
 
 def _duplicate_example(row: dict[str, Any]) -> dict[str, Any]:
     positions = sorted([p["topic"], p["partition"], p["offset"]] for p in row["positions"])
-    return {"id": row["id"], "idempotent": row["strict"], "positions": positions}
+    return {"id": row["id"], "idempotent": row["strict"], "allowed": row["allowed"],
+            "positions": positions}
 
 
 def inconsistent_offsets(facts: _Facts) -> Summary:
