@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -348,3 +349,27 @@ def test_a_diff_finding_the_catalog_learned_later_is_named_when_the_report_is_wr
     assert named["known_bug"] == "elr-index-stale-after-min-isr-change" and named["rejudged"]
     assert gone["known_bug"] is None  # its file is gone: as recorded
     assert render.rejudged({**rec, "part": "hunt"}) == {**rec, "part": "hunt"}
+
+
+def test_a_plan_for_two_slots_fills_twice_the_budget(monkeypatch: pytest.MonkeyPatch,
+                                                    tmp_path: Path) -> None:
+    """On a Spark cluster the matrix and upgrade parts run as many clusters at once as the
+    executors have slots: their scenarios fill the part's budget times the slots."""
+    from harness.certify import upgrade
+    from harness.cli.certify import make_plan
+    budgets: list[float] = []
+
+    def planned(scs: Any, gaps: Any, versions: Any, budget_s: float) -> tuple[list, list]:
+        budgets.append(budget_s)
+        return [], []
+    monkeypatch.setattr(plan, "plan_scenarios", planned)
+    monkeypatch.setattr(upgrade, "write_scenarios", lambda *a: [])
+    blds = {r: SimpleNamespace(version=v, version_tuple=tuple(map(int, v.split("."))))
+            for r, v in (("old", "4.3.1"), ("new", "4.4.0"))}
+    split = plan.split_budget(3600.0, {})
+    one = make_plan([], blds, tmp_path, split, 3600.0, {})
+    two = make_plan([], blds, tmp_path, split, 3600.0, {}, slots=2)
+    assert budgets == [split["matrix"], split["upgrade"], 2 * split["matrix"],
+                       2 * split["upgrade"]]
+    assert (one["slots"], two["slots"]) == (1, 2)
+    assert "times 2 slots" in " ".join(two["rule"]) and "slots" not in " ".join(one["rule"])

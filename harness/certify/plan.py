@@ -93,7 +93,7 @@ def parse_part_budget(text: str | None, parse_duration: Any) -> dict[str, float]
 
 
 def rule_lines(budget_s: float, split: Mapping[str, float],
-               overrides: Mapping[str, float]) -> list[str]:
+               overrides: Mapping[str, float], slots: int = 1) -> list[str]:
     """The rule as printed at the start and written in the report."""
     shares = ", ".join(f"{p} {SHARES[p]:.0%}" for p in PARTS)
     lines = [f"budget {fmt_s(budget_s)}: split by the rule ({shares}; an overridden part "
@@ -103,9 +103,14 @@ def rule_lines(budget_s: float, split: Mapping[str, float],
         for p in PARTS))
     lines.append("  matrix and upgrade: scenarios both builds run whose declarations differ "
                  "first, then the cheapest first, one-build ones last, while the estimate "
-                 "fits; diff and hunt: half of the part per build; what a finished part "
-                 "leaves unspent goes to the later parts not overridden, in these proportions")
+                 f"fits{_in_slots(slots)}; diff and hunt: half of the part per build; what a "
+                 "finished part leaves unspent goes to the later parts not overridden, in "
+                 "these proportions")
     return lines
+
+
+def _in_slots(slots: int) -> str:
+    return "" if slots == 1 else f" in the part's budget times {slots} slots (clusters at once)"
 
 
 def fmt_s(seconds: float) -> str:

@@ -72,25 +72,14 @@ def _certify(args: argparse.Namespace) -> int:
     except state.SettingsMismatch as exc:
         raise UsageError(f"certify: {exc}") from None
     procs.install_exit_hooks()  # SIGTERM unwinds as Ctrl-C does, from the first line on
-    if not st.plan:
-        st.plan = make_plan(scenarios, {"old": old, "new": new}, directory, split, budget,
-                            overrides, dist=args.kafka_dist is not None)
-        progress.say(f"certify: a new campaign in {directory}")
-    else:
-        progress.say(f"certify: resuming {directory} (session {st.sessions + 1}; the plan and "
-                     "budgets of its first call are kept)")
-    st.sessions += 1
-    # where each call ran, for the report's "Where:" line (render.where)
-    st.plan.setdefault("where", []).append(args.master or "one machine")
-    state.save(directory, st)
-    for line in st.plan["rule"]:
-        progress.say(f"certify: {line}")
-    left = st.plan["left_out"]
-    progress.say(f"certify: matrix {len(st.plan['matrix'])} scenarios planned "
-                 f"({len(left['matrix'])} left out by the budget); upgrade "
-                 f"{len(st.plan['upgrade'])} ({'; '.join(left['upgrade'].values()) or '-'})")
-    camp, runs = _campaign(args.master, directory, st, {"old": old, "new": new},
-                           args.backend, step_timeout)
+    runs = _spark_runs(args.master, directory)
+    try:
+        camp = _prepared(args, st, directory, scenarios, {"old": old, "new": new}, split,
+                         budget, overrides, runs, step_timeout)
+    except BaseException:
+        if runs is not None:
+            runs.stop()
+        raise
     try:
         for part in plan.PARTS:
             camp.run_part(part)
@@ -110,42 +99,73 @@ def _certify(args: argparse.Namespace) -> int:
     return 1 if a["regressions"] or a["new_findings"] else 0
 
 
-def _campaign(master: str | None, directory: Path, st: Any, blds: dict[str, Any],
-              backend: str, step_timeout: float) -> tuple[Any, Any]:
-    """The campaign on this machine, or with --master on the Spark executors (certify/spark.py:
-    every item a task, retried elsewhere when its executor is lost, shipped back here)."""
-    from harness.infra import progress
+def _spark_runs(master: str | None, directory: Path) -> Any:
+    """With --master, the Spark session (certify/spark.py: every item a task, retried
+    elsewhere when its executor is lost, shipped back here); None on one machine."""
     if not master:
-        from harness.certify.parts import Campaign
-        return Campaign(directory, st, blds, progress.say, backend, step_timeout), None
-    from harness.certify.spark import MAX_ATTEMPTS, SparkCampaign
+        return None
+    from harness.certify.spark import MAX_ATTEMPTS
+    from harness.infra import progress
     from harness.run.fanout import SparkRuns
     runs = SparkRuns(master, progress.say, max_failures=MAX_ATTEMPTS, ship=True,
                      app="kafka-chaos-certify")
     progress.say(f"certify: on {master}: {runs.slots} slot(s), items shipped back to "
                  f"{directory}; a task whose executor is lost runs again elsewhere "
                  f"(up to {MAX_ATTEMPTS} attempts)")
-    return SparkCampaign(directory, st, blds, progress.say, backend, step_timeout,
-                         runs=runs), runs
+    return runs
+
+
+def _prepared(args: argparse.Namespace, st: Any, directory: Path, scenarios: list[Any],
+              blds: dict[str, Any], split: dict[str, float], budget: float,
+              overrides: dict[str, float], runs: Any, step_timeout: float) -> Any:
+    """The plan (made once, for the slots of the first call: one machine runs one cluster
+    at a time, a Spark cluster as many as its executors' slots) and the campaign."""
+    from harness.certify import state
+    from harness.infra import progress
+    if not st.plan:
+        slots = runs.slots if runs is not None else 1
+        st.plan = make_plan(scenarios, blds, directory, split, budget, overrides,
+                            dist=args.kafka_dist is not None, slots=slots)
+        progress.say(f"certify: a new campaign in {directory}")
+    else:
+        progress.say(f"certify: resuming {directory} (session {st.sessions + 1}; the plan and "
+                     "budgets of its first call are kept)")
+    st.sessions += 1
+    # where each call ran, for the report's "Where:" line (render.where)
+    st.plan.setdefault("where", []).append(args.master or "one machine")
+    state.save(directory, st)
+    for line in st.plan["rule"]:
+        progress.say(f"certify: {line}")
+    left = st.plan["left_out"]
+    progress.say(f"certify: matrix {len(st.plan['matrix'])} scenarios planned "
+                 f"({len(left['matrix'])} left out by the budget); upgrade "
+                 f"{len(st.plan['upgrade'])} ({'; '.join(left['upgrade'].values()) or '-'})")
+    if runs is None:
+        from harness.certify.parts import Campaign
+        return Campaign(directory, st, blds, progress.say, args.backend, step_timeout)
+    from harness.certify.spark import SparkCampaign
+    return SparkCampaign(directory, st, blds, progress.say, args.backend, step_timeout,
+                         runs=runs)
 
 
 def make_plan(scenarios: list[Any], blds: dict[str, Any], directory: Path,
               split: dict[str, float], budget: float,
-              overrides: dict[str, float], dist: bool = False) -> dict[str, Any]:
-    """The campaign's plan, made once (harness/certify/plan.py's rule)."""
+              overrides: dict[str, float], dist: bool = False, slots: int = 1) -> dict[str, Any]:
+    """The campaign's plan, made once (harness/certify/plan.py's rule): a part's scenarios
+    fill its budget times ``slots``, the clusters that run at once."""
     from harness.certify import plan
     from harness.certify.upgrade import write_scenarios
     from harness.run.runner.requirements import requirement_gap
     from harness.scenario.loader import load_scenario
     versions = {r: b.version_tuple for r, b in blds.items()}
     gaps = {sc.path: {r: requirement_gap(sc, b) for r, b in blds.items()} for sc in scenarios}
-    matrix, left = plan.plan_scenarios(scenarios, gaps, versions, split["matrix"])
+    matrix, left = plan.plan_scenarios(scenarios, gaps, versions, split["matrix"] * slots)
     ups = [load_scenario(p) for p, _ in write_scenarios(directory / "upgrade" / "scenarios",
                                                         blds["old"].version,
                                                         blds["new"].version)]
     # each upgrade scenario runs on its birth build only (its requirements pin it)
     up_gaps = {sc.path: {r: requirement_gap(sc, b) for r, b in blds.items()} for sc in ups}
-    upgrade, up_left = plan.plan_scenarios(ups, up_gaps, versions, split["upgrade"])
+    upgrade, up_left = plan.plan_scenarios(ups, up_gaps, versions, split["upgrade"] * slots)
     not_possible = {sc.name: "not run: " + "; ".join(
         str(g) for g in up_gaps[sc.path].values() if g)
         for sc in ups if all(up_gaps[sc.path].values())}
@@ -153,7 +173,8 @@ def make_plan(scenarios: list[Any], blds: dict[str, Any], directory: Path,
         not_possible.update({p.name: "not run: the new build is a --kafka-dist directory; "
                              "an upgrade step names a release" for p in upgrade})
         upgrade = []
-    return {"split": split, "rule": plan.rule_lines(budget, split, overrides),
+    return {"split": split, "slots": slots,
+            "rule": plan.rule_lines(budget, split, overrides, slots),
             "overridden": sorted(overrides),
             "matrix": [p.to_json() for p in matrix], "upgrade": [p.to_json() for p in upgrade],
             "left_out": {"matrix": {p.name: "the budget" for p in left},
