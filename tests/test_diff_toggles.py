@@ -252,7 +252,7 @@ def test_a_clean_registration_re_runs_the_isr_partitions_as_fencing_does() -> No
 def test_unfencing_an_elr_member_of_a_partition_with_a_leader_changes_nothing() -> None:
     """Triage of ``release:partitionEpoch:unfence`` (bench/RESULTS-diff.md "Triage, fifth
     session"; 4.4.0 and 4.4.0 with the stale-ELR-index fix, shrunk 484 -> 12 events):
-    handleBrokerUnfenced re-runs only brokersToIsrs.partitionsWithNoLeader (3.7-4.4.0), and
+    handleBrokerUnfenced re-runs only brokersToIsrs.partitionsWithNoLeader (3.6.2-4.4.0), and
     KIP-966 'Controller behaviors' 3 elects an ELR member only where the ISR is empty. t-0
     has leader 3, ISR [3] and ELR [1] left from a min ISR of 2; the min ISR became 1 while
     ELR was off (no ClearElrRecord), ELR is on again; `unfence 1` writes no partition change

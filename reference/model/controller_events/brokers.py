@@ -119,7 +119,7 @@ def _unfence(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction:
         return _accepted([_with_broker(c, b, evolve(reg, alive=True, expired=False))])
     c2 = _with_broker(c, b, evolve(reg, fenced=False, alive=True, expired=False))
     # handleBrokerUnfenced: the leaderless partitions get an election, and only they
-    # (brokersToIsrs.partitionsWithNoLeader: 3.7-3.9 and 4.0.2, 4.3.1 sources, 4.4.0
+    # (brokersToIsrs.partitionsWithNoLeader: 3.6.2-3.9 and 4.0.2, 4.3.1 sources, 4.4.0
     # bytecode). KIP-966 'Controller behaviors' 3: "If the replica is an ELR member and ISR
     # is empty, this replica will be elected as leader": an empty ISR is a leaderless
     # partition. A partition with a leader and the broker in its ELR is not re-run, so an
