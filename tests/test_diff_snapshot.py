@@ -348,3 +348,68 @@ def test_a_topic_created_after_the_snapshot_is_found_by_name_on_both_sides() -> 
     assert answers[3].ok and "u" in answers[3].raw["byName"]
     assert [a.snapshot_diff for a in answers] == [None] * len(events), [
         a.snapshot_diff for a in answers]
+
+
+# ---- triage of snapshot:ok:heartbeat (bench/RESULTS-diff.md "Triage, fifth session") ----
+
+DIRECTORY = "directory-index-stale-after-topic-deletion"
+
+
+def test_a_snapshot_difference_at_a_fault_carries_what_the_original_threw() -> None:
+    """The snapshot finding's detail says what the original threw, so the known bug the
+    fault is named by names it too (the directory index: a heartbeat with an offline
+    directory faults where a controller loaded from a later snapshot accepts it)."""
+    c = comparator([1, 2, 3], min_isr=2)
+    diff = {"name": "ok", "detail": "after the snapshot at event 1 (1 event(s) before this "
+            "one), the fresh controller's answer differs at ok", "path": "ok",
+            "original": False, "fresh": True, "freshAnswer": {"ok": True, "records": []}}
+    a = answer("heartbeat", {}, brokers([1, 2, 3]), ok=False, error_name="UNKNOWN_SERVER_ERROR")
+    exc = ("java.lang.RuntimeException: Topic ID x existed in isrMembers, but not in the "
+           "topics map.")
+    faulted = Answer(**{**a.__dict__, "exception": exc})
+    ev = p.heartbeat(1, offlineDirs=[0])
+    (f,) = [f for f in c.step(ev, _with_diff(faulted, diff)).findings if f.axis == "snapshot"]
+    assert f.signature == "snapshot:ok:heartbeat:kafka-4.3" and exc in f.detail
+    for version in [(3, 8, 1), (4, 3, 1), (4, 4, 0)]:
+        bug = naming_diff_finding(version, f.signature, f.detail)
+        assert bug is not None and bug.id == DIRECTORY
+    # refused without a fault: no cause to name it by
+    (g,) = [g for g in c.step(ev, _with_diff(a, diff)).findings if g.axis == "snapshot"]
+    assert "threw" not in g.detail and naming_diff_finding((4, 4, 0), g.signature,
+                                                           g.detail) is None
+
+
+def _directory_index(snapshot_at: int) -> list[dict[str, Any]]:
+    """docs/findings/directory-index-stale-after-topic-deletion/events.json with a snapshot
+    point inserted before event ``snapshot_at``."""
+    events = [p.create_topic("k0t0", [[1, 2, 3]]), p.fence(1), p.fence(2), p.fence(3),
+              p.delete_topic("k0t0"), p.register(1, clean=True), p.unfence(1),
+              p.heartbeat(1, offlineDirs=[0])]
+    return events[:snapshot_at] + [p.snapshot()] + events[snapshot_at:]
+
+
+def test_the_directory_index_makes_a_later_snapshot_accept_the_heartbeat() -> None:
+    """On 4.4.0 (ELR on): a snapshot after the deletion loads no stale directory entry, so
+    the fresh controller accepts the heartbeat the original faults at (snapshot:ok:heartbeat,
+    named by the catalog); a snapshot before the deletion replays the deletion on both
+    sides, and both fault (no snapshot finding)."""
+    from harness.differential.campaign.session import Session, settings_for
+    build = _cached("4.4.0")
+    for at, differs in ((7, True), (4, False)):
+        s = Session(build, settings_for(1, Config(seed=0, budget_s=0, min_isr=2), elr=True))
+        try:
+            events = _directory_index(at)
+            answers = s.send(events)
+            found = [f for e, a in zip(events, answers, strict=True)
+                     for f in s.comparator.step(e, a).findings]
+        finally:
+            s.close()
+        assert answers[-1].exception is not None and "isrMembers" in answers[-1].exception
+        snap = [f for f in found if f.axis == "snapshot"]
+        if differs:
+            (f,) = snap
+            assert f.signature == "snapshot:ok:heartbeat:kafka-4.3"
+            bug = naming_diff_finding((4, 4, 0), f.signature, f.detail)
+            assert bug is not None and bug.id == DIRECTORY
+        else:
+            assert snap == [], snap

@@ -247,3 +247,23 @@ def test_a_clean_registration_re_runs_the_isr_partitions_as_fencing_does() -> No
     c = evolve(c, brokers={**c.brokers, 3: b3})
     q = _only(c, K43, p.register(3, clean=True)).partitions["t-0"]
     assert (q.leader, sorted(q.isr), q.leader_epoch) == (4, [4], 7)
+
+
+def test_unfencing_an_elr_member_of_a_partition_with_a_leader_changes_nothing() -> None:
+    """Triage of ``release:partitionEpoch:unfence`` (bench/RESULTS-diff.md "Triage, fifth
+    session"; 4.4.0 and 4.4.0 with the stale-ELR-index fix, shrunk 484 -> 12 events):
+    handleBrokerUnfenced re-runs only brokersToIsrs.partitionsWithNoLeader (3.6.2-4.4.0), and
+    KIP-966 'Controller behaviors' 3 elects an ELR member only where the ISR is empty. t-0
+    has leader 3, ISR [3] and ELR [1] left from a min ISR of 2; the min ISR became 1 while
+    ELR was off (no ClearElrRecord), ELR is on again; `unfence 1` writes no partition change
+    (measured on 4.4.0: ELR [1], partition epoch 2 kept). The model re-ran the partition
+    for its ELR member and emptied the ELR (epoch 3)."""
+    c = evolve(_cluster(part(3, 1, 2, [1, 2, 3], [3], [1]), fenced=(1, 2)), min_isr=1)
+    for profile in (K43, K41, K40):
+        q = _only(c, profile, p.unfence(1)).partitions["t-0"]
+        assert (q.leader, sorted(q.isr), sorted(q.elr), q.partition_epoch) == (3, [3], [1], 2), \
+            profile.name
+    # a leaderless partition is still elected: ISR empty, ELR [1] -> leader 1
+    c = _cluster(part(-1, 1, 2, [1, 2, 3], [], [1]), fenced=(1, 2, 3))
+    q = _only(c, K43, p.unfence(1)).partitions["t-0"]
+    assert (q.leader, sorted(q.isr), sorted(q.elr)) == (1, [1], [])

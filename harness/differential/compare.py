@@ -523,10 +523,13 @@ def _with_snapshot(report: StepReport, op: str, answer: Answer, profile: str) ->
     elif len(parts) > 1 and parts[0] == "configs" and parts[1].startswith("topic "):
         where = parts[1].split(" ", 1)[1] + "-configs"  # the topic's lane (lanes.lane_of_where)
     fresh = d.get("freshAnswer") or {}
+    # What the original threw, when it faulted: the cause a known bug is named by
+    # (known_bugs.py ``diff_details``: the fault's own text).
+    threw = f"; the original threw {answer.exception}" if answer.exception else ""
     report.findings.append(Finding(
         "snapshot", str(d.get("name", "answer")), op, profile,
         f"{d.get('detail')}: original {json.dumps(d.get('original'))}, fresh "
-        f"{json.dumps(d.get('fresh'))}" + (f"; the fresh controller: {json.dumps(fresh)}"
-                                           if fresh else ""),
+        f"{json.dumps(d.get('fresh'))}" + threw + (
+            f"; the fresh controller: {json.dumps(fresh)}" if fresh else ""),
         where=where, records=answer.records))
     return report

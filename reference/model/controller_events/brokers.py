@@ -7,8 +7,8 @@ on; ``Profile.unclean_shutdown_detection``). Fencing, controlled shutdown and un
 take the broker out of every ISR and elect where it led ('ISR invariants'), re-running only
 the partitions with the broker in the ISR, as the shipped controller does: a fenced ELR
 member stays in the ELR (unregistration re-runs its ELR's partitions too, 3.8+). Unfencing
-elects in leaderless partitions and, with ELR on, in those with the broker in the ELR
-('Controller behaviors' 3). A new incarnation's registration waits out the old session
+elects in the leaderless partitions only ('Controller behaviors' 3: an ELR member is elected
+where the ISR is empty). A new incarnation's registration waits out the old session
 (``_has_session``: not in the KIP).
 """
 
@@ -118,10 +118,14 @@ def _unfence(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction:
     if not reg.fenced or reg.shutting_down:
         return _accepted([_with_broker(c, b, evolve(reg, alive=True, expired=False))])
     c2 = _with_broker(c, b, evolve(reg, fenced=False, alive=True, expired=False))
-    # handleBrokerUnfenced: leaderless partitions, and those with the broker in the ELR,
-    # get an election.
-    keys = [k for k, p in c2.partitions.items()
-            if p.leader is None or (ctx.elr_on and b in p.elr)]
+    # handleBrokerUnfenced: the leaderless partitions get an election, and only they
+    # (brokersToIsrs.partitionsWithNoLeader: 3.6.2-3.9 and 4.0.2, 4.3.1 sources, 4.4.0
+    # bytecode). KIP-966 'Controller behaviors' 3: "If the replica is an ELR member and ISR
+    # is empty, this replica will be elected as leader": an empty ISR is a leaderless
+    # partition. A partition with a leader and the broker in its ELR is not re-run, so an
+    # ELR that a lower min ISR left (set while ELR was off: no ClearElrRecord) stays
+    # (bench/RESULTS-diff.md "Triage, fifth session": release:partitionEpoch:unfence).
+    keys = [k for k, p in c2.partitions.items() if p.leader is None]
     return _accepted(_elections(c2, keys, ctx, "online"))
 
 
