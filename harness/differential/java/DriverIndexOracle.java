@@ -139,6 +139,12 @@ final class DriverIndexOracle {
         /** One disagreement: the index, where (a partition "t-0", "broker N", or "topic t"),
          * a key that identifies it while it lasts, and what is wrong. */
         void report(String index, String where, Object key, Supplier<String> detail);
+
+        /** A stale entry's key already reported (reported once: its report would be
+         * dropped), so that nothing is built for it. */
+        default boolean known(Object key) {
+            return false;
+        }
     }
 
     /** The partitions of the controller's topics: id -> (name, partition -> registration). */
@@ -288,35 +294,59 @@ final class DriverIndexOracle {
                     int partition = ps[i] & ~LEADER_FLAG;
                     boolean leader = ps[i] < 0;
                     PartitionRegistration reg = info == null ? null : parts(info).get(partition);
-                    String why = null;
+                    // Why the entry is stale (0: it is not), the words only when reported: a
+                    // lasting stale entry (reported once) is met at every walk.
+                    int why = 0;
                     if (info == null) {
-                        why = "the topic " + names.topic(t.getKey()) + " (id " + t.getKey() + ") is not in the topics map";
+                        why = 1;
                     } else if (reg == null) {
-                        why = "the topic has no partition " + partition;
+                        why = 2;
                     } else if (broker == NO_LEADER) {
-                        why = reg.leader == NO_LEADER ? null : "it has leader " + reg.leader;
+                        why = reg.leader == NO_LEADER ? 0 : 3;
                     } else {
                         int[] holders = isr ? reg.isr : (int[]) get(PART_ELR, reg);
                         if (!contains(holders, broker)) {
-                            why = "its " + (isr ? "ISR" : "ELR") + " does not hold the broker (" + describe(reg) + ")";
+                            why = 4;
                         } else if (isr && leader != (reg.leader == broker)) {
-                            why = "indexed " + (leader ? "as" : "not as") + " its leader, which is " + reg.leader;
+                            why = 5;
                         }
                     }
-                    for (int j = 0; why == null && j < i; j++) {
+                    for (int j = 0; why == 0 && j < i; j++) {
                         if (ps[j] == ps[i]) {
-                            why = "indexed twice";
+                            why = 6;
                         }
                     }
-                    if (why != null) {
-                        String because = why;
-                        String where = names.partition(t.getKey(), partition);  // a deleted topic's name too
-                        out.report(index, where, Arrays.asList(index, "stale", broker, t.getKey(), ps[i]),
-                            () -> index + " indexes broker " + broker + " for " + names.partition(t.getKey(), partition)
-                                + " but " + because);
+                    if (why != 0) {
+                        Object key = Arrays.asList(index, "stale", broker, t.getKey(), ps[i]);
+                        if (out.known(key)) {
+                            continue;
+                        }
+                        int because = why;
+                        Uuid topic = t.getKey();
+                        String where = names.partition(topic, partition);  // a deleted topic's name too
+                        out.report(index, where, key, () -> index + " indexes broker " + broker + " for " + where
+                            + " but " + staleWhy(because, names, topic, partition, leader, reg, isr));
                     }
                 }
             }
+        }
+    }
+
+    static String staleWhy(int why, DriverOracleNames names, Uuid topic, int partition, boolean leader,
+                           PartitionRegistration reg, boolean isr) {
+        switch (why) {
+            case 1:
+                return "the topic " + names.topic(topic) + " (id " + topic + ") is not in the topics map";
+            case 2:
+                return "the topic has no partition " + partition;
+            case 3:
+                return "it has leader " + reg.leader;
+            case 4:
+                return "its " + (isr ? "ISR" : "ELR") + " does not hold the broker (" + describe(reg) + ")";
+            case 5:
+                return "indexed " + (leader ? "as" : "not as") + " its leader, which is " + reg.leader;
+            default:
+                return "indexed twice";
         }
     }
 

@@ -87,8 +87,7 @@ final class DriverOracleChecks {
         boolean skipped = !corrupted && st.recordsOut != null && st.recordsOut.size() == 0;
         try {
             if (INDEX) {
-                DriverIndexOracle.check(st, names, (name, where, key, detail) -> report("index", name, where, key, detail),
-                    corrupted || st.recordsOut == null || st.recordsOut.size() > 0);
+                DriverIndexOracle.check(st, names, indexSink, corrupted || st.recordsOut == null || st.recordsOut.size() > 0);
             }
             if (IMAGE && !skipped) {
                 image.check(st, (name, where, key, detail) -> report("image", name, where, key, detail), corrupted);
@@ -115,6 +114,18 @@ final class DriverOracleChecks {
             answer.set("oracles", found);
         }
     }
+
+    final DriverIndexOracle.Sink indexSink = new DriverIndexOracle.Sink() {
+        @Override
+        public void report(String name, String where, Object key, java.util.function.Supplier<String> detail) {
+            DriverOracleChecks.this.report("index", name, where, key, detail);
+        }
+
+        @Override
+        public boolean known(Object key) {
+            return sticky.contains(List.of("index", key));
+        }
+    };
 
     void report(String oracle, String name, String where, Object key, java.util.function.Supplier<String> detail) {
         Object k = List.of(oracle, key);
