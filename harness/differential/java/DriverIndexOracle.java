@@ -28,9 +28,11 @@
  * 3.7: brokersToElrs) is probed and skipped.
  *
  * Cost (bench/RESULTS-diff.md, "Index and image oracles"): one pass over the registrations
- * with lookups into the index (no copy of it), only after an event that replayed records
- * (the replication indexes change in replay only; the broker checks run after every event:
- * the heartbeat manager moves without records). An index's own entries are walked, to name
+ * with lookups into the index (no copy of it), only after an event that replayed a record
+ * ReplicationControlManager replays (its indexes are its own fields, changed only by its
+ * replay of those records, as the registrations they index; DriverState.replicationReplayed;
+ * after any other event the last check's reports stand, DriverOracleChecks); the broker checks
+ * run after every event: the heartbeat manager moves without records. An index's own entries are walked, to name
  * those nothing explains, only when it holds more entries than the registrations explain
  * (directoriesToPartitions: and that excess changed since its last walk, walk()); a deleted
  * topic's stale entries are reported once (gone()).
@@ -162,14 +164,9 @@ final class DriverIndexOracle {
         return (Map<Integer, PartitionRegistration>) get(INFO_PARTS, info);
     }
 
-    /** replicated: whether the event replayed any record (else the replication indexes,
-     * which only replay changes, are as the last check found them: skipped). */
-    static void check(DriverState st, DriverOracleNames names, Sink out, boolean replicated) {
+    /** The indexes of ReplicationControlManager against the topics' registrations. */
+    static void checkReplication(DriverState st, DriverOracleNames names, Sink out) {
         if (TOPICS == null || INFO_PARTS == null) {
-            return;
-        }
-        if (!replicated) {
-            checkBrokers(st, out);  // the heartbeat manager moves without records
             return;
         }
         Map<Uuid, Object> topics = topics(st);
@@ -184,7 +181,6 @@ final class DriverIndexOracle {
         if (DIRS_TO_PARTS != null && PART_DIRS != null && RESERVED != null) {
             checkDirectories(st, names, topics, flat, out);
         }
-        checkBrokers(st, out);
     }
 
     // ---- ReplicationControlManager ----
@@ -527,6 +523,9 @@ final class DriverIndexOracle {
 
     @SuppressWarnings("unchecked")
     static void checkBrokers(DriverState st, Sink out) {
+        if (REGISTRATIONS == null) {
+            return;
+        }
         Map<Integer, BrokerRegistration> regs = (Map<Integer, BrokerRegistration>) get(REGISTRATIONS, st.clusterControl);
         Map<Integer, Long> offsets = REG_OFFSETS == null ? null : (Map<Integer, Long>) get(REG_OFFSETS, st.clusterControl);
         Object hb = HEARTBEATS == null ? null : get(HEARTBEATS, st.clusterControl);

@@ -79,6 +79,7 @@ final class DriverOracleChecks {
     }
 
     /** Both oracles on the state after the event; what is new goes in the answer. */
+    @SuppressWarnings("unchecked")
     void check(ObjectNode answer) {
         if (!ON || off || st.replicationControl == null) {
             return;
@@ -87,7 +88,20 @@ final class DriverOracleChecks {
         boolean skipped = !corrupted && st.recordsOut != null && st.recordsOut.size() == 0;
         try {
             if (INDEX) {
-                DriverIndexOracle.check(st, names, indexSink, corrupted || st.recordsOut == null || st.recordsOut.size() > 0);
+                // The replication indexes are ReplicationControlManager's, changed only by its
+                // replay of the topic and partition records (as the registrations they index):
+                // after an event that replayed none (broker, config, feature records only, or
+                // none) they are as the last check found them, and its reports stand.
+                boolean replicated = corrupted || st.recordsOut == null || st.replicationReplayed;
+                if (replicated) {
+                    lastReplication.clear();
+                    DriverIndexOracle.checkReplication(st, names, recordingSink);
+                } else {
+                    for (Object[] r : lastReplication) {
+                        indexSink.report((String) r[0], (String) r[1], r[2], (java.util.function.Supplier<String>) r[3]);
+                    }
+                }
+                DriverIndexOracle.checkBrokers(st, indexSink);  // the heartbeat manager moves without records
             }
             if (IMAGE && !skipped) {
                 image.check(st, (name, where, key, detail) -> report("image", name, where, key, detail), corrupted);
@@ -124,6 +138,21 @@ final class DriverOracleChecks {
         @Override
         public boolean known(Object key) {
             return sticky.contains(List.of("index", key));
+        }
+    };
+
+    /** The replication part's reports at its last run, said again when it is not run. */
+    final List<Object[]> lastReplication = new java.util.ArrayList<>();
+    final DriverIndexOracle.Sink recordingSink = new DriverIndexOracle.Sink() {
+        @Override
+        public void report(String name, String where, Object key, java.util.function.Supplier<String> detail) {
+            lastReplication.add(new Object[] {name, where, key, detail});
+            indexSink.report(name, where, key, detail);
+        }
+
+        @Override
+        public boolean known(Object key) {
+            return indexSink.known(key);
         }
     };
 

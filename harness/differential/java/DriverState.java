@@ -109,6 +109,9 @@ final class DriverState {
     ArrayNode recordsOut;
     final Set<String> touched = new LinkedHashSet<>();
     final List<String> removedOut = new ArrayList<>();  // "topic-index" a RemoveTopicRecord removed
+    /** A record ReplicationControlManager replays (topic, partition, removal, ClearElr) was
+     * replayed: only then can its indexes have changed (DriverIndexOracle). */
+    boolean replicationReplayed;
 
     DriverState(DriverLine line) {
         this.line = line;
@@ -119,6 +122,7 @@ final class DriverState {
         recordsOut = JSON.createArrayNode();
         touched.clear();
         removedOut.clear();
+        replicationReplayed = false;
     }
 
     Uuid topicId(String name) {
@@ -173,6 +177,7 @@ final class DriverState {
                 invoke(clusterControl, "replay", message);
                 break;
             case "TopicRecord": {
+                replicationReplayed = true;
                 TopicRecord r = (TopicRecord) message;
                 replicationControl.replay(r);
                 topicIds.put(r.name(), r.topicId());
@@ -181,6 +186,7 @@ final class DriverState {
                 break;
             }
             case "PartitionRecord": {
+                replicationReplayed = true;
                 PartitionRecord r = (PartitionRecord) message;
                 replicationControl.replay(r);
                 partitionCounts.merge(r.topicId(), r.partitionId() + 1, Math::max);
@@ -188,12 +194,14 @@ final class DriverState {
                 break;
             }
             case "PartitionChangeRecord": {
+                replicationReplayed = true;
                 PartitionChangeRecord r = (PartitionChangeRecord) message;
                 replicationControl.replay(r);
                 touched.add(r.topicId() + ":" + r.partitionId());
                 break;
             }
             case "RemoveTopicRecord": {
+                replicationReplayed = true;
                 // ReplicationControlManager.replay(RemoveTopicRecord): the topic, its
                 // partitions and (configurationControl.deleteTopicConfigs) its configs.
                 RemoveTopicRecord r = (RemoveTopicRecord) message;
@@ -209,6 +217,7 @@ final class DriverState {
                 break;
             }
             case "ClearElrRecord": {  // 4.0+ (DriverLine40)
+                replicationReplayed = true;
                 invoke(replicationControl, "replay", message);
                 String topic = (String) invoke(message, "topicName");
                 for (Map.Entry<String, Uuid> t : topicIds.entrySet()) {
