@@ -133,8 +133,8 @@ def drive(version: str, sessions: Recorded, lanes: int, check: bool, rounds: int
             n += len(pairs)
             if check:
                 for (event, was), now in zip(pairs, answers, strict=True):
-                    a, b = _normal(dict(was.raw)), _normal(dict(now.raw))
-                    if a != b and _only_stale_walk(was.raw, now.raw):
+                    a, b = _normal(_whole(was)), _normal(_whole(now))
+                    if a != b and _only_stale_walk(_whole(was), _whole(now)):
                         # which of a deleted topic's stale directory entries is named
                         # (the first of a hash set's walk) varies with the random ids
                         named += 1
@@ -156,6 +156,16 @@ def drive(version: str, sessions: Recorded, lanes: int, check: bool, rounds: int
               "report names (random topic ids order the walk: also between two runs of "
               "the same code)")
     return cpu, n, differ
+
+
+def _whole(answer: Answer) -> dict[str, Any]:
+    """The raw answer with the brokers as ``Answer.brokers`` has them (the wire may carry
+    only those that changed: ``brokersChanged``, ``brokersGone``)."""
+    raw = {k: v for k, v in answer.raw.items()
+           if k not in ("brokers", "brokersChanged", "brokersGone")}
+    if answer.brokers:
+        raw["brokers"] = answer.brokers
+    return raw
 
 
 def _threads(pid: int | None) -> str:

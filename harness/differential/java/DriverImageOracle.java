@@ -187,6 +187,20 @@ final class DriverImageOracle {
         }
     }
 
+    /** Registrations (the controller's -> the image's) found equal, by identity: both are
+     * immutable (final fields, no setters), so the same two objects are equal again and
+     * their equals (which compares every field, listeners and features too) is not run
+     * again. Exact; cleared when it grows past every registration the session holds. */
+    final Map<PartitionRegistration, PartitionRegistration> lastEqualParts = new java.util.IdentityHashMap<>();
+    final Map<BrokerRegistration, BrokerRegistration> lastEqualBrokers = new java.util.IdentityHashMap<>();
+
+    static <T> boolean sameAsLast(Map<T, T> equal, T mine, T theirs) {
+        if (equal.size() > 4096) {
+            equal.clear();  // bounded: the registrations replaced since are dropped
+        }
+        return equal.get(mine) == theirs;
+    }
+
     void checkTopics(DriverState st, DriverIndexOracle.Sink out) {
         Map<Uuid, Object> topics = DriverIndexOracle.topics(st);
         Map<Uuid, TopicImage> imaged = image.topics().topicsById();
@@ -204,10 +218,15 @@ final class DriverImageOracle {
                     continue;
                 }
             }
+            Map<Integer, PartitionRegistration> imagedParts = ti.partitions();
             for (Map.Entry<Integer, PartitionRegistration> p : parts.entrySet()) {
                 PartitionRegistration mine = p.getValue();
-                PartitionRegistration theirs = ti.partitions().get(p.getKey());
+                PartitionRegistration theirs = imagedParts.get(p.getKey());
+                if (theirs != null && sameAsLast(lastEqualParts, mine, theirs)) {
+                    continue;
+                }
                 if (mine.equals(theirs)) {
+                    lastEqualParts.put(mine, theirs);
                     continue;
                 }
                 String where = names.partition(id, p.getKey());
@@ -266,7 +285,11 @@ final class DriverImageOracle {
         for (Map.Entry<Integer, BrokerRegistration> r : regs.entrySet()) {
             BrokerRegistration mine = r.getValue();
             BrokerRegistration theirs = imaged.get(r.getKey());
+            if (theirs != null && sameAsLast(lastEqualBrokers, mine, theirs)) {
+                continue;
+            }
             if (mine.equals(theirs)) {
+                lastEqualBrokers.put(mine, theirs);
                 continue;
             }
             String what = theirs == null ? "broker" : mine.epoch() != theirs.epoch() ? "broker.epoch"
