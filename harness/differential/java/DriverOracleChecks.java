@@ -101,7 +101,7 @@ final class DriverOracleChecks {
                         indexSink.report((String) r[0], (String) r[1], r[2], (java.util.function.Supplier<String>) r[3]);
                     }
                 }
-                DriverIndexOracle.checkBrokers(st, indexSink);  // the heartbeat manager moves without records
+                DriverBrokerIndexes.checkBrokers(st, indexSink);  // the heartbeat manager moves without records
             }
             if (IMAGE && !skipped) {
                 image.check(st, (name, where, key, detail) -> report("image", name, where, key, detail), corrupted);
