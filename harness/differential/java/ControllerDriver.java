@@ -33,7 +33,7 @@
  *   DriverOracles           the checks that need no model (no fault)
  *   DriverSnapshot          snapshot equivalence: the snapshot event, fresh managers run
  *                           beside the original, their answers compared
- *   DriverOracleChecks      index consistency (DriverIndexOracle, DriverBrokerIndexes) and image agreement
+ *   DriverOracleChecks      index consistency (DriverIndexOracle, DriverIndexScope, DriverBrokerIndexes), image agreement
  *                           (DriverImageOracle) after every event; DriverOracleNames
  *   DriverCoverage          the JaCoCo probes each answer tells
  *   DriverLine, DriverLine36 ... DriverLine43: what differs per release line (the members

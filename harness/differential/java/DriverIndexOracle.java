@@ -164,10 +164,11 @@ final class DriverIndexOracle {
         return (Map<Integer, PartitionRegistration>) get(INFO_PARTS, info);
     }
 
-    /** The indexes of ReplicationControlManager against the topics' registrations. */
-    static void checkReplication(DriverState st, DriverOracleNames names, Sink out) {
+    /** The indexes of ReplicationControlManager against the topics' registrations: the
+     * registrations read (null: this build's are not readable). */
+    static List<DriverTopicParts> checkReplication(DriverState st, DriverOracleNames names, Sink out) {
         if (TOPICS == null || INFO_PARTS == null) {
-            return;
+            return null;
         }
         Map<Uuid, Object> topics = topics(st);
         List<DriverTopicParts> flat = DriverTopicParts.flatten(topics);
@@ -181,6 +182,7 @@ final class DriverIndexOracle {
         if (DIRS_TO_PARTS != null && PART_DIRS != null && RESERVED != null) {
             checkDirectories(st, names, topics, flat, out);
         }
+        return flat;
     }
 
     // ---- ReplicationControlManager ----

@@ -93,9 +93,20 @@ final class DriverOracleChecks {
                 // after an event that replayed none (broker, config, feature records only, or
                 // none) they are as the last check found them, and its reports stand.
                 boolean replicated = corrupted || st.recordsOut == null || st.replicationReplayed;
-                if (replicated) {
+                if (replicated && scope.full(st, corrupted)) {
                     lastReplication.clear();
-                    DriverIndexOracle.checkReplication(st, names, recordingSink);
+                    scope.sawAll(DriverIndexOracle.checkReplication(st, names, recordingSink));
+                } else if (replicated) {
+                    // the partitions the records named (DriverIndexScope); the other reports stand
+                    java.util.Set<String> wheres = DriverIndexScope.wheres(st, names);
+                    List<Object[]> last = new java.util.ArrayList<>(lastReplication);
+                    lastReplication.clear();
+                    for (Object[] r : last) {
+                        if (!DriverIndexScope.rechecked(r, wheres)) {
+                            recordingSink.report((String) r[0], (String) r[1], r[2], (java.util.function.Supplier<String>) r[3]);
+                        }
+                    }
+                    scope.check(st, names, recordingSink);
                 } else {
                     for (Object[] r : lastReplication) {
                         indexSink.report((String) r[0], (String) r[1], r[2], (java.util.function.Supplier<String>) r[3]);
@@ -141,6 +152,7 @@ final class DriverOracleChecks {
         }
     };
 
+    final DriverIndexScope scope = new DriverIndexScope();
     /** The replication part's reports at its last run, said again when it is not run. */
     final List<Object[]> lastReplication = new java.util.ArrayList<>();
     final DriverIndexOracle.Sink recordingSink = new DriverIndexOracle.Sink() {

@@ -112,6 +112,11 @@ final class DriverState {
     /** A record ReplicationControlManager replays (topic, partition, removal, ClearElr) was
      * replayed: only then can its indexes have changed (DriverIndexOracle). */
     boolean replicationReplayed;
+    /** The partitions (topic id -> partition ids) the event's partition records and
+     * ClearElrRecords named; topicReplayed: a TopicRecord or RemoveTopicRecord too
+     * (DriverIndexScope). */
+    final Map<Uuid, Set<Integer>> touchedParts = new HashMap<>();
+    boolean topicReplayed;
 
     DriverState(DriverLine line) {
         this.line = line;
@@ -123,6 +128,12 @@ final class DriverState {
         touched.clear();
         removedOut.clear();
         replicationReplayed = false;
+        touchedParts.clear();
+        topicReplayed = false;
+    }
+
+    void touch(Uuid topic, int partition) {
+        touchedParts.computeIfAbsent(topic, t -> new TreeSet<>()).add(partition);
     }
 
     Uuid topicId(String name) {
@@ -179,6 +190,7 @@ final class DriverState {
             case "TopicRecord": {
                 replicationReplayed = true;
                 TopicRecord r = (TopicRecord) message;
+                topicReplayed = true;
                 replicationControl.replay(r);
                 topicIds.put(r.name(), r.topicId());
                 topicNames.put(r.topicId(), r.name());
@@ -191,6 +203,7 @@ final class DriverState {
                 replicationControl.replay(r);
                 partitionCounts.merge(r.topicId(), r.partitionId() + 1, Math::max);
                 touched.add(r.topicId() + ":" + r.partitionId());
+                touch(r.topicId(), r.partitionId());
                 break;
             }
             case "PartitionChangeRecord": {
@@ -198,6 +211,7 @@ final class DriverState {
                 PartitionChangeRecord r = (PartitionChangeRecord) message;
                 replicationControl.replay(r);
                 touched.add(r.topicId() + ":" + r.partitionId());
+                touch(r.topicId(), r.partitionId());
                 break;
             }
             case "RemoveTopicRecord": {
@@ -205,6 +219,7 @@ final class DriverState {
                 // ReplicationControlManager.replay(RemoveTopicRecord): the topic, its
                 // partitions and (configurationControl.deleteTopicConfigs) its configs.
                 RemoveTopicRecord r = (RemoveTopicRecord) message;
+                topicReplayed = true;
                 replicationControl.replay(r);
                 String name = topicNames.remove(r.topicId());
                 if (name != null) {
@@ -225,6 +240,7 @@ final class DriverState {
                         int count = partitionCounts.getOrDefault(t.getValue(), 0);
                         for (int p = 0; p < count; p++) {
                             touched.add(t.getValue() + ":" + p);
+                            touch(t.getValue(), p);
                         }
                     }
                 }
