@@ -30,17 +30,28 @@ final class DriverBrokerIndexes {
     private DriverBrokerIndexes() {
     }
 
+    /** The reports of the registrations' own indexes (registerBrokerRecordOffsets,
+     * directoryToBroker), which the heartbeat part's do not name. */
+    static final java.util.Set<String> REGISTRATION_INDEXES = java.util.Set.of("registerBrokerRecordOffsets",
+        "directoryToBroker");
+
+    /** registrations: whether to check the registrations' own indexes too
+     * (registerBrokerRecordOffsets, directoryToBroker: timeline fields of
+     * ClusterControlManager, changed, as the registrations, only by its replay of the broker
+     * records); the heartbeat manager's part is checked always. */
     @SuppressWarnings("unchecked")
-    static void checkBrokers(DriverState st, DriverIndexOracle.Sink out) {
+    static void checkBrokers(DriverState st, DriverIndexOracle.Sink out, boolean registrations) {
         if (REGISTRATIONS == null) {
             return;
         }
         Map<Integer, BrokerRegistration> regs = (Map<Integer, BrokerRegistration>) get(REGISTRATIONS, st.clusterControl);
-        Map<Integer, Long> offsets = REG_OFFSETS == null ? null : (Map<Integer, Long>) get(REG_OFFSETS, st.clusterControl);
+        Map<Integer, Long> offsets = REG_OFFSETS == null || !registrations ? null
+            : (Map<Integer, Long>) get(REG_OFFSETS, st.clusterControl);
         Object hb = HEARTBEATS == null ? null : get(HEARTBEATS, st.clusterControl);
         Map<Integer, Object> states = hb == null || HB_BROKERS == null ? null : (Map<Integer, Object>) get(HB_BROKERS, hb);
         Set<Object> active = hb == null || HB_ACTIVE == null ? null : (Set<Object>) get(HB_ACTIVE, hb);
-        Map<Uuid, Integer> dirToBroker = DIR_TO_BROKER == null ? null : (Map<Uuid, Integer>) get(DIR_TO_BROKER, st.clusterControl);
+        Map<Uuid, Integer> dirToBroker = DIR_TO_BROKER == null || !registrations ? null
+            : (Map<Uuid, Integer>) get(DIR_TO_BROKER, st.clusterControl);
         int dirs = 0;
         int activeExpected = 0;
         for (Map.Entry<Integer, BrokerRegistration> r : regs.entrySet()) {

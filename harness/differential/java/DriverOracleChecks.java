@@ -112,7 +112,17 @@ final class DriverOracleChecks {
                         indexSink.report((String) r[0], (String) r[1], r[2], (java.util.function.Supplier<String>) r[3]);
                     }
                 }
-                DriverBrokerIndexes.checkBrokers(st, indexSink);  // the heartbeat manager moves without records
+                // the heartbeat manager moves without records: its part after every event; the
+                // registrations' own indexes after a broker record (else their reports stand)
+                boolean registered = corrupted || st.recordsOut == null || st.clusterReplayed;
+                if (registered) {
+                    lastRegistrations.clear();
+                } else {
+                    for (Object[] r : lastRegistrations) {
+                        indexSink.report((String) r[0], (String) r[1], r[2], (java.util.function.Supplier<String>) r[3]);
+                    }
+                }
+                DriverBrokerIndexes.checkBrokers(st, brokerSink, registered);
             }
             if (IMAGE && !skipped) {
                 image.check(st, (name, where, key, detail) -> report("image", name, where, key, detail), corrupted);
@@ -153,6 +163,14 @@ final class DriverOracleChecks {
     };
 
     final DriverIndexScope scope = new DriverIndexScope();
+    /** The registrations' own indexes' reports at their last check (DriverBrokerIndexes). */
+    final List<Object[]> lastRegistrations = new java.util.ArrayList<>();
+    final DriverIndexOracle.Sink brokerSink = (name, where, key, detail) -> {
+        if (DriverBrokerIndexes.REGISTRATION_INDEXES.contains(name)) {
+            lastRegistrations.add(new Object[] {name, where, key, detail});
+        }
+        indexSink.report(name, where, key, detail);
+    };
     /** The replication part's reports at its last run, said again when it is not run. */
     final List<Object[]> lastReplication = new java.util.ArrayList<>();
     final DriverIndexOracle.Sink recordingSink = new DriverIndexOracle.Sink() {

@@ -117,6 +117,8 @@ final class DriverState {
      * (DriverIndexScope). */
     final Map<Uuid, Set<Integer>> touchedParts = new HashMap<>();
     boolean topicReplayed;
+    /** A broker record was replayed (DriverBrokerIndexes). */
+    boolean clusterReplayed;
 
     DriverState(DriverLine line) {
         this.line = line;
@@ -130,6 +132,7 @@ final class DriverState {
         replicationReplayed = false;
         touchedParts.clear();
         topicReplayed = false;
+        clusterReplayed = false;
     }
 
     void touch(Uuid topic, int partition) {
@@ -177,6 +180,7 @@ final class DriverState {
     void replay(ApiMessage message, long offset) {
         switch (message.getClass().getSimpleName()) {
             case "RegisterBrokerRecord":
+                clusterReplayed = true;
                 clusterControl.replay((RegisterBrokerRecord) message, offset);
                 break;
             // The broker records replay as they are: ClusterControlManager has one
@@ -185,6 +189,7 @@ final class DriverState {
             case "FenceBrokerRecord":
             case "UnfenceBrokerRecord":
             case "BrokerRegistrationChangeRecord":
+                clusterReplayed = true;
                 invoke(clusterControl, "replay", message);
                 break;
             case "TopicRecord": {
