@@ -408,6 +408,9 @@ def parse_answer(line: bytes, seq: int,
         brokers.update(changed or {})
         for b in gone or ():
             brokers.pop(str(b), None)
+        if len(brokers) != len(brokers_before) or gone:
+            # in the order a whole map comes in (by id), as the campaign reads it
+            brokers = {k: brokers[k] for k in sorted(brokers, key=int)}
     return Answer(seq=seq, op=str(d.get("op", "")), ok=d.get("ok") is True,
                   unsupported=None if unsupported is None else str(unsupported),
                   error=d.get("error"), error_name=d.get("errorName"),
