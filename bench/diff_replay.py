@@ -101,7 +101,8 @@ def _normal(raw: dict[str, Any]) -> str:
 
 
 def drive(version: str, sessions: Recorded, lanes: int, check: bool, rounds: int = 1,
-          jvm_opts: Sequence[str] = (), jfr: str = "", threads: bool = False) -> tuple[float, int, int]:
+          jvm_opts: Sequence[str] = (), jfr: str = "", threads: bool = False
+          ) -> tuple[float, int, int]:
     """The recorded events on the driver alone, in batches of ``lanes`` as the campaign
     sends them, one JVM, a new session per recorded session (``rounds`` times over, the
     JVM kept: later rounds run on a warmer JIT): (the JVM's CPU seconds after its start,
@@ -178,8 +179,10 @@ def _threads(pid: int | None) -> str:
         fields = rest.split()
         name = head.split(" (", 1)[1]
         name = re.sub(r"\d+$", "", name)
-        per[name] = per.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return ", ".join(f"{k} {v:.2f}" for k, v in sorted(per.items(), key=lambda x: -x[1]) if v >= 0.01)
+        ticks = int(fields[11]) + int(fields[12])
+        per[name] = per.get(name, 0.0) + ticks / os.sysconf("SC_CLK_TCK")
+    ranked = sorted(per.items(), key=lambda x: -x[1])
+    return ", ".join(f"{k} {v:.2f}" for k, v in ranked if v >= 0.01)
 
 
 def _only_stale_walk(a: dict[str, Any], b: dict[str, Any]) -> bool:

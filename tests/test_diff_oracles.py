@@ -247,7 +247,8 @@ def _said(a: Answer) -> list[str]:
     out = []
     for o in a.raw.get("oracles") or []:
         detail = re.sub(r"\b[A-Za-z0-9_-]{22}\b", "<id>", str(o.get("detail")))
-        out.append(f"{o['oracle']}:{o['name']}:" + re.sub(r"indexes \S+-\d+ on", "indexes on", detail))
+        detail = re.sub(r"indexes \S+-\d+ on", "indexes on", detail)
+        out.append(f"{o['oracle']}:{o['name']}:{detail}")
     if "oracleError" in a.raw:
         out.append(f"oracleError:{a.raw['oracleError']}")
     return sorted(out)
