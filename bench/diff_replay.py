@@ -100,21 +100,30 @@ def _normal(raw: dict[str, Any]) -> str:
     return json.dumps(norm(raw), sort_keys=True)
 
 
-def drive(version: str, sessions: Recorded, lanes: int, check: bool) -> tuple[float, int, int]:
+def drive(version: str, sessions: Recorded, lanes: int, check: bool, rounds: int = 1,
+          jvm_opts: Sequence[str] = (), jfr: str = "", threads: bool = False
+          ) -> tuple[float, int, int]:
     """The recorded events on the driver alone, in batches of ``lanes`` as the campaign
-    sends them, one JVM, a new session per recorded session: (the JVM's CPU seconds after
-    its start, events, answers that differ from the recorded ones)."""
-    from harness.differential.driver import ControllerDriver, compile_driver, cpu_seconds
+    sends them, one JVM, a new session per recorded session (``rounds`` times over, the
+    JVM kept: later rounds run on a warmer JIT): (the JVM's CPU seconds after its start,
+    events, answers that differ from the recorded ones)."""
+    from harness.differential.driver import JVM_OPTS, ControllerDriver, compile_driver, cpu_seconds
 
     build = builds.from_maven(version)
     compile_driver(build)
-    d = ControllerDriver.for_build(build, sessions[0][4])
+    d = ControllerDriver.for_build(build, sessions[0][4], jvm_opts=(*JVM_OPTS, *jvm_opts))
     cpu = 0.0
     n = differ = named = 0
     try:
-        for k, (_, _, _, pairs, settings) in enumerate(sessions):
+        for k, (_, _, _, pairs, settings) in enumerate(sessions * rounds):
             if k == 0:
                 d.start()
+                if jfr:  # started by jcmd: a recording started by a JVM option says so on stdout
+                    import subprocess
+                    settings_file, _, out = jfr.partition(":")
+                    subprocess.run(["jcmd", str(d.pid), "JFR.start", "name=bench",
+                                    f"settings={settings_file}", f"filename={out}"],
+                                   check=True, capture_output=True)
             else:
                 d.restart(settings)
             c0 = cpu_seconds(d.pid)
@@ -125,8 +134,8 @@ def drive(version: str, sessions: Recorded, lanes: int, check: bool) -> tuple[fl
             n += len(pairs)
             if check:
                 for (event, was), now in zip(pairs, answers, strict=True):
-                    a, b = _normal(dict(was.raw)), _normal(dict(now.raw))
-                    if a != b and _only_stale_walk(was.raw, now.raw):
+                    a, b = _normal(_whole(was)), _normal(_whole(now))
+                    if a != b and _only_stale_walk(_whole(was), _whole(now)):
                         # which of a deleted topic's stale directory entries is named
                         # (the first of a hash set's walk) varies with the random ids
                         named += 1
@@ -135,6 +144,12 @@ def drive(version: str, sessions: Recorded, lanes: int, check: bool) -> tuple[fl
                             print(f"answer differs for {event}:\n  before {a[:600]}\n"
                                   f"  after  {b[:600]}")
                         differ += 1
+        if jfr:
+            import subprocess
+            subprocess.run(["jcmd", str(d.pid), "JFR.stop", "name=bench"], check=True,
+                           capture_output=True)
+        if threads:
+            print("JVM CPU by thread (start included):", _threads(d.pid))
     finally:
         d.close()
     if named:
@@ -142,6 +157,32 @@ def drive(version: str, sessions: Recorded, lanes: int, check: bool) -> tuple[fl
               "report names (random topic ids order the walk: also between two runs of "
               "the same code)")
     return cpu, n, differ
+
+
+def _whole(answer: Answer) -> dict[str, Any]:
+    """The raw answer with the brokers as ``Answer.brokers`` has them (the wire may carry
+    only those that changed: ``brokersChanged``, ``brokersGone``)."""
+    raw = {k: v for k, v in answer.raw.items()
+           if k not in ("brokers", "brokersChanged", "brokersGone")}
+    if answer.brokers:
+        raw["brokers"] = answer.brokers
+    return raw
+
+
+def _threads(pid: int | None) -> str:
+    """The JVM's CPU seconds per thread name (main, C1 compiler, GC, ...), from /proc."""
+    import os
+    per: dict[str, float] = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/stat") as fh:
+            head, rest = fh.read().rsplit(") ", 1)
+        fields = rest.split()
+        name = head.split(" (", 1)[1]
+        name = re.sub(r"\d+$", "", name)
+        ticks = int(fields[11]) + int(fields[12])
+        per[name] = per.get(name, 0.0) + ticks / os.sysconf("SC_CLK_TCK")
+    ranked = sorted(per.items(), key=lambda x: -x[1])
+    return ", ".join(f"{k} {v:.2f}" for k, v in ranked if v >= 0.01)
 
 
 def _only_stale_walk(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -172,6 +213,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     drv.add_argument("recording", type=Path)
     drv.add_argument("--version", required=True)
     drv.add_argument("--lanes", type=int, default=8)
+    drv.add_argument("--rounds", type=int, default=1,
+                     help="replay the recorded sessions this many times in the one JVM")
+    drv.add_argument("--jvm-opt", action="append", default=[],
+                     help="an extra JVM option (e.g. -XX:StartFlightRecording=...)")
+    drv.add_argument("--jfr", default="", metavar="SETTINGS.jfc:OUT.jfr",
+                     help="a JFR recording of the events (jcmd JFR.start after the start)")
+    drv.add_argument("--threads", action="store_true",
+                     help="print the JVM's CPU per thread at the end")
     drv.add_argument("--check", action="store_true",
                      help="compare every answer with the recorded one (ids and list order "
                           "left out)")
@@ -184,7 +233,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     sessions = pickle.loads(args.recording.read_bytes())
     if args.cmd == "driver":
-        cpu, n, differ = drive(args.version, sessions, args.lanes, args.check)
+        cpu, n, differ = drive(args.version, sessions, args.lanes, args.check, args.rounds,
+                               args.jvm_opt, args.jfr, args.threads)
         print(f"{n} events, driver JVM CPU {cpu:.2f} s, {cpu / n * 1e6:.0f} us per event"
               + (f"; {differ} answers differ" if args.check else ""))
         return 1 if differ else 0

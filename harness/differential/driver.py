@@ -145,6 +145,8 @@ class ControllerDriver:
         self._selector: selectors.BaseSelector | None = None
         self._buffer = bytearray()
         self._seq = 0
+        #: The brokers as the answers so far said them (protocol.parse_answer).
+        self._brokers: dict[str, dict[str, Any]] = {}
         self._failed = False
         #: Seconds (wall) of send_many spent waiting for the driver's answers (``wait``), and
         #: the CPU seconds of this thread in it (``protocol``: encoding, writing, reading,
@@ -211,7 +213,9 @@ class ControllerDriver:
         cannot run them (SessionUnsupported) or failed (marked failed)."""
         try:
             line = self._exchange(encode(settings), 1, self.start_timeout_s)[0]
-            return parse_ready(line)
+            ready = parse_ready(line)
+            self._brokers = ready.brokers
+            return ready
         except SessionUnsupported:
             self.close()
             raise
@@ -289,7 +293,10 @@ class ControllerDriver:
             answers = []
             for line in lines:
                 self._seq += 1
-                answers.append(parse_answer(line, self._seq))
+                answer = parse_answer(line, self._seq, self._brokers)
+                if answer.brokers:
+                    self._brokers = answer.brokers
+                answers.append(answer)
         except BaseException:
             self._failed = True
             raise

@@ -385,7 +385,11 @@ def parse_ready(line: bytes) -> Ready:
                                      dict(d.get("supportedFeatures", {})).items()})
 
 
-def parse_answer(line: bytes, seq: int) -> Answer:
+def parse_answer(line: bytes, seq: int,
+                 brokers_before: Mapping[str, dict[str, Any]] | None = None) -> Answer:
+    """brokers_before: the brokers as the answers before said them (report "changed"
+    sends only the brokers that changed, ``brokersChanged`` and ``brokersGone``): the
+    answer's ``brokers`` is then the whole map again."""
     d = _decode(line)
     _fail_on_driver_faults(d)
     if d.get("seq") != seq:
@@ -394,11 +398,24 @@ def parse_answer(line: bytes, seq: int) -> Answer:
     unsupported = d.get("unsupported")
     if unsupported is None and not isinstance(d.get("ok"), bool):
         raise DriverError(f"answer {seq} has neither ok nor unsupported: {line[:300]!r}")
+    brokers = dict(d.get("brokers", {}))
+    changed, gone = d.get("brokersChanged"), d.get("brokersGone")
+    if changed is not None or gone is not None:
+        if brokers_before is None:
+            raise DriverError(f"answer {seq} says which brokers changed, not them all, and "
+                              f"no brokers are known before it: {line[:300]!r}")
+        brokers = dict(brokers_before)
+        brokers.update(changed or {})
+        for b in gone or ():
+            brokers.pop(str(b), None)
+        if len(brokers) != len(brokers_before) or gone:
+            # in the order a whole map comes in (by id), as the campaign reads it
+            brokers = {k: brokers[k] for k in sorted(brokers, key=int)}
     return Answer(seq=seq, op=str(d.get("op", "")), ok=d.get("ok") is True,
                   unsupported=None if unsupported is None else str(unsupported),
                   error=d.get("error"), error_name=d.get("errorName"),
                   exception=d.get("exception"), records=tuple(d.get("records", ())),
-                  partitions=dict(d.get("partitions", {})), brokers=dict(d.get("brokers", {})),
+                  partitions=dict(d.get("partitions", {})), brokers=brokers,
                   notes=tuple(d.get("notes", ())), raw=d, new_probes=_probes(d),
                                     removed=tuple(str(k) for k in d.get("removed", ())),
                   snapshot_diff=d.get("snapshotDiff"))

@@ -18,7 +18,10 @@
  * Cost: applying the delta is proportional to the event's records; after an event that
  * replayed records (nothing else changes the image or the managers' registrations) the
  * comparison walks every partition and broker of the session (a few dozen in a campaign's
- * session: an equals each, no copies). A replay the image refuses (its delta throws) is a
+ * session: an equals each, no copies), skipping two registrations found equal before (the
+ * same immutable objects), and, after an event whose records named partitions of existing
+ * topics only, those topics' names and counts and those partitions only (checkTouched; the
+ * full comparison as often as DriverIndexScope's). A replay the image refuses (its delta throws) is a
  * finding too.
  */
 package org.apache.kafka.controller;
@@ -81,6 +84,8 @@ final class DriverImageOracle {
     boolean topicsChanged = true;
     boolean brokersChanged = true;
     boolean featuresChanged = true;
+    /** Topic comparisons since the last full one (checkTouched). */
+    int sinceFull;
 
     DriverImageOracle(DriverOracleNames names) {
         this.names = names;
@@ -148,7 +153,10 @@ final class DriverImageOracle {
         // those of the last comparison.
         // A part not compared again says what it said last time (its lasting disagreements
         // stay reported, DriverOracleChecks).
-        if (topicsChanged || force) {
+        if (topicsChanged && !force && !st.topicReplayed && ++sinceFull < DriverIndexScope.FULL_EVERY) {
+            checkTouched(st, out);
+        } else if (topicsChanged || force) {
+            sinceFull = 0;
             lastTopics.clear();
             checkTopics(st, recording(out, lastTopics));
         } else {
@@ -187,35 +195,25 @@ final class DriverImageOracle {
         }
     }
 
+    /** Registrations (the controller's -> the image's) found equal, by identity: both are
+     * immutable (final fields, no setters), so the same two objects are equal again and
+     * their equals (which compares every field, listeners and features too) is not run
+     * again. Exact; cleared when it grows past every registration the session holds. */
+    final Map<PartitionRegistration, PartitionRegistration> lastEqualParts = new java.util.IdentityHashMap<>();
+    final Map<BrokerRegistration, BrokerRegistration> lastEqualBrokers = new java.util.IdentityHashMap<>();
+
+    static <T> boolean sameAsLast(Map<T, T> equal, T mine, T theirs) {
+        if (equal.size() > 4096) {
+            equal.clear();  // bounded: the registrations replaced since are dropped
+        }
+        return equal.get(mine) == theirs;
+    }
+
     void checkTopics(DriverState st, DriverIndexOracle.Sink out) {
         Map<Uuid, Object> topics = DriverIndexOracle.topics(st);
         Map<Uuid, TopicImage> imaged = image.topics().topicsById();
         for (Map.Entry<Uuid, Object> t : topics.entrySet()) {
-            Uuid id = t.getKey();
-            String name = name(t.getValue());
-            TopicImage ti = imaged.get(id);
-            Map<Integer, PartitionRegistration> parts = parts(t.getValue());
-            if (ti == null || !name.equals(ti.name()) || ti.partitions().size() != parts.size()) {
-                out.report("topic", "topic " + name, Arrays.asList("topic", id, ti == null ? null : ti.name(),
-                    ti == null ? -1 : ti.partitions().size()), () -> "the controller has topic " + name + " (id " + id + ", "
-                    + parts.size() + " partitions); the image " + (ti == null ? "has no topic of that id"
-                    : "names it " + ti.name() + " with " + ti.partitions().size() + " partitions"));
-                if (ti == null) {
-                    continue;
-                }
-            }
-            for (Map.Entry<Integer, PartitionRegistration> p : parts.entrySet()) {
-                PartitionRegistration mine = p.getValue();
-                PartitionRegistration theirs = ti.partitions().get(p.getKey());
-                if (mine.equals(theirs)) {
-                    continue;
-                }
-                String where = names.partition(id, p.getKey());
-                String differs = theirs == null ? "partition" : firstDifference(mine, theirs);
-                out.report(differs, where, Arrays.asList("partition", id, p.getKey(), theirs),
-                    () -> where + ": the controller holds " + show(mine) + "; the image " + (theirs == null
-                        ? "has no such partition" : "holds " + show(theirs)));
-            }
+            checkTopic(t.getKey(), t.getValue(), imaged.get(t.getKey()), null, out);
         }
         if (imaged.size() != topics.size()) {
             for (Map.Entry<Uuid, TopicImage> t : imaged.entrySet()) {
@@ -224,6 +222,73 @@ final class DriverImageOracle {
                         () -> "the image has topic " + t.getValue().name() + " (id " + t.getKey()
                             + "), which the controller does not");
                 }
+            }
+        }
+    }
+
+    /** One topic: its name and partition count, and its partitions (only: all). */
+    void checkTopic(Uuid id, Object info, TopicImage ti, java.util.Set<Integer> only, DriverIndexOracle.Sink out) {
+        String name = name(info);
+        Map<Integer, PartitionRegistration> parts = parts(info);
+        if (ti == null || !name.equals(ti.name()) || ti.partitions().size() != parts.size()) {
+            out.report("topic", "topic " + name, Arrays.asList("topic", id, ti == null ? null : ti.name(),
+                ti == null ? -1 : ti.partitions().size()), () -> "the controller has topic " + name + " (id " + id + ", "
+                + parts.size() + " partitions); the image " + (ti == null ? "has no topic of that id"
+                : "names it " + ti.name() + " with " + ti.partitions().size() + " partitions"));
+            if (ti == null) {
+                return;
+            }
+        }
+        Map<Integer, PartitionRegistration> imagedParts = ti.partitions();
+        if (only == null) {
+            for (Map.Entry<Integer, PartitionRegistration> p : parts.entrySet()) {
+                checkPartition(id, p.getKey(), p.getValue(), imagedParts.get(p.getKey()), out);
+            }
+        } else {
+            for (int p : only) {
+                PartitionRegistration mine = parts.get(p);
+                if (mine != null) {
+                    checkPartition(id, p, mine, imagedParts.get(p), out);
+                }
+            }
+        }
+    }
+
+    void checkPartition(Uuid id, int partition, PartitionRegistration mine, PartitionRegistration theirs,
+                        DriverIndexOracle.Sink out) {
+        if (theirs != null && sameAsLast(lastEqualParts, mine, theirs)) {
+            return;
+        }
+        if (mine.equals(theirs)) {
+            lastEqualParts.put(mine, theirs);
+            return;
+        }
+        String where = names.partition(id, partition);
+        String differs = theirs == null ? "partition" : firstDifference(mine, theirs);
+        out.report(differs, where, Arrays.asList("partition", id, partition, theirs),
+            () -> where + ": the controller holds " + show(mine) + "; the image " + (theirs == null
+                ? "has no such partition" : "holds " + show(theirs)));
+    }
+
+    /** The topics the event's partition records named, and those partitions only (the event
+     * replayed no TopicRecord or RemoveTopicRecord: DriverIndexScope says what this cannot
+     * see, the full comparison runs as often as the index oracle's); the other reports of the
+     * last comparison stand. */
+    void checkTouched(DriverState st, DriverIndexOracle.Sink out) {
+        java.util.Set<String> wheres = DriverIndexScope.wheres(st, names);
+        List<Object[]> last = new ArrayList<>(lastTopics);
+        lastTopics.clear();
+        DriverIndexOracle.Sink rec = recording(out, lastTopics);
+        for (Object[] r : last) {
+            if (!wheres.contains((String) r[1])) {
+                replay(List.<Object[]>of(r), rec);
+            }
+        }
+        Map<Uuid, Object> topics = DriverIndexOracle.topics(st);
+        for (Map.Entry<Uuid, java.util.Set<Integer>> t : st.touchedParts.entrySet()) {
+            Object info = topics.get(t.getKey());
+            if (info != null) {
+                checkTopic(t.getKey(), info, image.topics().getTopic(t.getKey()), t.getValue(), rec);
             }
         }
     }
@@ -266,7 +331,11 @@ final class DriverImageOracle {
         for (Map.Entry<Integer, BrokerRegistration> r : regs.entrySet()) {
             BrokerRegistration mine = r.getValue();
             BrokerRegistration theirs = imaged.get(r.getKey());
+            if (theirs != null && sameAsLast(lastEqualBrokers, mine, theirs)) {
+                continue;
+            }
             if (mine.equals(theirs)) {
+                lastEqualBrokers.put(mine, theirs);
                 continue;
             }
             String what = theirs == null ? "broker" : mine.epoch() != theirs.epoch() ? "broker.epoch"

@@ -28,9 +28,11 @@
  * 3.7: brokersToElrs) is probed and skipped.
  *
  * Cost (bench/RESULTS-diff.md, "Index and image oracles"): one pass over the registrations
- * with lookups into the index (no copy of it), only after an event that replayed records
- * (the replication indexes change in replay only; the broker checks run after every event:
- * the heartbeat manager moves without records). An index's own entries are walked, to name
+ * with lookups into the index (no copy of it), only after an event that replayed a record
+ * ReplicationControlManager replays (its indexes are its own fields, changed only by its
+ * replay of those records, as the registrations they index; DriverState.replicationReplayed;
+ * after any other event the last check's reports stand, DriverOracleChecks); the broker checks
+ * run after every event: the heartbeat manager moves without records. An index's own entries are walked, to name
  * those nothing explains, only when it holds more entries than the registrations explain
  * (directoriesToPartitions: and that excess changed since its last walk, walk()); a deleted
  * topic's stale entries are reported once (gone()).
@@ -139,6 +141,12 @@ final class DriverIndexOracle {
         /** One disagreement: the index, where (a partition "t-0", "broker N", or "topic t"),
          * a key that identifies it while it lasts, and what is wrong. */
         void report(String index, String where, Object key, Supplier<String> detail);
+
+        /** A stale entry's key already reported (reported once: its report would be
+         * dropped), so that nothing is built for it. */
+        default boolean known(Object key) {
+            return false;
+        }
     }
 
     /** The partitions of the controller's topics: id -> (name, partition -> registration). */
@@ -156,15 +164,11 @@ final class DriverIndexOracle {
         return (Map<Integer, PartitionRegistration>) get(INFO_PARTS, info);
     }
 
-    /** replicated: whether the event replayed any record (else the replication indexes,
-     * which only replay changes, are as the last check found them: skipped). */
-    static void check(DriverState st, DriverOracleNames names, Sink out, boolean replicated) {
+    /** The indexes of ReplicationControlManager against the topics' registrations: the
+     * registrations read (null: this build's are not readable). */
+    static List<DriverTopicParts> checkReplication(DriverState st, DriverOracleNames names, Sink out) {
         if (TOPICS == null || INFO_PARTS == null) {
-            return;
-        }
-        if (!replicated) {
-            checkBrokers(st, out);  // the heartbeat manager moves without records
-            return;
+            return null;
         }
         Map<Uuid, Object> topics = topics(st);
         List<DriverTopicParts> flat = DriverTopicParts.flatten(topics);
@@ -178,7 +182,7 @@ final class DriverIndexOracle {
         if (DIRS_TO_PARTS != null && PART_DIRS != null && RESERVED != null) {
             checkDirectories(st, names, topics, flat, out);
         }
-        checkBrokers(st, out);
+        return flat;
     }
 
     // ---- ReplicationControlManager ----
@@ -288,35 +292,59 @@ final class DriverIndexOracle {
                     int partition = ps[i] & ~LEADER_FLAG;
                     boolean leader = ps[i] < 0;
                     PartitionRegistration reg = info == null ? null : parts(info).get(partition);
-                    String why = null;
+                    // Why the entry is stale (0: it is not), the words only when reported: a
+                    // lasting stale entry (reported once) is met at every walk.
+                    int why = 0;
                     if (info == null) {
-                        why = "the topic " + names.topic(t.getKey()) + " (id " + t.getKey() + ") is not in the topics map";
+                        why = 1;
                     } else if (reg == null) {
-                        why = "the topic has no partition " + partition;
+                        why = 2;
                     } else if (broker == NO_LEADER) {
-                        why = reg.leader == NO_LEADER ? null : "it has leader " + reg.leader;
+                        why = reg.leader == NO_LEADER ? 0 : 3;
                     } else {
                         int[] holders = isr ? reg.isr : (int[]) get(PART_ELR, reg);
                         if (!contains(holders, broker)) {
-                            why = "its " + (isr ? "ISR" : "ELR") + " does not hold the broker (" + describe(reg) + ")";
+                            why = 4;
                         } else if (isr && leader != (reg.leader == broker)) {
-                            why = "indexed " + (leader ? "as" : "not as") + " its leader, which is " + reg.leader;
+                            why = 5;
                         }
                     }
-                    for (int j = 0; why == null && j < i; j++) {
+                    for (int j = 0; why == 0 && j < i; j++) {
                         if (ps[j] == ps[i]) {
-                            why = "indexed twice";
+                            why = 6;
                         }
                     }
-                    if (why != null) {
-                        String because = why;
-                        String where = names.partition(t.getKey(), partition);  // a deleted topic's name too
-                        out.report(index, where, Arrays.asList(index, "stale", broker, t.getKey(), ps[i]),
-                            () -> index + " indexes broker " + broker + " for " + names.partition(t.getKey(), partition)
-                                + " but " + because);
+                    if (why != 0) {
+                        Object key = Arrays.asList(index, "stale", broker, t.getKey(), ps[i]);
+                        if (out.known(key)) {
+                            continue;
+                        }
+                        int because = why;
+                        Uuid topic = t.getKey();
+                        String where = names.partition(topic, partition);  // a deleted topic's name too
+                        out.report(index, where, key, () -> index + " indexes broker " + broker + " for " + where
+                            + " but " + staleWhy(because, names, topic, partition, leader, reg, isr));
                     }
                 }
             }
+        }
+    }
+
+    static String staleWhy(int why, DriverOracleNames names, Uuid topic, int partition, boolean leader,
+                           PartitionRegistration reg, boolean isr) {
+        switch (why) {
+            case 1:
+                return "the topic " + names.topic(topic) + " (id " + topic + ") is not in the topics map";
+            case 2:
+                return "the topic has no partition " + partition;
+            case 3:
+                return "it has leader " + reg.leader;
+            case 4:
+                return "its " + (isr ? "ISR" : "ELR") + " does not hold the broker (" + describe(reg) + ")";
+            case 5:
+                return "indexed " + (leader ? "as" : "not as") + " its leader, which is " + reg.leader;
+            default:
+                return "indexed twice";
         }
     }
 
@@ -488,91 +516,6 @@ final class DriverIndexOracle {
                             + (info == null ? "its topic (id " + id + ") is not in the topics map"
                             : reg == null ? "the topic has no such partition"
                             : "its directories are " + Arrays.toString(placed)));
-                }
-            }
-        }
-    }
-
-    // ---- ClusterControlManager ----
-
-    @SuppressWarnings("unchecked")
-    static void checkBrokers(DriverState st, Sink out) {
-        Map<Integer, BrokerRegistration> regs = (Map<Integer, BrokerRegistration>) get(REGISTRATIONS, st.clusterControl);
-        Map<Integer, Long> offsets = REG_OFFSETS == null ? null : (Map<Integer, Long>) get(REG_OFFSETS, st.clusterControl);
-        Object hb = HEARTBEATS == null ? null : get(HEARTBEATS, st.clusterControl);
-        Map<Integer, Object> states = hb == null || HB_BROKERS == null ? null : (Map<Integer, Object>) get(HB_BROKERS, hb);
-        Set<Object> active = hb == null || HB_ACTIVE == null ? null : (Set<Object>) get(HB_ACTIVE, hb);
-        Map<Uuid, Integer> dirToBroker = DIR_TO_BROKER == null ? null : (Map<Uuid, Integer>) get(DIR_TO_BROKER, st.clusterControl);
-        int dirs = 0;
-        int activeExpected = 0;
-        for (Map.Entry<Integer, BrokerRegistration> r : regs.entrySet()) {
-            int id = r.getKey();
-            BrokerRegistration reg = r.getValue();
-            if (offsets != null && !offsets.containsKey(id)) {
-                out.report("registerBrokerRecordOffsets", "broker " + id, Arrays.asList("offsets", "missing", id),
-                    () -> "broker " + id + " is registered (epoch " + reg.epoch() + ") but has no RegisterBrokerRecord offset");
-            }
-            if (states != null) {
-                Object s = states.get(id);
-                if (s == null) {
-                    out.report("heartbeatManager", "broker " + id, Arrays.asList("hb", "missing", id),
-                        () -> "broker " + id + " is registered but the heartbeat manager does not track it");
-                } else if (HB_FENCED != null) {
-                    boolean fenced = (Boolean) invokeMethod(HB_FENCED, s);
-                    if (fenced != reg.fenced()) {
-                        out.report("heartbeatManager", "broker " + id, Arrays.asList("hb", "fenced", id, reg.fenced()),
-                            () -> "broker " + id + " is " + (reg.fenced() ? "fenced" : "unfenced")
-                                + " in its registration but " + (fenced ? "fenced" : "unfenced") + " in the heartbeat manager");
-                    }
-                    boolean shutting = HB_SHUTTING != null && (Boolean) invokeMethod(HB_SHUTTING, s);
-                    boolean isActive = !fenced && !shutting;
-                    activeExpected += isActive ? 1 : 0;
-                    if (active != null && active.contains(s) != isActive) {
-                        out.report("heartbeatManager.active", "broker " + id, Arrays.asList("hb", "active", id, isActive),
-                            () -> "broker " + id + " (fenced " + fenced + ", shutting down " + shutting + ") is "
-                                + (isActive ? "not " : "") + "in the heartbeat manager's active set");
-                    }
-                }
-            }
-            if (dirToBroker != null && REG_DIRS != null) {
-                for (Uuid dir : (List<Uuid>) invokeMethod(REG_DIRS, reg)) {
-                    dirs++;
-                    Integer owner = dirToBroker.get(dir);
-                    if (owner == null || owner != id) {
-                        out.report("directoryToBroker", "broker " + id, Arrays.asList("dir", dir, id),
-                            () -> "broker " + id + " registered directory " + dir + ", indexed to broker " + owner);
-                    }
-                }
-            }
-        }
-        if (offsets != null && offsets.size() != regs.size()) {
-            for (Integer id : offsets.keySet()) {
-                if (!regs.containsKey(id)) {
-                    out.report("registerBrokerRecordOffsets", "broker " + id, Arrays.asList("offsets", "stale", id),
-                        () -> "broker " + id + " has a RegisterBrokerRecord offset but no registration");
-                }
-            }
-        }
-        if (states != null && states.size() != regs.size()) {
-            for (Integer id : states.keySet()) {
-                if (!regs.containsKey(id)) {
-                    out.report("heartbeatManager", "broker " + id, Arrays.asList("hb", "stale", id),
-                        () -> "the heartbeat manager tracks broker " + id + ", which is not registered");
-                }
-            }
-        }
-        if (active != null && states != null && HB_FENCED != null && active.size() != activeExpected) {
-            int n = activeExpected;
-            out.report("heartbeatManager.active", "event", Arrays.asList("hb", "active-count", active.size(), activeExpected),
-                () -> active.size() + " brokers in the heartbeat manager's active set, " + n + " unfenced and not shutting down");
-        }
-        if (dirToBroker != null && REG_DIRS != null && dirToBroker.size() != dirs) {
-            for (Map.Entry<Uuid, Integer> d : dirToBroker.entrySet()) {
-                BrokerRegistration reg = regs.get(d.getValue());
-                if (reg == null || !((List<Uuid>) invokeMethod(REG_DIRS, reg)).contains(d.getKey())) {
-                    out.report("directoryToBroker", "broker " + d.getValue(), Arrays.asList("dir", "stale", d.getKey()),
-                        () -> "directory " + d.getKey() + " is indexed to broker " + d.getValue() + ", which "
-                            + (reg == null ? "is not registered" : "did not register it"));
                 }
             }
         }

@@ -79,6 +79,7 @@ final class DriverOracleChecks {
     }
 
     /** Both oracles on the state after the event; what is new goes in the answer. */
+    @SuppressWarnings("unchecked")
     void check(ObjectNode answer) {
         if (!ON || off || st.replicationControl == null) {
             return;
@@ -87,8 +88,41 @@ final class DriverOracleChecks {
         boolean skipped = !corrupted && st.recordsOut != null && st.recordsOut.size() == 0;
         try {
             if (INDEX) {
-                DriverIndexOracle.check(st, names, (name, where, key, detail) -> report("index", name, where, key, detail),
-                    corrupted || st.recordsOut == null || st.recordsOut.size() > 0);
+                // The replication indexes are ReplicationControlManager's, changed only by its
+                // replay of the topic and partition records (as the registrations they index):
+                // after an event that replayed none (broker, config, feature records only, or
+                // none) they are as the last check found them, and its reports stand.
+                boolean replicated = corrupted || st.recordsOut == null || st.replicationReplayed;
+                if (replicated && scope.full(st, corrupted)) {
+                    lastReplication.clear();
+                    scope.sawAll(DriverIndexOracle.checkReplication(st, names, recordingSink));
+                } else if (replicated) {
+                    // the partitions the records named (DriverIndexScope); the other reports stand
+                    java.util.Set<String> wheres = DriverIndexScope.wheres(st, names);
+                    List<Object[]> last = new java.util.ArrayList<>(lastReplication);
+                    lastReplication.clear();
+                    for (Object[] r : last) {
+                        if (!DriverIndexScope.rechecked(r, wheres)) {
+                            recordingSink.report((String) r[0], (String) r[1], r[2], (java.util.function.Supplier<String>) r[3]);
+                        }
+                    }
+                    scope.check(st, names, recordingSink);
+                } else {
+                    for (Object[] r : lastReplication) {
+                        indexSink.report((String) r[0], (String) r[1], r[2], (java.util.function.Supplier<String>) r[3]);
+                    }
+                }
+                // the heartbeat manager moves without records: its part after every event; the
+                // registrations' own indexes after a broker record (else their reports stand)
+                boolean registered = corrupted || st.recordsOut == null || st.clusterReplayed;
+                if (registered) {
+                    lastRegistrations.clear();
+                } else {
+                    for (Object[] r : lastRegistrations) {
+                        indexSink.report((String) r[0], (String) r[1], r[2], (java.util.function.Supplier<String>) r[3]);
+                    }
+                }
+                DriverBrokerIndexes.checkBrokers(st, brokerSink, registered);
             }
             if (IMAGE && !skipped) {
                 image.check(st, (name, where, key, detail) -> report("image", name, where, key, detail), corrupted);
@@ -115,6 +149,42 @@ final class DriverOracleChecks {
             answer.set("oracles", found);
         }
     }
+
+    final DriverIndexOracle.Sink indexSink = new DriverIndexOracle.Sink() {
+        @Override
+        public void report(String name, String where, Object key, java.util.function.Supplier<String> detail) {
+            DriverOracleChecks.this.report("index", name, where, key, detail);
+        }
+
+        @Override
+        public boolean known(Object key) {
+            return sticky.contains(List.of("index", key));
+        }
+    };
+
+    final DriverIndexScope scope = new DriverIndexScope();
+    /** The registrations' own indexes' reports at their last check (DriverBrokerIndexes). */
+    final List<Object[]> lastRegistrations = new java.util.ArrayList<>();
+    final DriverIndexOracle.Sink brokerSink = (name, where, key, detail) -> {
+        if (DriverBrokerIndexes.REGISTRATION_INDEXES.contains(name)) {
+            lastRegistrations.add(new Object[] {name, where, key, detail});
+        }
+        indexSink.report(name, where, key, detail);
+    };
+    /** The replication part's reports at its last run, said again when it is not run. */
+    final List<Object[]> lastReplication = new java.util.ArrayList<>();
+    final DriverIndexOracle.Sink recordingSink = new DriverIndexOracle.Sink() {
+        @Override
+        public void report(String name, String where, Object key, java.util.function.Supplier<String> detail) {
+            lastReplication.add(new Object[] {name, where, key, detail});
+            indexSink.report(name, where, key, detail);
+        }
+
+        @Override
+        public boolean known(Object key) {
+            return indexSink.known(key);
+        }
+    };
 
     void report(String oracle, String name, String where, Object key, java.util.function.Supplier<String> detail) {
         Object k = List.of(oracle, key);

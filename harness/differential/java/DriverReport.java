@@ -127,29 +127,60 @@ final class DriverReport {
         return s;
     }
 
-    /** What brokers() says, as numbers: id, epoch and the three flags of each registration,
-     * in the map's own order (equal keys say the same brokers; the same brokers in another
-     * order only cost an answer that carries them). */
-    static long[] brokersKey(DriverState st) {
-        Map<Integer, BrokerRegistration> regs = st.clusterControl.brokerRegistrations();
-        long[] key = new long[regs.size() * 2];
-        int i = 0;
-        for (BrokerRegistration r : regs.values()) {
-            key[i++] = r.id();
-            key[i++] = r.epoch() * 8 + (r.fenced() ? 4 : 0) + (r.inControlledShutdown() ? 2 : 0)
-                + (st.alive.contains(r.id()) ? 1 : 0);
+    /** What brokers() says of a registration, as a number: epoch and the three flags. */
+    static long brokerKey(DriverState st, BrokerRegistration r) {
+        return r.epoch() * 8 + (r.fenced() ? 4 : 0) + (r.inControlledShutdown() ? 2 : 0)
+            + (st.alive.contains(r.id()) ? 1 : 0);
+    }
+
+    /** sent: every registered broker's key, as a full brokers() says them. */
+    static void brokersSent(DriverState st, Map<Integer, Long> sent) {
+        sent.clear();
+        for (BrokerRegistration r : st.clusterControl.brokerRegistrations().values()) {
+            sent.put(r.id(), brokerKey(st, r));
         }
-        return key;
+    }
+
+    /** The brokers whose key differs from what sent holds (as brokers() says them; null:
+     * none), the ids no longer registered into gone (ascending); sent updated. */
+    static ObjectNode brokersChanged(DriverState st, Map<Integer, Long> sent, java.util.List<Integer> gone) {
+        Map<Integer, BrokerRegistration> regs = st.clusterControl.brokerRegistrations();
+        ObjectNode out = null;
+        for (BrokerRegistration r : regs.values()) {
+            long key = brokerKey(st, r);
+            Long was = sent.put(r.id(), key);
+            if (was == null || was != key) {
+                if (out == null) {
+                    out = JSON.createObjectNode();
+                }
+                broker(out, st, r);
+            }
+        }
+        if (sent.size() != regs.size()) {
+            for (Iterator<Integer> it = sent.keySet().iterator(); it.hasNext(); ) {
+                Integer id = it.next();
+                if (!regs.containsKey(id)) {
+                    gone.add(id);
+                    it.remove();
+                }
+            }
+            java.util.Collections.sort(gone);
+        }
+        return out;
+    }
+
+    static void broker(ObjectNode out, DriverState st, BrokerRegistration r) {
+        ObjectNode b = out.putObject(Integer.toString(r.id()));
+        b.put("epoch", r.epoch());
+        b.put("fenced", r.fenced());
+        b.put("inControlledShutdown", r.inControlledShutdown());
+        b.put("alive", st.alive.contains(r.id()));
     }
 
     static ObjectNode brokers(DriverState st) {
         ObjectNode out = JSON.createObjectNode();
         for (BrokerRegistration r : new TreeMap<>(st.clusterControl.brokerRegistrations()).values()) {
-            ObjectNode b = out.putObject(Integer.toString(r.id()));
-            b.put("epoch", r.epoch());
-            b.put("fenced", r.fenced());
-            b.put("inControlledShutdown", r.inControlledShutdown());
-            b.put("alive", st.alive.contains(r.id()));
+            broker(out, st, r);
         }
         return out;
     }

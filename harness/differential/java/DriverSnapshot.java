@@ -160,7 +160,7 @@ final class DriverSnapshot {
         // as the original does, only once they change (ControllerDriver.withState), not at
         // its first answer because it has sent none yet (that was a snapshot:brokers:<op>
         // finding one event after a snapshot: "original null, fresh {...}").
-        fresh.brokersSent = DriverReport.brokersKey(fresh.st);
+        DriverReport.brokersSent(fresh.st, fresh.brokersSent);
         fresh.brokers.dirs.copyFrom(original.brokers.dirs);  // snapshot:dir:assignDirs
         shadow = left > 0 ? fresh : null;
         takenAt = seq;

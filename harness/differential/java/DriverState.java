@@ -109,6 +109,16 @@ final class DriverState {
     ArrayNode recordsOut;
     final Set<String> touched = new LinkedHashSet<>();
     final List<String> removedOut = new ArrayList<>();  // "topic-index" a RemoveTopicRecord removed
+    /** A record ReplicationControlManager replays (topic, partition, removal, ClearElr) was
+     * replayed: only then can its indexes have changed (DriverIndexOracle). */
+    boolean replicationReplayed;
+    /** The partitions (topic id -> partition ids) the event's partition records and
+     * ClearElrRecords named; topicReplayed: a TopicRecord or RemoveTopicRecord too
+     * (DriverIndexScope). */
+    final Map<Uuid, Set<Integer>> touchedParts = new HashMap<>();
+    boolean topicReplayed;
+    /** A broker record was replayed (DriverBrokerIndexes). */
+    boolean clusterReplayed;
 
     DriverState(DriverLine line) {
         this.line = line;
@@ -119,6 +129,14 @@ final class DriverState {
         recordsOut = JSON.createArrayNode();
         touched.clear();
         removedOut.clear();
+        replicationReplayed = false;
+        touchedParts.clear();
+        topicReplayed = false;
+        clusterReplayed = false;
+    }
+
+    void touch(Uuid topic, int partition) {
+        touchedParts.computeIfAbsent(topic, t -> new TreeSet<>()).add(partition);
     }
 
     Uuid topicId(String name) {
@@ -162,6 +180,7 @@ final class DriverState {
     void replay(ApiMessage message, long offset) {
         switch (message.getClass().getSimpleName()) {
             case "RegisterBrokerRecord":
+                clusterReplayed = true;
                 clusterControl.replay((RegisterBrokerRecord) message, offset);
                 break;
             // The broker records replay as they are: ClusterControlManager has one
@@ -170,10 +189,13 @@ final class DriverState {
             case "FenceBrokerRecord":
             case "UnfenceBrokerRecord":
             case "BrokerRegistrationChangeRecord":
+                clusterReplayed = true;
                 invoke(clusterControl, "replay", message);
                 break;
             case "TopicRecord": {
+                replicationReplayed = true;
                 TopicRecord r = (TopicRecord) message;
+                topicReplayed = true;
                 replicationControl.replay(r);
                 topicIds.put(r.name(), r.topicId());
                 topicNames.put(r.topicId(), r.name());
@@ -181,22 +203,28 @@ final class DriverState {
                 break;
             }
             case "PartitionRecord": {
+                replicationReplayed = true;
                 PartitionRecord r = (PartitionRecord) message;
                 replicationControl.replay(r);
                 partitionCounts.merge(r.topicId(), r.partitionId() + 1, Math::max);
                 touched.add(r.topicId() + ":" + r.partitionId());
+                touch(r.topicId(), r.partitionId());
                 break;
             }
             case "PartitionChangeRecord": {
+                replicationReplayed = true;
                 PartitionChangeRecord r = (PartitionChangeRecord) message;
                 replicationControl.replay(r);
                 touched.add(r.topicId() + ":" + r.partitionId());
+                touch(r.topicId(), r.partitionId());
                 break;
             }
             case "RemoveTopicRecord": {
+                replicationReplayed = true;
                 // ReplicationControlManager.replay(RemoveTopicRecord): the topic, its
                 // partitions and (configurationControl.deleteTopicConfigs) its configs.
                 RemoveTopicRecord r = (RemoveTopicRecord) message;
+                topicReplayed = true;
                 replicationControl.replay(r);
                 String name = topicNames.remove(r.topicId());
                 if (name != null) {
@@ -209,6 +237,7 @@ final class DriverState {
                 break;
             }
             case "ClearElrRecord": {  // 4.0+ (DriverLine40)
+                replicationReplayed = true;
                 invoke(replicationControl, "replay", message);
                 String topic = (String) invoke(message, "topicName");
                 for (Map.Entry<String, Uuid> t : topicIds.entrySet()) {
@@ -216,6 +245,7 @@ final class DriverState {
                         int count = partitionCounts.getOrDefault(t.getValue(), 0);
                         for (int p = 0; p < count; p++) {
                             touched.add(t.getValue() + ":" + p);
+                            touch(t.getValue(), p);
                         }
                     }
                 }
