@@ -100,6 +100,9 @@ def replay_one(item: Item, build: Any, campaign_dir: Path) -> dict[str, Any]:
     rec = {**base(item, build), "source": str(path)}
     try:
         doc = read_finding(path)
+        if not doc["events"]:  # the campaign did not know the finding's lane
+            return {**rec, "reproduced": None, "wall_s": round(time.monotonic() - t0, 1),
+                    "text": "could not replay: the finding holds no events"}
         r = replay(build, doc, say=lambda s: None)
     except SessionUnsupported as exc:
         return {**rec, "reproduced": None, "text": f"could not replay: {exc.reason}",
