@@ -151,7 +151,7 @@ def _finished(tmp: Path) -> list[dict[str, Any]]:
     events.write_text(json.dumps({"finding": {"signature": f"{UNEXPLAINED}:kafka-4.3"},
                                   "events": [{"op": "tick"}] * 3}))
     return [search("diff", "old"), search("diff", "new", finding(
-        file=f"/elsewhere/campaign/diff/4.4.0/findings/49.json"))]
+        file="/elsewhere/campaign/diff/4.4.0/findings/49.json"))]
 
 
 def test_a_finished_campaign_resumed_replays_its_one_build_findings_on_both_builds(
@@ -204,7 +204,7 @@ def _hunt_state(tmp: Path) -> state.CertifyState:
     run.mkdir(parents=True)
     (run / "minimal.yaml").write_text("name: m\n")
     f = {"key": HUNT_KEY, "cls": "kafka-candidate", "known_bug": None, "why": "",
-         "repro": f"kafka-chaos run /gone/runs/fuzz-s1-8-x/minimal.yaml --kafka-version 4.3.1"}
+         "repro": "kafka-chaos run /gone/runs/fuzz-s1-8-x/minimal.yaml --kafka-version 4.3.1"}
     return _state(tmp, [search("hunt", "old", f), search("hunt", "new")])
 
 
@@ -280,3 +280,11 @@ def test_a_diff_finding_without_events_cannot_be_judged(tmp_path: Path) -> None:
     item = confirm.Item("k", "diff", "old", "old", finding(file=str(f)))
     rec = confirm.replay_one(item, _B("4.3.1"), tmp_path)
     assert rec["reproduced"] is None and "holds no events" in rec["text"]
+
+
+def test_a_hunt_known_bug_is_named_by_its_id_not_known() -> None:
+    from harness.certify.parts import hunt_bug
+    why = "known bug elr-keeps-removed-replica (docs/findings/elr-keeps-removed-replica.md): x"
+    assert hunt_bug(why) == "elr-keeps-removed-replica" and hunt_bug("model gap") is None
+    old = search("hunt", "new", finding("k", "known-bug", bug="known", why=why))
+    assert render.rejudged(old)["findings"][0]["known_bug"] == "elr-keeps-removed-replica"
