@@ -288,3 +288,35 @@ def test_a_hunt_known_bug_is_named_by_its_id_not_known() -> None:
     assert hunt_bug(why) == "elr-keeps-removed-replica" and hunt_bug("model gap") is None
     old = search("hunt", "new", finding("k", "known-bug", bug="known", why=why))
     assert render.rejudged(old)["findings"][0]["known_bug"] == "elr-keeps-removed-replica"
+
+
+def test_a_new_campaign_confirms_at_the_end_of_its_diff_part(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not only on resume: run_part runs a part, then its confirmations, then marks it done
+    (an interrupt in between leaves it not done, so the next call confirms)."""
+    from harness.differential.campaign import replay as replay_mod
+    found = _finished(tmp_path)
+    st = _state(tmp_path, [])
+    st.part("diff").update(done=False)
+
+    class Diffs(Campaign):
+        def _diff(self) -> None:
+            for s in found:
+                self.state.record(f"diff/{s['role']}", s)
+
+    def replay(build: Any, doc: dict[str, Any], say: Any = print) -> Any:
+        if build.version == "4.3.1":
+            raise KeyboardInterrupt
+        return replay_mod.Replayed(doc["finding"]["signature"],
+                                   {doc["finding"]["signature"]: 0})
+    monkeypatch.setattr(replay_mod, "replay", replay)
+    camp = Diffs(tmp_path, st, {"old": _B("4.3.1"), "new": _B("4.4.0")}, lambda s: None)
+    with pytest.raises(KeyboardInterrupt):
+        camp.run_part("diff")
+    assert not st.part("diff")["done"] and len(confirm.records(st.items)) == 1
+    monkeypatch.setattr(replay_mod, "replay", lambda build, doc, say=print: replay_mod.Replayed(
+        doc["finding"]["signature"]))  # not reproduced on 4.3.1
+    camp.run_part("diff")
+    assert st.part("diff")["done"]
+    assert render.model(st)["answer"]["regressions"][0].endswith(
+        "(confirmed by replaying its events on both builds)")
