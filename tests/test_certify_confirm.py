@@ -110,8 +110,8 @@ def test_not_reproduced_on_its_own_build_is_flaky_and_could_not_judge() -> None:
     cannot = compare.answer([], ONE_BUILD, BUILDS, [ran("diff", "new", "new", True),
                                                     ran("diff", "old", "new", None)])
     assert cannot.regressions == [] and cannot.unjudged[0].endswith(
-        "(could not judge: a run could not judge: 4.3.1 could not replay: no such session; "
-        "4.4.0 REPRODUCED at event 3)")
+        "(not confirmed: 4.3.1 could not replay: no such session; 4.4.0 REPRODUCED at "
+        "event 3)")
 
 
 def test_what_is_confirmed_harness_errors_and_bugs_met_both_ways_are_not() -> None:

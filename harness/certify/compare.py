@@ -311,9 +311,11 @@ def _confirmed(out: Answer, part: str, key: str, line: str, how: str | None, fou
     elif how == CONFIRMED:
         (out.regressions if found_on == "new" else out.fixes).append(
             f"{line} (confirmed by {CONFIRMED_BY.get(part, 're-running it on both builds')})")
-    elif how in (FLAKY, CANNOT):
-        why = "not reproduced on its own build" if how == FLAKY else "a run could not judge"
-        out.unjudged.append(f"{line} ({how}: {why}: {_runs_said(runs, builds)})")
+    elif how == FLAKY:
+        out.unjudged.append(f"{line} (flaky: not reproduced on its own build: "
+                            f"{_runs_said(runs, builds)})")
+    elif how == CANNOT:
+        out.unjudged.append(f"{line} (not confirmed: {_runs_said(runs, builds)})")
 
 
 def searches_to_confirm(cells: Iterable[Mapping[str, Any]],
