@@ -283,9 +283,9 @@ def test_a_diff_finding_without_events_cannot_be_judged(tmp_path: Path) -> None:
 
 
 def test_a_hunt_known_bug_is_named_by_its_id_not_known() -> None:
-    from harness.certify.parts import hunt_bug
     why = "known bug elr-keeps-removed-replica (docs/findings/elr-keeps-removed-replica.md): x"
-    assert hunt_bug(why) == "elr-keeps-removed-replica" and hunt_bug("model gap") is None
+    assert compare.hunt_bug(why) == "elr-keeps-removed-replica"
+    assert compare.hunt_bug("model gap") is None
     old = search("hunt", "new", finding("k", "known-bug", bug="known", why=why))
     assert render.rejudged(old)["findings"][0]["known_bug"] == "elr-keeps-removed-replica"
 

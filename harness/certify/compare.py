@@ -61,6 +61,13 @@ EXPLAINED = ("known-bug", "cited-deviation")
 HARNESS_ERROR = "harness-error"
 
 
+def hunt_bug(why: str) -> str | None:
+    """The known bug a hunt finding's class names: its ``why`` starts "known bug ID (...)"
+    (harness/search/hunt/classification.py ``_known_bug``)."""
+    words = (why or "").split()
+    return words[2] if words[:2] == ["known", "bug"] and len(words) > 2 else None
+
+
 def cell_status(verdict: str, label: str = "") -> str:
     if verdict == "CONFORMS":
         return DECLARED if label and label != "CONFORMS" else CLEAN

@@ -23,7 +23,7 @@ session the build refuses, a file gone)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,14 +53,13 @@ def records(items: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [dict(r) for k, r in items.items() if k.split("/")[0] in PARTS.values()]
 
 
-def todo(items: Mapping[str, Mapping[str, Any]], part: str) -> list[Item]:
-    """The confirmation runs of ``part`` ("diff" or "hunt") not recorded yet: for each
-    finding to confirm (compare.searches_to_confirm over the records as the report reads
-    them: render.split, render.rejudged), its own build first, then the other."""
-    from harness.certify import render
-    from harness.certify.state import CertifyState
-    cells, searches = render.split(CertifyState({}, items={k: dict(r) for k, r in items.items()}))
-    searches = [render.rejudged(s) for s in searches]
+def todo(items: Mapping[str, Mapping[str, Any]], part: str,
+         cells: Sequence[Mapping[str, Any]], searches: Sequence[Mapping[str, Any]]
+         ) -> list[Item]:
+    """The confirmation runs of ``part`` ("diff" or "hunt") not in ``items`` yet: for each
+    finding to confirm (compare.searches_to_confirm over ``cells`` and ``searches``, the
+    records as the report reads them: render.split, render.rejudged), its own build first,
+    then the other."""
     out = []
     for p, key, found_on, f in compare.searches_to_confirm(cells, searches):
         if p != part:

@@ -129,7 +129,10 @@ class Campaign:
     def _confirm_findings(self, part: str) -> None:
         """A diff finding's events replayed here (also with --master: one driver JVM);
         a hunt finding's schedule run on a fresh cluster (``_confirm_runs``)."""
-        todo = confirm.todo(self.state.items, part)
+        from harness.certify import render
+        cells, searches = render.split(self.state)  # as the report reads them
+        todo = confirm.todo(self.state.items, part, cells,
+                            [render.rejudged(s) for s in searches])
         if not todo:
             return
         found = len({(i.found_on, i.finding["key"]) for i in todo})
@@ -314,19 +317,12 @@ def diff_record(role: str, version: str, out: Path, flag: str, seed: int,
             "stats": {k: stats.get(k) for k in ("events", "seconds", "sessions")}}
 
 
-def hunt_bug(why: str) -> str | None:
-    """The known bug a hunt finding's class names: its ``why`` starts "known bug ID (...)"
-    (harness/search/hunt/classification.py ``_known_bug``)."""
-    words = (why or "").split()
-    return words[2] if words[:2] == ["known", "bug"] and len(words) > 2 else None
-
-
 def hunt_record(role: str, version: str, st: Any, flag: str) -> dict[str, Any]:
     from harness.search.hunt import build_summary
     s = build_summary(st)
     findings = []
     for k in st.known:
-        bug = hunt_bug(k.why) if k.cls == "known-bug" else None
+        bug = compare.hunt_bug(k.why) if k.cls == "known-bug" else None
         # the shrunk schedule (fuzz writes it as minimal.yaml), else the first run's own copy
         scenario = k.minimal or (str(Path(k.first_run) / "scenario.yaml") if k.first_run
                                  else "")

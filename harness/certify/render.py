@@ -43,10 +43,10 @@ def rejudged(search: Mapping[str, Any]) -> dict[str, Any]:
     finding file's signature and detail): a report written again after the catalog learned
     a bug says so ("named by the catalog now"), as `report --campaign` does. Other records
     as they are; a finding file gone or unreadable: as recorded."""
-    if search.get("part") == "hunt":  # recorded before parts.hunt_bug: "known" for its id
-        from harness.certify.parts import hunt_bug
+    if search.get("part") == "hunt":  # recorded before compare.hunt_bug: "known" for its id
         return {**search, "findings": [
-            {**f, "known_bug": hunt_bug(str(f.get("why")))} if f.get("known_bug") == "known"
+            {**f, "known_bug": compare.hunt_bug(str(f.get("why")))}
+            if f.get("known_bug") == "known"
             else f for f in search.get("findings", ())]}
     if search.get("part") != "diff":
         return dict(search)
