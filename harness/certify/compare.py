@@ -26,6 +26,23 @@ other) is run again on both builds (``to_confirm``; records with ``confirm``). T
 difference is a regression or a fix only when each re-run gives its build's first status;
 a re-run that gives another is *flaky* ("could not judge", with both runs), so one slow or
 unlucky run on a loaded machine does not read as a change of Kafka.
+
+**Confirmation of one-build findings**: a diff or hunt finding class one build's campaign
+met and the other's did not is often search luck (each build's time-bounded campaign
+explores other events). Each one the answer would call a regression or a fix
+(``searches_to_confirm``) is checked on both builds (certify/confirm.py): a diff finding's
+own events replayed in a fresh driver session (`diff --replay`), a hunt finding's shrunk
+schedule run on a fresh cluster; one record per build (``reproduced``: True, False, None
+when the run could not judge). The rule (``confirmation``):
+
+- reproduced on its own build and not on the other: a **confirmed** regression or fix
+  ("(confirmed by replaying its events on both builds)" / "... re-running its shrunk
+  schedule ...");
+- reproduced on both: **on both** builds, neither a regression nor a fix; when no known bug
+  or cited deviation explains it, a new finding listed once ("on both (one campaign missed
+  it)"); a known bug it names is then met on both builds;
+- not reproduced on its own build: **flaky**, "could not judge" (as is a run that could not
+  judge: ERROR, UNSUPPORTED, a session the build refuses).
 """
 
 from __future__ import annotations
@@ -42,6 +59,13 @@ _UNJUDGED = ("UNSUPPORTED", "ERROR", "INCOMPLETE", NOT_RUN, "NONE")
 #: Hunt classes and diff findings that a known bug or a cited deviation explains.
 EXPLAINED = ("known-bug", "cited-deviation")
 HARNESS_ERROR = "harness-error"
+
+
+def hunt_bug(why: str) -> str | None:
+    """The known bug a hunt finding's class names: its ``why`` starts "known bug ID (...)"
+    (harness/search/hunt/classification.py ``_known_bug``)."""
+    words = (why or "").split()
+    return words[2] if words[:2] == ["known", "bug"] and len(words) > 2 else None
 
 
 def cell_status(verdict: str, label: str = "") -> str:
@@ -102,6 +126,9 @@ class Answer:
     deviations: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     unjudged: list[str] = field(default_factory=list)
     coverage: list[str] = field(default_factory=list)
+    #: the one-build findings confirmed on both builds: CONFIRMED / BOTH / FLAKY / CANNOT
+    #: -> "part key" each
+    checked: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def still_present(self) -> list[str]:
@@ -113,7 +140,8 @@ class Answer:
                                for b, w in self.known_bugs.items()},
                 "known_bugs_still_present": self.still_present,
                 "new_findings": self.new_findings, "deviations": self.deviations,
-                "unjudged": self.unjudged, "coverage": self.coverage}
+                "unjudged": self.unjudged, "coverage": self.coverage,
+                "checked": self.checked}
 
 
 def _cell_word(cell: Mapping[str, Any] | None) -> str:
@@ -129,8 +157,10 @@ def shown(cell: Mapping[str, Any]) -> str:
 
 
 def answer(cells: Iterable[Mapping[str, Any]], searches: Iterable[Mapping[str, Any]],
-           builds: Mapping[str, str]) -> Answer:
-    """The answer over every record; ``builds``: {"old": version, "new": version}."""
+           builds: Mapping[str, str],
+           confirms: Iterable[Mapping[str, Any]] | None = None) -> Answer:
+    """The answer over every record; ``builds``: {"old": version, "new": version};
+    ``confirms``: the confirmation runs of one-build findings (certify/confirm.py)."""
     out = Answer()
     old, new = builds["old"], builds["new"]
     by_scenario: dict[tuple[str, str], dict[str, Mapping[str, Any]]] = {}
@@ -175,16 +205,15 @@ def answer(cells: Iterable[Mapping[str, Any]], searches: Iterable[Mapping[str, A
         if n is not None and sn == FAILING and not flaky:
             out.new_findings.append(f"{part} {name} on {new}: {n.get('text') or n['verdict']}"
                                     f" (not declared; reproduce: {n.get('repro', '')})")
-    keys: dict[tuple[str, str], dict[str, Mapping[str, Any]]] = {}
-    for s in searches:
-        for d in s.get("deviations", ()):
-            _note(out.deviations, d, s["role"], s["part"])
-        if s.get("coverage"):
-            out.coverage.append(f"{s['part']} on {s['build']}: {s['coverage']}")
-        for f in s.get("findings", ()):
-            keys.setdefault((s["part"], f["key"]), {})[s["role"]] = {**f, "build": s["build"]}
-            if f.get("known_bug"):
-                _note(out.known_bugs, f["known_bug"], s["role"], f"{s['part']} {f['key']}")
+    keys = _finding_keys(searches, out)
+    checked = confirmation_table(confirms or ())
+    said = {(p, k): confirmation(checked.get((p, k), {}), next(iter(roles)))
+            for (p, k), roles in keys.items() if len(roles) == 1}
+    for (part, key), how in said.items():  # reproduced on the other build too: that
+        [(found_on, f)] = keys[(part, key)].items()  # build met its known bug as well
+        if how == BOTH and f.get("known_bug"):
+            _note(out.known_bugs, f["known_bug"], other_role(found_on),
+                  f"{part} {key} (replayed)")
     for (part, key), roles in sorted(keys.items()):
         f = roles.get("new") or roles["old"]
         if f.get("cls") == HARNESS_ERROR:  # the harness could not judge: never the build's
@@ -192,16 +221,19 @@ def answer(cells: Iterable[Mapping[str, Any]], searches: Iterable[Mapping[str, A
             continue
         named = f" (known bug {f['known_bug']})" if f.get("known_bug") else \
             f" ({f.get('cls')})" if f.get("cls") else ""
-        met = out.known_bugs.get(str(f.get("known_bug")), {})
-        # A signature on one build only, of a known bug both builds met: the same bug seen
-        # another way (time-bounded searches), not a change; listed with the bug.
-        if f.get("known_bug") and met.get("old") and met.get("new"):
-            continue
-        if "new" in roles and "old" not in roles:
-            out.regressions.append(f"{part} finding on {new} only: {key}{named}")
-        elif "old" in roles and "new" not in roles:
-            out.fixes.append(f"{part} finding on {old} only: {key}{named}")
-        if "new" in roles and not roles["new"].get("known_bug") and \
+        if _met_on_both(out.known_bugs, f):  # the same known bug seen another way by a
+            continue  # time-bounded search, not a change: listed with the bug
+        how = said.get((part, key))
+        if len(roles) == 1:
+            found_on = next(iter(roles))
+            line = f"{part} finding on {builds[found_on]} only: {key}{named}"
+            _confirmed(out, part, key, line, how, found_on, checked.get((part, key), {}),
+                       builds)
+        explained = f.get("known_bug") or f.get("cls") in EXPLAINED
+        if how == BOTH and not explained:
+            out.new_findings.append(f"{part} on both (one campaign missed it): {key}: class "
+                                    f"{f.get('cls')}; reproduce: {f.get('repro', '')}")
+        elif "new" in roles and not roles["new"].get("known_bug") and how != FLAKY and \
                 roles["new"].get("cls") not in EXPLAINED:  # harness errors: skipped above
             out.new_findings.append(f"{part} on {new}: {key}: class {roles['new'].get('cls')}"
                                     f"; reproduce: {roles['new'].get('repro', '')}")
@@ -212,6 +244,102 @@ def answer(cells: Iterable[Mapping[str, Any]], searches: Iterable[Mapping[str, A
         elif where.get("old") and not where.get("new"):
             out.fixes.append(f"known bug {bug} on {old}, not on {new} "
                              f"({'; '.join(where['old'][:3])})")
+    return out
+
+
+def _finding_keys(searches: Iterable[Mapping[str, Any]], out: Answer
+                  ) -> dict[tuple[str, str], dict[str, dict[str, Any]]]:
+    """(part, finding key) -> role -> the finding (with its build); the searches'
+    deviations, coverage and known bugs noted in ``out`` on the way."""
+    keys: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for s in searches:
+        for d in s.get("deviations", ()):
+            _note(out.deviations, d, s["role"], s["part"])
+        if s.get("coverage"):
+            out.coverage.append(f"{s['part']} on {s['build']}: {s['coverage']}")
+        for f in s.get("findings", ()):
+            keys.setdefault((s["part"], f["key"]), {})[s["role"]] = {**f, "build": s["build"]}
+            if f.get("known_bug"):
+                _note(out.known_bugs, f["known_bug"], s["role"], f"{s['part']} {f['key']}")
+    return keys
+
+
+def _met_on_both(known_bugs: Mapping[str, Mapping[str, Any]], f: Mapping[str, Any]) -> bool:
+    met = known_bugs.get(str(f.get("known_bug")), {})
+    return bool(f.get("known_bug") and met.get("old") and met.get("new"))
+
+
+# --- confirmation of one-build findings (the module doc) ------------------------------------
+
+CONFIRMED, BOTH, FLAKY, CANNOT = "confirmed", "on both", "flaky", "could not judge"
+#: How the confirmation runs were made, per part (the line's suffix).
+CONFIRMED_BY = {"diff": "replaying its events on both builds",
+                "hunt": "re-running its shrunk schedule on both builds"}
+
+
+def other_role(role: str) -> str:
+    return "old" if role == "new" else "new"
+
+
+def confirmation_table(confirms: Iterable[Mapping[str, Any]]
+                       ) -> dict[tuple[str, str], dict[str, Mapping[str, Any]]]:
+    """(part, finding key) -> the role a confirmation ran on -> its record."""
+    out: dict[tuple[str, str], dict[str, Mapping[str, Any]]] = {}
+    for c in confirms:
+        out.setdefault((c["of"], c["key"]), {})[c["role"]] = c
+    return out
+
+
+def confirmation(runs: Mapping[str, Mapping[str, Any]], found_on: str) -> str | None:
+    """The rule of the module doc over one finding's confirmation runs (role -> record):
+    CONFIRMED, BOTH, FLAKY, CANNOT; None while a build's run is missing."""
+    own, other = runs.get(found_on), runs.get(other_role(found_on))
+    if own is None or other is None:
+        return None
+    if own.get("reproduced") is False:
+        return FLAKY
+    if own.get("reproduced") is None or other.get("reproduced") is None:
+        return CANNOT
+    return BOTH if other["reproduced"] else CONFIRMED
+
+
+def _runs_said(runs: Mapping[str, Mapping[str, Any]], builds: Mapping[str, str]) -> str:
+    return "; ".join(f"{builds[r]} {runs[r].get('text', '')}" for r in ("old", "new")
+                     if r in runs)
+
+
+def _confirmed(out: Answer, part: str, key: str, line: str, how: str | None, found_on: str,
+               runs: Mapping[str, Mapping[str, Any]], builds: Mapping[str, str]) -> None:
+    """A one-build finding's line where its confirmation puts it."""
+    if how is not None:
+        out.checked.setdefault(how, []).append(f"{part} {key}")
+    if how is None:  # not confirmed (a campaign stopped before): as the campaign saw it
+        (out.regressions if found_on == "new" else out.fixes).append(line)
+    elif how == CONFIRMED:
+        (out.regressions if found_on == "new" else out.fixes).append(
+            f"{line} (confirmed by {CONFIRMED_BY.get(part, 're-running it on both builds')})")
+    elif how == FLAKY:
+        out.unjudged.append(f"{line} (flaky: not reproduced on its own build: "
+                            f"{_runs_said(runs, builds)})")
+    elif how == CANNOT:
+        out.unjudged.append(f"{line} (not confirmed: {_runs_said(runs, builds)})")
+
+
+def searches_to_confirm(cells: Iterable[Mapping[str, Any]],
+                        searches: Iterable[Mapping[str, Any]]
+                        ) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """(part, key, role it was found on, the finding) of each diff or hunt finding one
+    build met and the other did not that the answer would call a regression or a fix:
+    not a harness error, and not a known bug both builds met some other way."""
+    searches = list(searches)
+    a = answer(cells, searches, {"old": "old", "new": "new"})
+    out = []
+    for (part, key), roles in sorted(_finding_keys(searches, Answer()).items()):
+        if len(roles) != 1:
+            continue
+        [(found_on, f)] = roles.items()
+        if f.get("cls") != HARNESS_ERROR and not _met_on_both(a.known_bugs, f):
+            out.append((part, key, found_on, f))
     return out
 
 
@@ -234,7 +362,7 @@ def headline_lines(a: Answer, builds: Mapping[str, str]) -> list[str]:
         return "; ".join(items[:limit]) + more if items else "none"
     deviations = [f"{d} ({_where(w, old, new)})" for d, w in sorted(a.deviations.items())]
     still = [f"{b} ({bug_reference(b)})" for b in a.still_present]
-    return [f"Kafka {new} against {old}:",
+    top = [f"Kafka {new} against {old}:",
             f"REGRESSIONS ({len(a.regressions)}): {listed(a.regressions)}",
             f"FIXES ({len(a.fixes)}): {listed(a.fixes)}",
             f"KNOWN BUGS STILL PRESENT ({len(still)}): {listed(still)}",
@@ -242,3 +370,9 @@ def headline_lines(a: Answer, builds: Mapping[str, str]) -> list[str]:
             f"CITED DEVIATIONS: {listed(deviations, 10)}",
             f"COVERAGE: {listed(a.coverage)}",
             f"COULD NOT JUDGE ({len(a.unjudged)}): {listed(a.unjudged)}"]
+    if a.checked:  # the one-build findings run again on both builds (module doc)
+        n = sum(len(v) for v in a.checked.values())
+        top.append(f"ONE-BUILD FINDINGS CHECKED ON BOTH BUILDS ({n}): " + "; ".join(
+            f"{how} ({len(a.checked[how])}): {', '.join(a.checked[how])}"
+            for how in (CONFIRMED, BOTH, FLAKY, CANNOT) if a.checked.get(how)))
+    return top

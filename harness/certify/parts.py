@@ -18,7 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from harness.certify import compare, plan
+from harness.certify import compare, confirm, plan
 from harness.certify.state import CertifyState, save
 from harness.certify.upgrade import write_scenarios
 from harness.judge.axes import CLEAN, UNSUPPORTED
@@ -54,8 +54,7 @@ class Campaign:
         p = self.state.part(part)
         if p["done"]:
             self.say(f"certify [{part}]: done in an earlier call ({p['note']}); not re-run")
-            if part == "matrix":  # a campaign from before the confirmation gets its re-runs
-                self._confirm(part)
+            self._confirm(part)  # a campaign from before the confirmations gets them
             return
         if self.state.plan["split"][part] <= 0:
             p.update(done=True, note="budget 0: skipped")
@@ -63,6 +62,7 @@ class Campaign:
             self.say(f"certify [{part}]: budget 0, skipped")
             return
         getattr(self, f"_{part}")()
+        self._confirm(part)
         p["done"] = True
         save(self.dir, self.state)
 
@@ -110,8 +110,14 @@ class Campaign:
             self.state.part(part)["note"] = f"{len(todo)} runs"
 
     def _confirm(self, part: str) -> None:
-        """Run again, on both builds, each scenario whose two cells differ
-        (compare.to_confirm): a difference the re-runs do not repeat is flaky, not a change."""
+        """The matrix: run again, on both builds, each scenario whose two cells differ
+        (compare.to_confirm): a difference the re-runs do not repeat is flaky, not a change.
+        diff and hunt: each finding one build met and the other did not, on both builds
+        (certify/confirm.py)."""
+        if part in confirm.PARTS:
+            self._confirm_findings(part)
+        if part != "matrix":
+            return
         cells = [r for r in self.state.items.values() if r.get("part") == part]
         names = set(compare.to_confirm(cells))
         again = [p for p in self.state.plan[part] if p["name"] in names]
@@ -119,6 +125,49 @@ class Campaign:
             self.say(f"certify [{part}]: {len(again)} scenario(s) differ between the builds; "
                      "each runs again on both to confirm")
             self._cells(part, again, confirm=True)
+
+    def _confirm_findings(self, part: str) -> None:
+        """A diff finding's events replayed here (also with --master: one driver JVM);
+        a hunt finding's schedule run on a fresh cluster (``_confirm_runs``)."""
+        from harness.certify import render
+        cells, searches = render.split(self.state)  # as the report reads them
+        todo = confirm.todo(self.state.items, part, cells,
+                            [render.rejudged(s) for s in searches])
+        if not todo:
+            return
+        found = len({(i.found_on, i.finding["key"]) for i in todo})
+        self.say(f"certify [{part}]: {found} finding(s) met on one build only; each "
+                 f"{'replays its events' if part == 'diff' else 'runs its shrunk schedule'}"
+                 " on both builds to confirm")
+        if part == "hunt":
+            self._confirm_runs(todo)
+            return
+        for n, item in enumerate(todo):
+            build = self.builds[item.role]
+            self._progress(part, n, len(todo), 15.0 * (len(todo) - n),
+                           f"replaying {item.finding['key']} on {build.version}")
+            self._timed(part, partial(confirm.replay_one, item, build, self.dir), item.key)
+            self.say(f"certify [{part}] {confirm.said(self.state.items[item.key])}")
+
+    def _confirm_runs(self, todo: list[confirm.Item]) -> None:
+        """The hunt findings' schedules, one cluster at a time."""
+        from harness.run.runner import Runner
+        from harness.scenario.loader import load_scenario
+        for n, item in enumerate(todo):
+            build = self.builds[item.role]
+            path = confirm.hunt_scenario(item.finding, self.dir)
+            if path is None or not path.is_file():
+                self.state.record(item.key, confirm.hunt_missing(
+                    item, build, f"its schedule {path or '(none recorded)'} is not there"))
+                save(self.dir, self.state)
+                continue
+            self._progress("hunt", n, len(todo), 120.0 * (len(todo) - n),
+                           f"{path.name} on {build.version} (a confirmation)")
+            runner = Runner(load_scenario(path), build, self.backend, self.runs_dir,
+                            step_timeout_s=self.step_timeout_s)
+            self._timed("hunt", partial(_ran, confirm.hunt_one, item, build, runner),
+                        item.key)
+            self.say(f"certify [hunt] {confirm.said(self.state.items[item.key])}")
 
     def _one(self, part: str, p: Mapping[str, Any], sc: Any, build: Any,
              role: str, confirm: bool = False) -> dict[str, Any]:
@@ -152,8 +201,7 @@ class Campaign:
         return f"--kafka-dist {dist}" if dist else f"--kafka-version {self.builds[role].version}"
 
     def _matrix(self) -> None:
-        self._cells("matrix", self.state.plan["matrix"])
-        self._confirm("matrix")
+        self._cells("matrix", self.state.plan["matrix"])  # run_part confirms after it
 
     def _upgrade(self) -> None:
         write_scenarios(self.dir / "upgrade" / "scenarios", self.builds["old"].version,
@@ -216,6 +264,11 @@ class Campaign:
         return hunt.BuildPlan(build.version, fuzz.model_factory(build), runner)
 
 
+def _ran(record: Callable[[Any, Any, Any], dict[str, Any]], item: Any, build: Any,
+         runner: Any) -> dict[str, Any]:
+    return record(item, build, runner.run())
+
+
 def diff_config(seed: int, budget_s: float, build: Any) -> Any:
     """One build's diff: `diff --elr auto` (harness/cli/diff.py for_build: sessions alternate
     ELR on and off on a build a cluster can run either way), without shrinking: its replays
@@ -269,11 +322,12 @@ def hunt_record(role: str, version: str, st: Any, flag: str) -> dict[str, Any]:
     s = build_summary(st)
     findings = []
     for k in st.known:
-        bug = k.why.split()[0] if k.cls == "known-bug" and k.why else None
+        bug = compare.hunt_bug(k.why) if k.cls == "known-bug" else None
         # the shrunk schedule (fuzz writes it as minimal.yaml), else the first run's own copy
         scenario = k.minimal or (str(Path(k.first_run) / "scenario.yaml") if k.first_run
                                  else "")
         findings.append({"key": k.key, "cls": k.cls, "known_bug": bug, "why": k.why,
+                         "scenario": scenario,
                          "repro": f"kafka-chaos run {scenario} {flag}" if scenario else ""})
     return {"part": "hunt", "role": role, "build": version, "findings": findings,
             "deviations": sorted(st.deviations_met()),

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
-from harness.certify import compare, plan
+from harness.certify import compare, confirm, plan
 from harness.certify.state import CertifyState
 
 
@@ -43,6 +43,11 @@ def rejudged(search: Mapping[str, Any]) -> dict[str, Any]:
     finding file's signature and detail): a report written again after the catalog learned
     a bug says so ("named by the catalog now"), as `report --campaign` does. Other records
     as they are; a finding file gone or unreadable: as recorded."""
+    if search.get("part") == "hunt":  # recorded before compare.hunt_bug: "known" for its id
+        return {**search, "findings": [
+            {**f, "known_bug": compare.hunt_bug(str(f.get("why")))}
+            if f.get("known_bug") == "known"
+            else f for f in search.get("findings", ())]}
     if search.get("part") != "diff":
         return dict(search)
     from harness.cluster.builds import version_tuple
@@ -67,7 +72,8 @@ def model(state: CertifyState) -> dict[str, Any]:
     builds = {"old": state.settings["old"], "new": state.settings["new"]}
     cells, searches = split(state)
     searches = [rejudged(s) for s in searches]
-    a = compare.answer(cells, searches, builds)
+    confirms = confirm.records(state.items)
+    a = compare.answer(cells, searches, builds, confirms)
     incomplete = [p for p in plan.PARTS if not state.part(p)["done"]]
     return {"builds": builds, "settings": state.settings, "sessions": state.sessions,
             "incomplete_parts": incomplete, "top": compare.headline_lines(a, builds),
@@ -75,7 +81,19 @@ def model(state: CertifyState) -> dict[str, Any]:
             "rule": state.plan.get("rule", []), "parts": state.parts,
             "where": state.plan.get("where", []),
             "left_out": state.plan.get("left_out", {}), "cells": cells,
-            "searches": searches}
+            "searches": searches, "confirms": confirms}
+
+
+def checked(m: Mapping[str, Any], part: str, role: str, key: str) -> str:
+    """What the confirmation of a finding one build met says (certify/confirm.py), for the
+    per-part sections: "" when it was not confirmed (met on both builds, or not yet)."""
+    runs = compare.confirmation_table(m.get("confirms", ())).get((part, key), {})
+    how = compare.confirmation(runs, role)
+    if not runs:
+        return ""
+    b = m["builds"]
+    said = "; ".join(f"{b[r]} {runs[r]['text']}" for r in ("old", "new") if r in runs)
+    return f"{how or 'confirming'}: {said}"
 
 
 def _pairs(cells: list[dict[str, Any]], part: str) -> list[tuple[str, dict[str, Any]]]:
@@ -108,8 +126,10 @@ def markdown(m: dict[str, Any]) -> str:
                          f"{', '.join(s['deviations']) or 'none'}"
                          + (f"; coverage {s['coverage']}" if s.get("coverage") else ""))
             for f in s["findings"]:
+                again = checked(m, part, s["role"], f["key"])
                 lines.append(f"  - `{f['key']}`: {f.get('known_bug') or f.get('cls')}; "
-                             f"{f.get('repro', '')}")
+                             f"{f.get('repro', '')}"
+                             + (f"; **checked on both builds: {again}**" if again else ""))
         lines.append("")
     return "\n".join(lines) + "\n"
 
@@ -153,8 +173,10 @@ def page(m: dict[str, Any]) -> str:
         out.append(f"<h2>{part}</h2><ul>")
         for s in (s for s in m["searches"] if s["part"] == part):
             items = "".join(f"<li><code>{e(f['key'])}</code>: "
-                            f"{e(str(f.get('known_bug') or f.get('cls')))}</li>"
-                            for f in s["findings"])
+                            f"{e(str(f.get('known_bug') or f.get('cls')))}"
+                            + (f"; <b>checked on both builds: {e(again)}</b>"
+                               if (again := checked(m, part, s["role"], f["key"])) else "")
+                            + "</li>" for f in s["findings"])
             out.append(f"<li><b>{e(s['build'])}</b>: {e(json.dumps(s['stats']))}; deviations "
                        f"needed: {e(', '.join(s['deviations']) or 'none')}<ul>{items}</ul></li>")
         out.append("</ul>")

@@ -178,6 +178,28 @@ class SparkCampaign(Campaign):
         if not confirm:
             self.state.part(part)["note"] = f"{len(works)} runs"
 
+    def _confirm_runs(self, todo: list[Any]) -> None:
+        """The hunt findings' schedules on both builds (certify/confirm.py), each a task as
+        a matrix confirmation is; the diff findings' replays run here (parts.py)."""
+        from harness.certify import confirm
+        from harness.run.fanout import spec_for
+        works = []
+        for item in todo:
+            build = self.builds[item.role]
+            path = confirm.hunt_scenario(item.finding, self.dir)
+            if path is None or not path.is_file():
+                self.state.record(item.key, confirm.hunt_missing(
+                    item, build, f"its schedule {path or '(none recorded)'} is not there"))
+                save(self.dir, self.state)
+                continue
+            spec = replace(spec_for(path, build, self.backend, self.runs_dir, None,
+                                    self.step_timeout_s), runs_dir=str(self.runs_dir),
+                           ship=True)
+            works.append(Work(item.key, f"{path.name} on {build.version} (a confirmation)",
+                              120.0, partial(self.runs.run, spec),
+                              partial(confirm.hunt_one, item, build)))
+        self.fan("hunt", works)
+
     def _diff(self) -> None:
         per_build = self.budget("diff") / 2
         works = [Work(f"diff/{role}", f"diff of {self.builds[role].version}", per_build,
@@ -269,6 +291,8 @@ def _confirmed(confirm: bool, record: Callable[..., dict[str, Any]],
 
 
 def _said(rec: dict[str, Any]) -> str:
+    if "of" in rec:  # a finding's confirmation run (certify/confirm.py)
+        return f"{rec['key']} (found on {rec['found_on']}): {rec['text']}"
     if "text" in rec:
         return str(rec["text"])
     found = rec.get("findings", [])
