@@ -71,9 +71,16 @@ def _config_of(topic_min_isr: int | None, cluster_min_isr: int, unclean: bool,
 
 def _world(part: Partition, views: tuple[BrokerView, ...], cfg: Config) -> World:
     """An unregistered broker is a stopped, fenced broker, never acceptable."""
-    brokers = tuple(Broker(id=i, alive=registered, fenced=not active)
-                    for i, registered, active in views)
-    return World(brokers=brokers, controllers=(CONTROLLER,), partition=part, config=cfg)
+    return World(brokers=tuple(map(_broker, views)), controllers=(CONTROLLER,), partition=part,
+                 config=cfg)
+
+
+@lru_cache(maxsize=4096)
+def _broker(view: BrokerView) -> Broker:
+    """The world's broker for one view (the same value for the same view: brokers are
+    immutable, so one object serves every world)."""
+    i, registered, active = view
+    return Broker(id=i, alive=registered, fenced=not active)
 
 
 def world_of(c: Cluster, key: str, p: Partition | None = None,

@@ -34,6 +34,9 @@ class Reads:
         self.read: dict[str, Any] = {}
 
     def __getattr__(self, name: str) -> Any:
+        read = self.read
+        if name in read:  # a field read before: fields do not change
+            return read[name]
         attr = getattr(type(self.profile), name, None)
         if isinstance(attr, property) and attr.fget is not None:
             return attr.fget(self)
