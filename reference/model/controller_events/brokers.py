@@ -18,7 +18,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from reference.model.controller import Ctx, partition_change
-from reference.model.controller_events.changes import _accepted, _each, _elections, _refused
+from reference.model.controller_events.changes import (
+    _accepted,
+    _accepted_combined,
+    _each,
+    _elections,
+    _refused,
+)
 from reference.model.controller_events.cluster import MAX_BRANCHES, Cluster, Prediction, Reg
 from reference.model.state import World, evolve
 from reference.releases.profiles import Profile
@@ -122,7 +128,7 @@ def _unfence(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction:
     # get an election.
     keys = [k for k, p in c2.partitions.items()
             if p.leader is None or (ctx.elr_on and b in p.elr)]
-    return _accepted(_elections(c2, keys, ctx, "online"))
+    return _accepted_combined(_elections(c2, keys, ctx, "online"))
 
 
 def _fence(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction:
