@@ -158,10 +158,14 @@ def _fence(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction:
         states = [y for s in states for y in _fence_one(s, ctx, x, again)][:MAX_BRANCHES]
     out: list[Cluster] = []
     for s in states:
-        regs = {x: (evolve(r, alive=False, expired=True) if x == b or not r.alive else r)
-                for x, r in s.brokers.items()}
+        regs = {x: (_expired(r) if x == b or not r.alive else r) for x, r in s.brokers.items()}
         out.append(evolve(s, brokers=regs))
     return _accepted(out)
+
+
+def _expired(r: Reg) -> Reg:
+    """``r`` with its process not running and its session expired (``r`` itself if so)."""
+    return r if not r.alive and r.expired else evolve(r, alive=False, expired=True)
 
 
 def _controlled_shutdown(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction:
