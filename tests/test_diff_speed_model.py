@@ -127,3 +127,28 @@ def test_a_field_read_twice_is_read_once_and_a_world_broker_is_its_view() -> Non
     assert _broker((3, True, False)) == Broker(id=3, alive=True, fenced=True)
     assert _broker((4, False, False)) == Broker(id=4, alive=False, fenced=True)
     assert _broker((5, True, True)) is _broker((5, True, True))
+
+
+def test_every_lane_state_from_one_walk_is_each_lanes_own() -> None:
+    """loop._lane_states: each lane's partitions and brokers as ``_lane_state`` gives them,
+    in the same order (the generator's choices follow the order)."""
+    from types import SimpleNamespace
+
+    from harness.differential.campaign.lanes import lane_brokers, lane_topics
+    from harness.differential.campaign.loop import _lane_state, _lane_states
+
+    rng = random.Random(12)
+    for _ in range(50):
+        lanes = rng.randint(1, 8)
+        keys = [f"{t}-{i}" for k in range(lanes) for t in lane_topics(k)
+                for i in range(rng.randint(0, 3))] + ["other-0"]
+        rng.shuffle(keys)
+        ids = [str(b) for k in range(lanes) for b in lane_brokers(k)] + ["9", "19"]
+        rng.shuffle(ids)
+        s: Any = SimpleNamespace(partitions={k: {"n": n} for n, k in enumerate(keys)},
+                                 brokers={b: {"fenced": rng.random() < 0.5} for b in ids})
+        got = _lane_states(s, lanes)
+        for k in range(lanes):
+            parts, brokers = _lane_state(s, k)
+            assert list(got[k][0].items()) == list(parts.items())
+            assert list(got[k][1].items()) == list(brokers.items())
