@@ -129,6 +129,18 @@ def test_a_field_read_twice_is_read_once_and_a_world_broker_is_its_view() -> Non
     assert _broker((5, True, True)) is _broker((5, True, True))
 
 
+def test_a_one_partition_world_is_the_world_init_makes() -> None:
+    from reference.model.controller_events.changes import CONTROLLER, _world
+    from reference.model.state import Config, World
+
+    part = Partition(replicas=(1, 2, 3), leader=2, isr=frozenset({2, 3}))
+    views = ((1, True, False), (2, True, True), (3, False, False))
+    cfg = Config(topic_min_isr=2)
+    assert _world(part, views, cfg) == World(
+        brokers=(Broker(id=1, fenced=True), Broker(id=2), Broker(id=3, alive=False, fenced=True)),
+        controllers=(CONTROLLER,), partition=part, config=cfg)
+
+
 def test_every_lane_state_from_one_walk_is_each_lanes_own() -> None:
     """loop._lane_states: each lane's partitions and brokers as ``_lane_state`` gives them,
     in the same order (the generator's choices follow the order)."""
