@@ -37,8 +37,10 @@ comparison is one event from one known state, so a difference never hides the ne
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import chain, compress
+from operator import is_not
 from time import thread_time
 from typing import Any
 
@@ -135,13 +137,21 @@ def accepted(answer: Answer) -> bool:
     return answer.ok or answer.error_name == "NEW_LEADER_ELECTED"
 
 
+def _not_same(new: Mapping[str, Partition], old: Mapping[str, Partition]) -> Iterable[str]:
+    """The keys of ``new`` whose partition is not ``old``'s object (or not in ``old``).
+    A transition copies the prior's mapping and replaces values, so the keys are mostly
+    the same in the same order: then a C loop finds them."""
+    if len(new) == len(old) and list(new) == list(old):
+        return compress(new, map(is_not, new.values(), old.values()))
+    return [k for k, p in new.items() if old.get(k) is not p]
+
+
 def _changed(c: Cluster, prior: Cluster) -> set[str]:
     """Partitions that differ from ``prior``'s, removed ones (a deleted topic's) too."""
-    if c.partitions is prior.partitions or c.partitions == prior.partitions:
+    new, old = c.partitions, prior.partitions
+    if new is old or new == old:
         return set()  # (dict equality: a C loop that takes identical values as equal)
-    old = prior.partitions
-    return {k for k, p in c.partitions.items()
-            if (q := old.get(k)) is not p and q != p} | (old.keys() - c.partitions.keys())
+    return {k for k in _not_same(new, old) if new[k] != old.get(k)} | (old.keys() - new.keys())
 
 
 def diffs(out: Outcome, obs: Cluster, obs_accepted: bool, prior: Cluster,
@@ -296,13 +306,16 @@ def _partitions(c: Cluster, ds: list[Diff]) -> dict[str, Any]:
 
 def _hidden_from(obs: Cluster, prior: Cluster) -> Cluster:
     """``obs`` with ``prior``'s last known leaders (the kip axis's own hidden field)."""
-    parts = dict(obs.partitions)
-    changed = False
-    for key, old in prior.partitions.items():
-        if key in parts and parts[key].last_known_leader != old.last_known_leader:
-            parts[key] = evolve(parts[key], last_known_leader=old.last_known_leader)
-            changed = True
-    return evolve(obs, partitions=parts) if changed else obs
+    parts: dict[str, Partition] | None = None
+    now = obs.partitions
+    for key in _not_same(prior.partitions, now):  # (the same object: the same field)
+        p = now.get(key)
+        old = prior.partitions[key]
+        if p is not None and p.last_known_leader != old.last_known_leader:
+            if parts is None:
+                parts = dict(now)
+            parts[key] = evolve(p, last_known_leader=old.last_known_leader)
+    return obs if parts is None else evolve(obs, partitions=parts)
 
 
 class Comparator:
@@ -318,7 +331,10 @@ class Comparator:
         self.available: tuple[Deviation, ...] = tuple(
             d for d in deviations_of(self.release, elr, self.kip) if d.field not in _NOT_CONTROLLER)
         self.states: dict[str, Cluster] = {"release": start, "kip": start}
-        self._profiles: dict[tuple[Deviation, ...], Profile] = {}
+        #: The candidate deviation sets in the order they are tried (made at the first
+        #: search) and their profiles, by the set's identity (``_sets`` holds every set).
+        self._sets: tuple[tuple[Deviation, ...], ...] | None = None
+        self._profiles: dict[int, Profile] = {}
         #: Deviation sets that explained a difference, most recent first (tried first).
         self._recent: list[tuple[Deviation, ...]] = []
         #: CPU seconds in the model (``apply``) and in the rest of ``step`` (bench.py):
@@ -447,18 +463,19 @@ class Comparator:
         its answer is the earlier one's, reused instead of run again. The same sets are
         tried in the same order with the same answers as running each
         (tests/test_diff_explain.py)."""
-        tried: set[tuple[Deviation, ...]] = set()
         if seen is None:
             seen = _changed(obs, prior)
+        if self._sets is None:  # candidate_sets' order, made once
+            self._sets = tuple(candidate_sets(self.available, ()))
+        recent = self._recent
         #: (the profile fields a run read and their values, the outcome it matched or None)
         runs: list[tuple[ReadSet, Outcome | None]] = []
-        for devs in [*self._recent, *candidate_sets(self.available, ())]:
-            if devs in tried:
-                continue
-            tried.add(devs)
-            profile = self._profiles.get(devs)
+        # the recent sets, then every other one: each set once (the recent ones are the
+        # same tuples as ``_sets``'s, so ``in`` finds them by identity)
+        for devs in chain(list(recent), (d for d in self._sets if d not in recent)):
+            profile = self._profiles.get(id(devs))
             if profile is None:
-                profile = self._profiles[devs] = apply_deviations(self.kip, devs)
+                profile = self._profiles[id(devs)] = apply_deviations(self.kip, devs)
             known = next((run for run in runs if same_reads(profile, run[0])), None)
             if known is not None:
                 chosen = known[1]
@@ -472,10 +489,10 @@ class Comparator:
                                if matches(o, obs, ok, prior, seen)), None)
                 runs.append((track.reads(), chosen))
             if chosen is not None:
-                if devs in self._recent:
-                    self._recent.remove(devs)
-                self._recent.insert(0, devs)
-                del self._recent[8:]
+                if devs in recent:
+                    recent.remove(devs)
+                recent.insert(0, devs)
+                del recent[8:]
                 return devs, chosen
         return None
 
@@ -484,9 +501,9 @@ class Comparator:
         """The build's state, with the model's hidden fields (the KIP's last known leader)
         and the configs of the event if the build accepted it."""
         parts: dict[str, Partition] | None = None
-        for key, p in chosen.cluster.partitions.items():
-            q = obs.partitions.get(key)
-            if q is not None and q is not p and q.last_known_leader != p.last_known_leader:
+        for key in _not_same(chosen.cluster.partitions, obs.partitions):
+            p, q = chosen.cluster.partitions[key], obs.partitions.get(key)
+            if q is not None and q.last_known_leader != p.last_known_leader:
                 if parts is None:
                     parts = dict(obs.partitions)
                 parts[key] = evolve(q, last_known_leader=p.last_known_leader)

@@ -40,14 +40,18 @@ def partition_of(d: Mapping[str, Any], prior: Partition | None = None) -> Partit
     return p
 
 
-_REGS: dict[tuple[bool, bool, bool], Reg] = {}
+_REGS: dict[tuple[bool, bool, bool, bool], Reg] = {}
 
 
-def reg_of(d: Mapping[str, Any]) -> Reg:
-    key = (bool(d["fenced"]), bool(d.get("inControlledShutdown")), bool(d.get("alive", True)))
+def reg_of(d: Mapping[str, Any], expired: bool = False) -> Reg:
+    """A driver broker as a registration (one object per value: registrations are
+    immutable); ``expired``: the model's, which the answer does not carry."""
+    key = (bool(d["fenced"]), bool(d.get("inControlledShutdown")), bool(d.get("alive", True)),
+           expired)
     reg = _REGS.get(key)
     if reg is None:
-        reg = _REGS[key] = Reg(fenced=key[0], shutting_down=key[1], alive=key[2])
+        reg = _REGS[key] = Reg(fenced=key[0], shutting_down=key[1], alive=key[2],
+                               expired=expired)
     return reg
 
 
@@ -68,11 +72,13 @@ def observed(prior: Cluster, partitions: Mapping[str, Mapping[str, Any]],
     were removed (a deleted topic's) taken out, and ELR as an ``updateFeature`` answer
     reports it (``elr``: the build's isElrFeatureEnabled after the event); configs and
     hidden fields kept."""
-    parts = dict(prior.partitions)
-    for key in removed:
-        parts.pop(key, None)
-    for key, d in partitions.items():
-        parts[key] = partition_of(d, prior.partitions.get(key))
+    parts = prior.partitions  # (the prior's own mapping when the answer changes none)
+    if removed or partitions:
+        parts = dict(parts)
+        for key in removed:
+            parts.pop(key, None)
+        for key, d in partitions.items():
+            parts[key] = partition_of(d, prior.partitions.get(key))
     if not brokers:
         regs = prior.brokers
     else:  # whether a session expired is not in the answer: the model's, while not running
@@ -80,7 +86,7 @@ def observed(prior: Cluster, partitions: Mapping[str, Mapping[str, Any]],
         for b, d in brokers.items():
             reg, old = reg_of(d), prior.brokers.get(int(b))
             if old is not None and old.expired and not reg.alive:
-                reg = evolve(reg, expired=True)
+                reg = reg_of(d, expired=True)
             regs[int(b)] = reg
     out = evolve(prior, partitions=parts, brokers=regs)
     if elr is not None and (out.elr_live is not None or elr != out.elr_now):

@@ -367,13 +367,14 @@ def partition_change(
     # which during a reassignment includes the adding and removing replicas).
     min_isr = w.min_isr
     target = p.isr if proposed_isr is None else proposed_isr
-    a = assignment or Assignment(p.replicas, p.adding, p.removing)
+    current = Assignment(p.replicas, p.adding, p.removing)
+    a = assignment or current
     done = complete_reassignment(ctx, a, target, w.config.min_isr(len(
         tuple(r for r in a.replicas if r not in a.removing))))
     completed = done is not None
     if done is not None:
         a, target = done
-    if a != Assignment(p.replicas, p.adding, p.removing):
+    if a != current:
         # The election iterates the new targetReplicas (electAnyLeader).
         w = evolve(w, partition=evolve(p, replicas=a.replicas, adding=a.adding,
                                        removing=a.removing))

@@ -16,26 +16,28 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-_EVOLVERS: dict[type, Any] = {}
+#: One copying function per class and set of changed fields (in the call's order).
+_EVOLVERS: dict[tuple[type, tuple[str, ...]], Any] = {}
 
 
-def _make_evolver(cls: type) -> Any:
-    names = [f.name for f in fields(cls)]
+def _make_evolver(cls: type, changed: tuple[str, ...]) -> Any:
     lines = ["def ev(o, kw):", "    n = new(cls)"]
-    for name in names:
-        lines.append(f"    put(n, {name!r}, kw[{name!r}] if {name!r} in kw else o.{name})")
+    for name in (f.name for f in fields(cls)):
+        value = f"kw[{name!r}]" if name in changed else f"o.{name}"
+        lines.append(f"    put(n, {name!r}, {value})")
     lines.append("    return n")
     env: dict[str, Any] = {"new": object.__new__, "put": object.__setattr__, "cls": cls}
-    exec("\n".join(lines), env)  # generated field copies: no per-field loop
+    exec("\n".join(lines), env)  # generated field copies: no per-field loop or test
     return env["ev"]
 
 
 def evolve(obj: T, **changes: Any) -> T:
     """dataclasses.replace for the frozen state classes, without re-running
     __init__ (the explorer calls it millions of times)."""
-    ev = _EVOLVERS.get(type(obj))
+    key = (type(obj), tuple(changes))
+    ev = _EVOLVERS.get(key)
     if ev is None:
-        ev = _EVOLVERS[type(obj)] = _make_evolver(type(obj))
+        ev = _EVOLVERS[key] = _make_evolver(*key)
     result: T = ev(obj, changes)
     return result
 

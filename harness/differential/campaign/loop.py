@@ -28,10 +28,29 @@ from harness.differential.workload import Capabilities, RandomEvents
 
 
 def _lane_state(s: Session, k: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Lane ``k``'s partitions and brokers of the session's state, in the state's order."""
     topics = set(lane_topics(k))
     parts = {key: v for key, v in s.partitions.items() if key.rpartition("-")[0] in topics}
     ids = {str(b) for b in lane_brokers(k)}
     return parts, {b: v for b, v in s.brokers.items() if b in ids}
+
+
+def _lane_states(s: Session, lanes: int
+                 ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """``_lane_state`` of every lane, from one walk of the state (the same mappings in the
+    same order: each lane's entries in the order the state holds them)."""
+    topic_lane = {t: k for k in range(lanes) for t in lane_topics(k)}
+    broker_lane = {str(b): k for k in range(lanes) for b in lane_brokers(k)}
+    out: list[tuple[dict[str, Any], dict[str, Any]]] = [({}, {}) for _ in range(lanes)]
+    for key, v in s.partitions.items():
+        k = topic_lane.get(key.rpartition("-")[0])
+        if k is not None:
+            out[k][0][key] = v
+    for b, v in s.brokers.items():
+        k = broker_lane.get(b)
+        if k is not None:
+            out[k][1][b] = v
+    return out
 
 
 class Campaign(Classifier, Feedback, Shrinker, Writer):
@@ -150,10 +169,9 @@ class Campaign(Classifier, Feedback, Shrinker, Writer):
             for _ in range(cfg.lane_events):
                 if time.monotonic() >= deadline or self._enough():
                     break
-                batch = []
-                for k, g in enumerate(gens):
-                    parts, brokers = _lane_state(s, k)
-                    batch.append(g.next(parts, brokers))
+                batch = [g.next(parts, brokers)
+                         for g, (parts, brokers) in zip(gens, _lane_states(s, cfg.lanes),
+                                                        strict=True)]
                 if cfg.snapshot_rate > 0 and points.random() < cfg.snapshot_rate:
                     batch.append(p.snapshot(cfg.snapshot_shadow))
                 answers = s.send(batch)

@@ -18,7 +18,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from reference.model.controller import Ctx, partition_change
-from reference.model.controller_events.changes import _accepted, _each, _elections, _refused
+from reference.model.controller_events.changes import (
+    _accepted,
+    _accepted_combined,
+    _each,
+    _elections,
+    _refused,
+)
 from reference.model.controller_events.cluster import MAX_BRANCHES, Cluster, Prediction, Reg
 from reference.model.state import World, evolve
 from reference.releases.profiles import Profile
@@ -126,7 +132,7 @@ def _unfence(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction:
     # ELR that a lower min ISR left (set while ELR was off: no ClearElrRecord) stays
     # (bench/RESULTS-diff.md "Triage, fifth session": release:partitionEpoch:unfence).
     keys = [k for k, p in c2.partitions.items() if p.leader is None]
-    return _accepted(_elections(c2, keys, ctx, "online"))
+    return _accepted_combined(_elections(c2, keys, ctx, "online"))
 
 
 def _fence(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction:
@@ -156,10 +162,14 @@ def _fence(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction:
         states = [y for s in states for y in _fence_one(s, ctx, x, again)][:MAX_BRANCHES]
     out: list[Cluster] = []
     for s in states:
-        regs = {x: (evolve(r, alive=False, expired=True) if x == b or not r.alive else r)
-                for x, r in s.brokers.items()}
+        regs = {x: (_expired(r) if x == b or not r.alive else r) for x, r in s.brokers.items()}
         out.append(evolve(s, brokers=regs))
     return _accepted(out)
+
+
+def _expired(r: Reg) -> Reg:
+    """``r`` with its process not running and its session expired (``r`` itself if so)."""
+    return r if not r.alive and r.expired else evolve(r, alive=False, expired=True)
 
 
 def _controlled_shutdown(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction:

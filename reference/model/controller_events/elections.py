@@ -15,6 +15,7 @@ from typing import Any
 from reference.model.controller import Ctx
 from reference.model.controller_events.changes import (
     _accepted,
+    _accepted_combined,
     _config,
     _elections,
     _refused,
@@ -61,11 +62,11 @@ def _tick(c: Cluster, ctx: Ctx, e: Mapping[str, Any]) -> Prediction:
     task = e["task"]
     if task == "electPreferred":
         keys = [k for k, p in c.partitions.items() if p.leader != p.replicas[0]]
-        return _accepted(_elections(c, keys, ctx, "preferred"))
+        return _accepted_combined(_elections(c, keys, ctx, "preferred"))
     if task == "electUnclean":
         keys = [k for k, p in c.partitions.items() if p.leader is None
                 and _config(c, k).unclean_leader_election]
-        return _accepted(_elections(c, keys, ctx, "unclean"))
+        return _accepted_combined(_elections(c, keys, ctx, "unclean"))
     # fenceStale: the clock does not move; every session that expired was fenced by the
     # `fence` that moved it.
     return _accepted([c])

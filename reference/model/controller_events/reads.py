@@ -34,10 +34,13 @@ class Reads:
         self.read: dict[str, Any] = {}
 
     def __getattr__(self, name: str) -> Any:
-        attr = getattr(type(self.profile), name, None)
+        read = self.read
+        if name in read:  # a field read before: fields do not change
+            return read[name]
+        attr = _member(type(self.profile), name)
         if isinstance(attr, property) and attr.fget is not None:
             return attr.fget(self)
-        if callable(attr):  # a method: run with the wrapper as self, so its reads are kept
+        if attr is not None:  # a method: run with the wrapper as self, so its reads are kept
             return attr.__get__(self)
         value = getattr(self.profile, name)
         self.read.setdefault(name, value)
@@ -55,6 +58,22 @@ class Reads:
 
     def reads(self) -> ReadSet:
         return tuple(self.read.items())
+
+
+#: Each (profile class, name): its property or method, None for a field.
+_MEMBERS: dict[tuple[type, str], Any] = {}
+
+
+def _member(cls: type, name: str) -> Any:
+    """The property or method ``name`` of ``cls``; None for a field."""
+    key = (cls, name)
+    if key not in _MEMBERS:
+        attr = getattr(cls, name, None)
+        if isinstance(attr, property):
+            _MEMBERS[key] = attr if attr.fget is not None else None
+        else:
+            _MEMBERS[key] = attr if callable(attr) else None
+    return _MEMBERS[key]
 
 
 def real(profile: Profile) -> Profile:
