@@ -328,7 +328,10 @@ def test_the_report_says_where_each_call_ran() -> None:
     assert render.where({}) == "Where: not recorded (a campaign from before this line)."
     assert render.where({"where": ["one machine", "spark://h:7077"]}) == (
         "Where: 2 call(s): one machine, Spark spark://h:7077 (one machine runs one cluster "
-        "at a time).")
+        "at a time; Spark runs as many as its executors' slots).")
+    assert render.where({"where": ["spark://h:7077"], "slots": 2}) == (
+        "Where: 1 call(s): Spark spark://h:7077 (Spark runs as many as its executors' slots, "
+        "2 when the plan was made).")
 
 
 def test_a_diff_finding_the_catalog_learned_later_is_named_when_the_report_is_written_again(

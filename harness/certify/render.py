@@ -22,8 +22,12 @@ def where(m: Mapping[str, Any]) -> str:
     if not calls:
         return "Where: not recorded (a campaign from before this line)."
     said = [c if c == "one machine" else f"Spark {c}" for c in calls]
-    return (f"Where: {len(calls)} call(s): {', '.join(said)} (one machine runs one cluster "
-            "at a time).")
+    slots = m.get("slots")
+    how = ["one machine runs one cluster at a time"] if "one machine" in calls else []
+    if any(c != "one machine" for c in calls):
+        how.append("Spark runs as many as its executors' slots"
+                   + (f", {slots} when the plan was made" if slots else ""))
+    return f"Where: {len(calls)} call(s): {', '.join(said)} ({'; '.join(how)})."
 
 
 def shown(cell: Mapping[str, Any] | None) -> str:
