@@ -376,3 +376,34 @@ def test_a_plan_for_two_slots_fills_twice_the_budget(monkeypatch: pytest.MonkeyP
                        2 * split["upgrade"]]
     assert (one["slots"], two["slots"]) == (1, 2)
     assert "times 2 slots" in " ".join(two["rule"]) and "slots" not in " ".join(one["rule"])
+
+
+def _audited(verdict: str, text: str) -> Any:
+    head = SimpleNamespace(verdict=verdict, label="", short=verdict, text=text)
+    return SimpleNamespace(headline=head, axes={})
+
+
+def test_a_failing_cell_is_judged_again_when_the_report_is_written(tmp_path: Path) -> None:
+    """A judge fixed since the run (here: the duplicates a client writes) must not leave a
+    regression today's judges would not give; a clean cell is not judged again."""
+    from harness.certify import rejudge
+    run = tmp_path / "run"
+    run.mkdir()
+    old = {**cell("up", "old", "UNSAFE"), "run_dir": str(run), "text": "UNSAFE (duplicates)"}
+    seen: list[Path] = []
+
+    def audit(path: Path) -> Any:
+        seen.append(path)
+        return _audited("CONFORMS", "CONFORMS")
+    again = rejudge.cell(old, audit)
+    assert again["verdict"] == "CONFORMS" and again["rejudged"]["verdict"] == "UNSAFE"
+    assert again["text"].endswith("(re-judged with today's judges; recorded: UNSAFE (duplicates))")
+    assert rejudge.cell({**cell("up", "old"), "run_dir": str(run)}, audit)["verdict"] == \
+        "CONFORMS" and seen == [run]  # the clean cell: not audited
+    assert rejudge.cell(old, lambda p: _audited("UNSAFE", "UNSAFE (duplicates)")) == old
+
+    def broken(path: Path) -> Any:
+        raise ValueError("an unreadable history")
+    assert rejudge.cell(old, broken) == old
+    gone = {**old, "run_dir": str(tmp_path / "gone")}
+    assert rejudge.cell(gone, audit) == gone and seen == [run]

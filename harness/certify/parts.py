@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.certify import compare, confirm, plan
+from harness.certify.rejudge import declared_failures
 from harness.certify.state import CertifyState, save
 from harness.certify.upgrade import write_scenarios
-from harness.judge.axes import CLEAN, UNSUPPORTED
+from harness.judge.axes import UNSUPPORTED
 
 Say = Callable[[str], None]
 
@@ -181,17 +182,11 @@ class Campaign:
         """One scenario run's record (its RunResult; its history read from run_dir)."""
         from harness.search.hunt import kip_of_run
         h = result.headline
-        bugs, devs = [], []
-        for ax in result.axes.values():
-            e = ax.expected
-            if e and ax.as_expected and ax.verdict not in CLEAN.get(ax.axis, ()) and \
-                    ax.verdict != UNSUPPORTED:
-                bugs += [e["known_bug"]] if e.get("known_bug") else []
-                devs += [e["deviation"]] if e.get("deviation") else []
+        bugs, devs = declared_failures(result.axes.values())
         _, adopted = kip_of_run(result.run_dir)
         return {"part": part, "scenario": p["name"], "path": p["path"], "role": role,
                 "build": build.version, "verdict": h.verdict, "label": h.label,
-                "shown": h.short, "text": h.text, "known_bugs": sorted(set(bugs)),
+                "shown": h.short, "text": h.text, "known_bugs": bugs,
                 "deviations": sorted(set(devs) | set(adopted)),
                 "run_dir": str(result.run_dir), "wall_s": round(result.wall_s, 1),
                 "repro": f"kafka-chaos run {p['path']} {self._build_flag(role)}"}

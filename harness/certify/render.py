@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
-from harness.certify import compare, confirm, plan
+from harness.certify import compare, confirm, plan, rejudge
 from harness.certify.state import CertifyState
 
 
@@ -75,6 +75,7 @@ def model(state: CertifyState) -> dict[str, Any]:
     """Everything the report shows, as certify.json holds it."""
     builds = {"old": state.settings["old"], "new": state.settings["new"]}
     cells, searches = split(state)
+    cells = [rejudge.cell(c) for c in cells]
     searches = [rejudged(s) for s in searches]
     confirms = confirm.records(state.items)
     a = compare.answer(cells, searches, builds, confirms)
