@@ -37,6 +37,23 @@ def test_a_shipped_directory_lands_as_it_was(tmp_path: Path) -> None:
     assert not [p for p in dest.iterdir() if p.name.startswith(".landing")]
 
 
+def test_a_sparse_file_lands_sparse(tmp_path: Path) -> None:
+    """A tar stores holes as zeros: a run's loop image (256 MiB, mostly holes) landed dense
+    filled the disk in a 2-hour Spark campaign (54 GB of run directories); it lands sparse."""
+    src, dest = tmp_path / "s", tmp_path / "d"
+    (src / "run-1").mkdir(parents=True)
+    image = src / "run-1" / "disk-1.img"
+    with image.open("wb") as f:
+        f.truncate(32 << 20)
+        f.seek(5 << 20)
+        f.write(b"superblock")
+    shipping.land(shipping.pack(src), dest)
+    landed = dest / "run-1" / "disk-1.img"
+    assert landed.read_bytes() == image.read_bytes()
+    assert landed.stat().st_blocks * 512 < 1 << 20  # 64 KiB of data, the rest holes
+    assert shipping.resparse(dest) == 0  # already sparse: nothing more to save
+
+
 def test_landing_twice_keeps_one_and_replace_renews_it(tmp_path: Path) -> None:
     src, dest = tmp_path / "s", tmp_path / "d"
     (src / "4.3.1").mkdir(parents=True)

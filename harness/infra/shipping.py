@@ -23,6 +23,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 SCRATCH_PREFIX = "kafka-chaos-task-"
+#: Files from this size on are made sparse again after landing (``resparse``), in blocks of
+#: ``HOLE_BYTES`` of zeros: a tar does not keep holes, and a run directory holds sparse
+#: files (the loop images of extra log dirs, 256 MiB each; Kafka's preallocated index files
+#: of a killed broker, 10 MiB each) that would land dense: ~1 GB for one logdir run.
+SPARSE_FROM_BYTES = 1 << 20
+HOLE_BYTES = 1 << 16
 #: A scratch directory this old whose task holds no lock on it is left by a lost or
 #: cancelled attempt (its Python worker killed before its ``finally``).
 STALE_S = 120.0
@@ -71,6 +77,31 @@ def pack(root: Path) -> bytes:
     return buf.getvalue()
 
 
+def resparse(root: Path) -> int:
+    """Rewrite every regular file under ``root`` of ``SPARSE_FROM_BYTES`` or more with its
+    zero blocks as holes (the same bytes); returns the bytes no longer stored."""
+    saved = 0
+    for path in root.rglob("*"):
+        if path.is_symlink() or not path.is_file():
+            continue
+        st = path.stat()
+        if st.st_size < SPARSE_FROM_BYTES:
+            continue
+        tmp = path.with_name(path.name + ".sparse")
+        with path.open("rb") as src, tmp.open("wb") as out:
+            while block := src.read(HOLE_BYTES):
+                if block.count(0) == len(block):
+                    out.seek(len(block), os.SEEK_CUR)
+                else:
+                    out.write(block)
+            out.truncate(st.st_size)
+        os.chmod(tmp, st.st_mode)
+        os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
+        os.replace(tmp, path)
+        saved += max(0, st.st_blocks * 512 - path.stat().st_blocks * 512)
+    return saved
+
+
 def land(data: bytes, dest: Path, replace: bool = False) -> list[Path]:
     """Unpack ``data`` (from ``pack``) into ``dest``: each top-level entry is unpacked in a
     landing directory under ``dest`` and renamed into place. An entry already there is kept
@@ -83,6 +114,7 @@ def land(data: bytes, dest: Path, replace: bool = False) -> list[Path]:
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
             tar.extractall(landing, filter="data")  # no absolute paths, no ../, no devices
+        resparse(landing)
         out = []
         for entry in sorted(landing.iterdir()):
             target = dest / entry.name
