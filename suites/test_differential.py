@@ -270,6 +270,8 @@ def test_a_new_session_in_the_same_jvm_answers_as_a_new_jvm(kafka_build: Build) 
         alone = fresh.send_many(events)
     assert [a.seq for a in again] == [1, 2, 3, 4, 5]
     assert _without_ids(again) == _without_ids(alone)
-    # createTopic changes no broker: no brokers; fence and unfence do.
-    assert "brokers" not in again[0].raw and "brokers" in again[2].raw
+    # createTopic changes no broker: no brokers on the wire; fence and unfence send the
+    # broker that changed (brokersChanged), and the answer holds them all again.
+    assert not {"brokers", "brokersChanged"} & set(again[0].raw) and again[0].brokers == {}
+    assert "brokersChanged" in again[2].raw and sorted(again[2].brokers) == ["1", "2", "3"]
     assert again[2].brokers["3"]["fenced"] is True and again[3].brokers["3"]["fenced"] is False

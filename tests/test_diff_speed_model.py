@@ -21,7 +21,7 @@ from reference.model.controller_events.changes import (
 from reference.model.controller_events.reads import Reads
 from reference.model.state import Broker, Partition, evolve
 from reference.releases.catalog import PROFILES
-from tests.test_diff_speed import _mutated, _random_cluster
+from test_diff_speed import _mutated, _random_cluster
 
 
 def _changed_before(c: Cluster, prior: Cluster) -> set[str]:
