@@ -10,6 +10,8 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
+from test_diff_speed import _mutated, _random_cluster
+
 from harness.differential.compare import Comparator, _changed, _hidden_from
 from reference.model.controller_events import Cluster, Outcome, ctx_for
 from reference.model.controller_events.changes import (
@@ -21,7 +23,6 @@ from reference.model.controller_events.changes import (
 from reference.model.controller_events.reads import Reads
 from reference.model.state import Broker, Partition, evolve
 from reference.releases.catalog import PROFILES
-from test_diff_speed import _mutated, _random_cluster
 
 
 def _changed_before(c: Cluster, prior: Cluster) -> set[str]:
