@@ -150,17 +150,26 @@ class Campaign:
             self._timed(part, partial(confirm.replay_one, item, build, self.dir), item.key)
             self.say(f"certify [{part}] {confirm.said(self.state.items[item.key])}")
 
+    def _hunt_schedule(self, item: confirm.Item) -> Path | None:
+        """The hunt finding's schedule to re-run, or None with the item recorded as not
+        judgeable (its schedule is not there)."""
+        path = confirm.hunt_scenario(item.finding, self.dir)
+        if path is not None and path.is_file():
+            return path
+        self.state.record(item.key, confirm.hunt_missing(
+            item, self.builds[item.role],
+            f"its schedule {path or '(none recorded)'} is not there"))
+        save(self.dir, self.state)
+        return None
+
     def _confirm_runs(self, todo: list[confirm.Item]) -> None:
         """The hunt findings' schedules, one cluster at a time."""
         from harness.run.runner import Runner
         from harness.scenario.loader import load_scenario
         for n, item in enumerate(todo):
             build = self.builds[item.role]
-            path = confirm.hunt_scenario(item.finding, self.dir)
-            if path is None or not path.is_file():
-                self.state.record(item.key, confirm.hunt_missing(
-                    item, build, f"its schedule {path or '(none recorded)'} is not there"))
-                save(self.dir, self.state)
+            path = self._hunt_schedule(item)
+            if path is None:
                 continue
             self._progress("hunt", n, len(todo), 120.0 * (len(todo) - n),
                            f"{path.name} on {build.version} (a confirmation)")

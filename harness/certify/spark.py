@@ -186,11 +186,8 @@ class SparkCampaign(Campaign):
         works = []
         for item in todo:
             build = self.builds[item.role]
-            path = confirm.hunt_scenario(item.finding, self.dir)
-            if path is None or not path.is_file():
-                self.state.record(item.key, confirm.hunt_missing(
-                    item, build, f"its schedule {path or '(none recorded)'} is not there"))
-                save(self.dir, self.state)
+            path = self._hunt_schedule(item)
+            if path is None:
                 continue
             spec = replace(spec_for(path, build, self.backend, self.runs_dir, None,
                                     self.step_timeout_s), runs_dir=str(self.runs_dir),

@@ -249,16 +249,8 @@ final class DriverIndexOracle {
                 int partition = t.ids[k];
                 int[] holders = isr ? reg.isr : (int[]) get(PART_ELR, reg);
                 for (int b : holders) {
-                    int entry = isr && b == reg.leader ? partition | LEADER_FLAG : partition;
                     expected++;
-                    if (!indexed(members, b, id, entry)) {
-                        String where = names.partition(id, partition);
-                        out.report(index, where, Arrays.asList(index, "missing", b, id, partition),
-                            () -> "broker " + b + " is in the " + (isr ? "ISR" : "ELR") + " of " + where
-                                + " (" + describe(reg) + ") but " + index + " does not index it"
-                                + (isr ? (entry < 0 ? " as its leader" : " as a follower") : "")
-                                + "; indexed: " + entries(members, b, id));
-                    }
+                    checkIndexed(names, members, index, isr, id, partition, reg, b, out);
                 }
                 if (isr && reg.leader == NO_LEADER) {
                     expected++;
@@ -346,6 +338,21 @@ final class DriverIndexOracle {
             default:
                 return "indexed twice";
         }
+    }
+
+    /** Reports broker {@code b}, a holder of the partition's ISR (or ELR), missing from the index. */
+    static void checkIndexed(DriverOracleNames names, Map<Integer, Map<Uuid, int[]>> members, String index,
+                             boolean isr, Uuid id, int partition, PartitionRegistration reg, int b, Sink out) {
+        int entry = isr && b == reg.leader ? partition | LEADER_FLAG : partition;
+        if (indexed(members, b, id, entry)) {
+            return;
+        }
+        String where = names.partition(id, partition);
+        out.report(index, where, Arrays.asList(index, "missing", b, id, partition),
+            () -> "broker " + b + " is in the " + (isr ? "ISR" : "ELR") + " of " + where
+                + " (" + describe(reg) + ") but " + index + " does not index it"
+                + (isr ? (entry < 0 ? " as its leader" : " as a follower") : "")
+                + "; indexed: " + entries(members, b, id));
     }
 
     static boolean indexed(Map<Integer, Map<Uuid, int[]>> members, int broker, Uuid topic, int entry) {

@@ -170,15 +170,7 @@ final class DriverIndexScope {
                         Set<Integer> brokers, DriverIndexOracle.Sink out) {
         for (int b : holders(reg, isr)) {
             brokers.add(b);
-            int entry = isr && b == reg.leader ? partition | LEADER_FLAG : partition;
-            if (!indexed(members, b, id, entry)) {
-                String where = names.partition(id, partition);
-                out.report(index, where, Arrays.asList(index, "missing", b, id, partition),
-                    () -> "broker " + b + " is in the " + (isr ? "ISR" : "ELR") + " of " + where
-                        + " (" + describe(reg) + ") but " + index + " does not index it"
-                        + (isr ? (entry < 0 ? " as its leader" : " as a follower") : "")
-                        + "; indexed: " + entries(members, b, id));
-            }
+            DriverIndexOracle.checkIndexed(names, members, index, isr, id, partition, reg, b, out);
         }
         if (isr && reg.leader == NO_LEADER && !indexed(members, NO_LEADER, id, partition | LEADER_FLAG)) {
             String where = names.partition(id, partition);
