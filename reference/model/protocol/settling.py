@@ -2,8 +2,9 @@
 
 ``settle`` explores every branch the profile leaves open (kip966: any valid candidate in an
 election) and the protocol's races it models (during a reassignment, which in-sync follower
-joins the ISR first: ``replication._shrink_or_expand``), and returns each settled world once. A reassignment completes inside the partition
-change that makes it complete (KIP-966 'Other behaviors' 4), so no action of its own does.
+joins the ISR first: ``replication._shrink_or_expand``), and returns each settled world
+once. A reassignment completes inside the partition change that makes it complete (KIP-966
+'Other behaviors' 4), so no action of its own does.
 Timing-dependent extras start from settled worlds: auto leader rebalance (``rebalanced``,
 the preferred election of KIP-1303 'Preferred Leader Election') and, without Pre-Vote, a
 rejoined controller forcing a quorum election (``pending_disruptions``).
