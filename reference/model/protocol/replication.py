@@ -142,12 +142,32 @@ def _shrink_or_expand(w: World, ctx: Ctx) -> list[World] | None:
                     and (not same_log(w.broker(r).log, leader.log) or r not in heard))
     if out:
         return partition_change(w, ctx, proposed_isr=p.isr - out)
-    for r in followers(w):
-        f = w.broker(r)
-        if (r not in p.isr and fetching(w, f, leader) and same_log(f.log, leader.log)
-                and acceptable(f)):
-            return partition_change(w, ctx, proposed_isr=p.isr | {r})
-    return None
+    joining = [r for r in followers(w)
+               if r not in p.isr and fetching(w, w.broker(r), leader)
+               and same_log(w.broker(r).log, leader.log) and acceptable(w.broker(r))]
+    if not joining:
+        return None
+    if not (p.adding or p.removing):
+        # Outside a reassignment the order of the joins leaves the same settled state.
+        return partition_change(w, ctx, proposed_isr=p.isr | {joining[0]})
+    # The leader adds one follower per AlterPartition, the first whose fetch finds it in
+    # sync while none is in flight (Partition.maybeExpandIsr -> canAddReplicaToIsr,
+    # prepareIsrExpand: isr + newInSyncReplicaId, PendingExpandIsr; identical in 4.3.1 and
+    # 4.4.0), and only once its metadata shows the follower unfenced (isReplicaIsrEligible):
+    # a follower that was fenced joins after one that was only cut off, whatever the
+    # assignment order. During a reassignment the order decides the outcome: the change
+    # that adds the last adding replica completes it with the ISR of that moment
+    # (PartitionReassignmentReplicas.maybeCompleteReassignment: "Wait for all adding sync
+    # replicas to join the ISR", not the other target replicas; KIP-966 "Other behaviors"
+    # 4), and a leader that leaves the replicas is replaced by the first target replica
+    # in that ISR (PartitionChangeBuilder.electAnyLeader). One branch per first joiner.
+    # Found by the certify hunt on 4.4.0 (fuzz-s1-41): target [3, 2] of [3, 1], follower 2
+    # joined while 3 was still fenced after a heal; leader 2, where the model said 3.
+    outs: list[World] = []
+    for r in joining:
+        outs.extend(x for x in partition_change(w, ctx, proposed_isr=p.isr | {r})
+                    if x not in outs)
+    return outs
 
 
 #: Above this many branches per world, a follower's unconfirmed fetch is either whole or

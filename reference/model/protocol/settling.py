@@ -1,8 +1,10 @@
 """Settling: the protocol actions in their priority, run until none applies.
 
 ``settle`` explores every branch the profile leaves open (kip966: any valid candidate in an
-election) and returns each settled world once. A reassignment completes inside the partition
-change that makes it complete (KIP-966 'Other behaviors' 4), so no action of its own does.
+election) and the protocol's races it models (during a reassignment, which in-sync follower
+joins the ISR first: ``replication._shrink_or_expand``), and returns each settled world
+once. A reassignment completes inside the partition change that makes it complete (KIP-966
+'Other behaviors' 4), so no action of its own does.
 Timing-dependent extras start from settled worlds: auto leader rebalance (``rebalanced``,
 the preferred election of KIP-1303 'Preferred Leader Election') and, without Pre-Vote, a
 rejoined controller forcing a quorum election (``pending_disruptions``).
