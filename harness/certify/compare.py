@@ -18,6 +18,9 @@ not run). The rules (docs/CERTIFY.md "The answer"):
   explains (class and reproduction), and a cell failing on NEW without a declaration;
 - a finding class on one build only whose known bug both builds met is neither (the same
   bug seen another way by a time-bounded search); a hunt harness error is "could not judge";
+- a recorded diff finding that today's code replayed on its build without its class coming
+  again (certify/rereplay.py: a model gap closed since the campaign) is none of these: it
+  is listed as "re-judged with today's code, not reproduced";
 - **cited deviations**: those each build needed (declared in a cell, met by diff or hunt);
 - **could not judge**: cells unjudged on either build (never counted as a regression).
 
@@ -59,6 +62,9 @@ _UNJUDGED = ("UNSUPPORTED", "ERROR", "INCOMPLETE", NOT_RUN, "NONE")
 #: Hunt classes and diff findings that a known bug or a cited deviation explains.
 EXPLAINED = ("known-bug", "cited-deviation")
 HARNESS_ERROR = "harness-error"
+#: A recorded diff finding that today's code replayed without its class coming again
+#: (certify/rereplay.py): neither a finding of the build nor a change between the builds.
+GONE = "not-reproduced-now"
 
 
 def hunt_bug(why: str) -> str | None:
@@ -129,6 +135,8 @@ class Answer:
     #: the one-build findings confirmed on both builds: CONFIRMED / BOTH / FLAKY / CANNOT
     #: -> "part key" each
     checked: dict[str, list[str]] = field(default_factory=dict)
+    #: the recorded findings today's code no longer reports (GONE)
+    gone: list[str] = field(default_factory=list)
 
     @property
     def still_present(self) -> list[str]:
@@ -141,7 +149,7 @@ class Answer:
                 "known_bugs_still_present": self.still_present,
                 "new_findings": self.new_findings, "deviations": self.deviations,
                 "unjudged": self.unjudged, "coverage": self.coverage,
-                "checked": self.checked}
+                "checked": self.checked, "gone": self.gone}
 
 
 def _cell_word(cell: Mapping[str, Any] | None) -> str:
@@ -250,7 +258,8 @@ def answer(cells: Iterable[Mapping[str, Any]], searches: Iterable[Mapping[str, A
 def _finding_keys(searches: Iterable[Mapping[str, Any]], out: Answer
                   ) -> dict[tuple[str, str], dict[str, dict[str, Any]]]:
     """(part, finding key) -> role -> the finding (with its build); the searches'
-    deviations, coverage and known bugs noted in ``out`` on the way."""
+    deviations, coverage and known bugs noted in ``out`` on the way, and each finding today's
+    code no longer reports (GONE) in ``out.gone`` instead of here."""
     keys: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
     for s in searches:
         for d in s.get("deviations", ()):
@@ -258,6 +267,10 @@ def _finding_keys(searches: Iterable[Mapping[str, Any]], out: Answer
         if s.get("coverage"):
             out.coverage.append(f"{s['part']} on {s['build']}: {s['coverage']}")
         for f in s.get("findings", ()):
+            if f.get("cls") == GONE:  # not met now on the build it was recorded on
+                out.gone.append(f"{s['part']} {f['key']} on {s['build']}: {f.get('now')} "
+                                f"with today's code (recorded: {f.get('repro', '')})")
+                continue
             keys.setdefault((s["part"], f["key"]), {})[s["role"]] = {**f, "build": s["build"]}
             if f.get("known_bug"):
                 _note(out.known_bugs, f["known_bug"], s["role"], f"{s['part']} {f['key']}")
@@ -370,6 +383,9 @@ def headline_lines(a: Answer, builds: Mapping[str, str]) -> list[str]:
             f"CITED DEVIATIONS: {listed(deviations, 10)}",
             f"COVERAGE: {listed(a.coverage)}",
             f"COULD NOT JUDGE ({len(a.unjudged)}): {listed(a.unjudged)}"]
+    if a.gone:  # recorded findings today's code replayed without their class
+        top.append(f"RE-JUDGED WITH TODAY'S CODE, NOT REPRODUCED ({len(a.gone)}): "
+                   f"{listed(a.gone)}")
     if a.checked:  # the one-build findings run again on both builds (module doc)
         n = sum(len(v) for v in a.checked.values())
         top.append(f"ONE-BUILD FINDINGS CHECKED ON BOTH BUILDS ({n}): " + "; ".join(

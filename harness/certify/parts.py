@@ -18,7 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from harness.certify import compare, confirm, plan
+from harness.certify import compare, confirm, plan, rereplay
 from harness.certify.rejudge import declared_failures
 from harness.certify.state import CertifyState, save
 from harness.certify.upgrade import write_scenarios
@@ -131,9 +131,12 @@ class Campaign:
         """A diff finding's events replayed here (also with --master: one driver JVM);
         a hunt finding's schedule run on a fresh cluster (``_confirm_runs``)."""
         from harness.certify import render
+        if part == "diff":
+            self._rereplay()
         cells, searches = render.split(self.state)  # as the report reads them
+        gone = rereplay.gone(self.state.items, rereplay.code_id())
         todo = confirm.todo(self.state.items, part, cells,
-                            [render.rejudged(s) for s in searches])
+                            [render.rejudged(s, gone) for s in searches])
         if not todo:
             return
         found = len({(i.found_on, i.finding["key"]) for i in todo})
@@ -149,6 +152,25 @@ class Campaign:
                            f"replaying {item.finding['key']} on {build.version}")
             self._timed(part, partial(confirm.replay_one, item, build, self.dir), item.key)
             self.say(f"certify [{part}] {confirm.said(self.state.items[item.key])}")
+
+    def _rereplay(self) -> None:
+        """Each unexplained diff finding replayed on its own build with today's code, once
+        per code (certify/rereplay.py): a class that code no longer reports leaves the
+        answer's new findings."""
+        from harness.certify import render
+        code = rereplay.code_id()
+        _, searches = render.split(self.state)
+        todo = rereplay.todo(self.state.items, [render.rejudged(s) for s in searches], code)
+        if todo:
+            self.say(f"certify [diff]: {len(todo)} unexplained finding(s) recorded by other "
+                     "code; each replays its events with today's code on its own build")
+        for n, item in enumerate(todo):
+            build = self.builds[item.role]
+            self._progress("diff", n, len(todo), 15.0 * (len(todo) - n),
+                           f"replaying {item.finding['key']} on {build.version} (today's code)")
+            self._timed("diff", partial(rereplay.replayed, item, build, self.dir, code),
+                        item.key)
+            self.say(f"certify [diff] {confirm.said(self.state.items[item.key])}")
 
     def _hunt_schedule(self, item: confirm.Item) -> Path | None:
         """The hunt finding's schedule to re-run, or None with the item recorded as not

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
-from harness.certify import compare, confirm, plan, rejudge
+from harness.certify import compare, confirm, plan, rejudge, rereplay
 from harness.certify.state import CertifyState
 
 
@@ -41,12 +41,16 @@ def split(state: CertifyState) -> tuple[list[dict[str, Any]], list[dict[str, Any
     return cells, searches
 
 
-def rejudged(search: Mapping[str, Any]) -> dict[str, Any]:
+def rejudged(search: Mapping[str, Any],
+             gone: Mapping[tuple[str, str], Mapping[str, Any]] | None = None
+             ) -> dict[str, Any]:
     """A diff record with each finding no known bug named when it was recorded looked up
     in today's catalog (reference/releases/known_bugs.py ``naming_diff_finding``, on the
     finding file's signature and detail): a report written again after the catalog learned
-    a bug says so ("named by the catalog now"), as `report --campaign` does. Other records
-    as they are; a finding file gone or unreadable: as recorded."""
+    a bug says so ("named by the catalog now"), as `report --campaign` does; one still
+    unnamed that today's code replayed without its class coming again (``gone``: role,
+    key -> that record, certify/rereplay.py) is ``compare.GONE``. Other records as they
+    are; a finding file gone or unreadable: as recorded."""
     if search.get("part") == "hunt":  # recorded before compare.hunt_bug: "known" for its id
         return {**search, "findings": [
             {**f, "known_bug": compare.hunt_bug(str(f.get("why")))}
@@ -67,6 +71,9 @@ def rejudged(search: Mapping[str, Any]) -> dict[str, Any]:
                 bug = None
             if bug is not None:
                 f = {**f, "known_bug": bug.id, "cls": "known-bug", "rejudged": True}
+        now = (gone or {}).get((str(search["role"]), str(f["key"])))
+        if now is not None and not f.get("known_bug"):
+            f = {**f, "cls": compare.GONE, "rejudged": True, "now": now.get("text")}
         out.append(f)
     return {**search, "findings": out}
 
@@ -76,7 +83,8 @@ def model(state: CertifyState) -> dict[str, Any]:
     builds = {"old": state.settings["old"], "new": state.settings["new"]}
     cells, searches = split(state)
     cells = [rejudge.cell(c) for c in cells]
-    searches = [rejudged(s) for s in searches]
+    searches = [rejudged(s, rereplay.gone(state.items, rereplay.code_id()))
+                for s in searches]
     confirms = confirm.records(state.items)
     a = compare.answer(cells, searches, builds, confirms)
     incomplete = [p for p in plan.PARTS if not state.part(p)["done"]]
