@@ -96,8 +96,8 @@ def test_gone_on_one_build_only_is_a_one_build_finding_to_confirm(
     """Met on both builds when recorded, gone on the old one now: NEW alone meets it, so
     the confirmation replays it on both builds."""
     st = _campaign(tmp_path, ("old", "new"))
-    gone = {("old", KEY): {"text": "NOT REPRODUCED in 4 events"}}
-    searches = [render.rejudged(s, gone) for s in render.split(st)[1]]
+    now = {("old", KEY): {"text": "NOT REPRODUCED in 4 events", "reproduced": False}}
+    searches = [render.rejudged(s, now) for s in render.split(st)[1]]
     assert compare.searches_to_confirm([], searches)[0][1:3] == (KEY, "new")
     assert compare.answer([], searches, {"old": "4.3.1", "new": "4.4.0"}).regressions == [
         f"diff finding on 4.4.0 only: {KEY} (unexplained)"]
@@ -119,7 +119,7 @@ def test_a_record_of_other_code_is_made_again_and_does_not_count(tmp_path: Path)
     searches = render.split(st)[1]
     st.record(rereplay.key_of("new", KEY), {"role": "new", "key": KEY, "reproduced": False,
                                             "code": "older", "text": "NOT REPRODUCED"})
-    assert rereplay.gone(st.items, "today") == {}
+    assert rereplay.current(st.items, "today") == {}
     assert [i.key for i in rereplay.todo(st.items, searches, "today")] == [
         rereplay.key_of("new", KEY)]
     assert rereplay.todo(st.items, searches, "older") == []
@@ -140,3 +140,18 @@ def test_the_fingerprint_follows_the_deciding_files(tmp_path: Path) -> None:
     assert rereplay.code_id.__wrapped__(tmp_path) == first
     model.write_text("A = 2\n")
     assert rereplay.code_id.__wrapped__(tmp_path) != first
+
+
+def test_reproduced_it_is_named_by_what_today_s_code_said(tmp_path: Path) -> None:
+    """A class the catalog names by its detail only (the text the original controller threw,
+    which older code did not write) is named when today's replay says it."""
+    st = _campaign(tmp_path, ("new",))
+    sig = "snapshot:ok:heartbeat:kafka-4.3"
+    said = {"reproduced": True, "signature": sig, "text": "REPRODUCED at event 3 of 4",
+            "detail": "the original threw java.lang.RuntimeException: Topic ID x existed in "
+                      "isrMembers, but not in the topics map."}
+    [s] = [s for s in render.split(st)[1] if s["role"] == "new"]
+    f = render.rejudged(s, {("new", KEY): said})["findings"][0]
+    assert f["known_bug"] == "directory-index-stale-after-topic-deletion"
+    assert render.rejudged(s, {("new", KEY): {**said, "detail": "other"}})["findings"][0][
+        "cls"] == "unexplained"

@@ -116,6 +116,8 @@ def replay_one(item: Item, build: Any, campaign_dir: Path) -> dict[str, Any]:
         text = f"NOT REPRODUCED in {len(doc['events'])} events"
     return {**rec, "reproduced": r.again is not None, "text": text,
             "seen": sorted(r.seen), "wall_s": round(time.monotonic() - t0, 1),
+            # what today's code said of the class (the catalog names some by it)
+            "signature": r.again, "detail": r.details.get(r.again or "", ""),
             "repro": f"kafka-chaos diff --replay {path} --kafka-version {build.version}"}
 
 

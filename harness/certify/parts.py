@@ -134,9 +134,9 @@ class Campaign:
         if part == "diff":
             self._rereplay()
         cells, searches = render.split(self.state)  # as the report reads them
-        gone = rereplay.gone(self.state.items, rereplay.code_id())
+        now = rereplay.current(self.state.items, rereplay.code_id())
         todo = confirm.todo(self.state.items, part, cells,
-                            [render.rejudged(s, gone) for s in searches])
+                            [render.rejudged(s, now) for s in searches])
         if not todo:
             return
         found = len({(i.found_on, i.finding["key"]) for i in todo})

@@ -42,15 +42,16 @@ def split(state: CertifyState) -> tuple[list[dict[str, Any]], list[dict[str, Any
 
 
 def rejudged(search: Mapping[str, Any],
-             gone: Mapping[tuple[str, str], Mapping[str, Any]] | None = None
+             now: Mapping[tuple[str, str], Mapping[str, Any]] | None = None
              ) -> dict[str, Any]:
     """A diff record with each finding no known bug named when it was recorded looked up
     in today's catalog (reference/releases/known_bugs.py ``naming_diff_finding``, on the
     finding file's signature and detail): a report written again after the catalog learned
-    a bug says so ("named by the catalog now"), as `report --campaign` does; one still
-    unnamed that today's code replayed without its class coming again (``gone``: role,
-    key -> that record, certify/rereplay.py) is ``compare.GONE``. Other records as they
-    are; a finding file gone or unreadable: as recorded."""
+    a bug says so ("named by the catalog now"), as `report --campaign` does. One still
+    unnamed that today's code replayed (``now``: role, key -> that record,
+    certify/rereplay.py): ``compare.GONE`` when its class did not come again, else looked
+    up again with today's signature and detail. Other records as they are; a finding file
+    gone or unreadable: as recorded."""
     if search.get("part") == "hunt":  # recorded before compare.hunt_bug: "known" for its id
         return {**search, "findings": [
             {**f, "known_bug": compare.hunt_bug(str(f.get("why")))}
@@ -71,11 +72,25 @@ def rejudged(search: Mapping[str, Any],
                 bug = None
             if bug is not None:
                 f = {**f, "known_bug": bug.id, "cls": "known-bug", "rejudged": True}
-        now = (gone or {}).get((str(search["role"]), str(f["key"])))
-        if now is not None and not f.get("known_bug"):
-            f = {**f, "cls": compare.GONE, "rejudged": True, "now": now.get("text")}
+        rec = (now or {}).get((str(search["role"]), str(f["key"])))
+        if rec is not None and not f.get("known_bug"):
+            f = _replayed_now(f, rec, version_tuple(str(search["build"])))
         out.append(f)
     return {**search, "findings": out}
+
+
+def _replayed_now(f: Mapping[str, Any], rec: Mapping[str, Any], version: Any
+                  ) -> dict[str, Any]:
+    """An unnamed finding as its replay with today's code says (rejudged)."""
+    from reference.releases.known_bugs import naming_diff_finding
+    if rec.get("reproduced") is False:
+        return {**f, "cls": compare.GONE, "rejudged": True, "now": rec.get("text")}
+    bug = naming_diff_finding(version, str(rec["signature"]), rec.get("detail")) \
+        if rec.get("reproduced") and rec.get("signature") else None
+    if bug is None:
+        return dict(f)
+    return {**f, "known_bug": bug.id, "cls": "known-bug", "rejudged": True,
+            "now": f"named by today's replay ({rec.get('text')})"}
 
 
 def model(state: CertifyState) -> dict[str, Any]:
@@ -83,7 +98,7 @@ def model(state: CertifyState) -> dict[str, Any]:
     builds = {"old": state.settings["old"], "new": state.settings["new"]}
     cells, searches = split(state)
     cells = [rejudge.cell(c) for c in cells]
-    searches = [rejudged(s, rereplay.gone(state.items, rereplay.code_id()))
+    searches = [rejudged(s, rereplay.current(state.items, rereplay.code_id()))
                 for s in searches]
     confirms = confirm.records(state.items)
     a = compare.answer(cells, searches, builds, confirms)

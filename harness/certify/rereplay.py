@@ -12,7 +12,10 @@ finding (``code_id``: the model, reference/, and the driver and comparison,
 harness/differential/). A record made by other code is stale and made again; only a record
 of today's code counts. A finding whose replay does not show its class again is
 ``compare.GONE``: listed under "RE-JUDGED WITH TODAY'S CODE", never as a new finding, a
-regression or a fix; one reproduced, or one the replay could not judge, stays as recorded."""
+regression or a fix; one reproduced is looked up in the catalog again with what today's code
+said of it (a known bug named by its detail, e.g. the text of the exception the original
+controller threw, which older code did not write); one the replay could not judge stays as
+recorded (render.rejudged)."""
 
 from __future__ import annotations
 
@@ -71,10 +74,8 @@ def replayed(item: confirm.Item, build: Any, campaign_dir: Path, code: str
     return {**confirm.replay_one(item, build, campaign_dir), "part": PART, "code": code}
 
 
-def gone(items: Mapping[str, Mapping[str, Any]], code: str
-         ) -> dict[tuple[str, str], Mapping[str, Any]]:
-    """(role, finding key) -> the record, for each finding today's code replayed without
-    its class coming again."""
+def current(items: Mapping[str, Mapping[str, Any]], code: str
+            ) -> dict[tuple[str, str], Mapping[str, Any]]:
+    """(role, finding key) -> the record of each finding replayed with ``code``."""
     return {(r["role"], r["key"]): r for k, r in items.items()
-            if k.split("/")[0] == PART and r.get("code") == code
-            and r.get("reproduced") is False}
+            if k.split("/")[0] == PART and r.get("code") == code}

@@ -27,6 +27,8 @@ class Replayed:
 
     signature: str
     seen: dict[str, int] = field(default_factory=dict)
+    #: each signature's first detail (what a known bug's ``diff_details`` are matched on)
+    details: dict[str, str] = field(default_factory=dict)
 
     @property
     def again(self) -> str | None:
@@ -85,6 +87,7 @@ def replay(build: Build, doc: Mapping[str, Any],
             say(f"{i:4d} {json.dumps(event)} -> {said}; release {rep.release}, kip {rep.kip}")
             for f in rep.findings:
                 out.seen.setdefault(f.signature, i)
+                out.details.setdefault(f.signature, f.detail)
                 say(f"     FINDING {f.signature}: {f.detail[:300]}")
     finally:
         s.close()
