@@ -2,7 +2,8 @@
 replayed in fresh sessions with events deleted (halves, quarters, ... single events) while
 the same signature still appears; several candidates share one JVM, each in a namespace of
 its own (candidates run one after the other, so the clock and ticks of one cannot change
-another's state midway). Bounded by attempts and time."""
+another's state midway; what is the whole controller's, a snapshot's shadow, the cluster's
+configs and the ELR feature level, is put back after each). Bounded by attempts and time."""
 
 from __future__ import annotations
 
@@ -15,6 +16,20 @@ from harness.differential.campaign.lanes import finding_lane, lane_of_topic, ren
 from harness.differential.campaign.session import Session, settings_for
 from harness.differential.campaign.state import CampaignState, Found
 from harness.differential.oracles import ORACLE_ERROR
+
+
+def _cluster_wide(event: dict[str, Any]) -> bool:
+    """An alterConfig of the cluster's defaults (neither a topic's nor a broker's)."""
+    return event["op"] == "alterConfig" and "topic" not in event and "broker" not in event
+
+
+def _cluster_configs(records: Sequence[dict[str, Any]]) -> dict[str, str | None]:
+    """The cluster-default configs the records set (ConfigRecord of resource type 4,
+    BROKER, with the empty name: ConfigResource's cluster default), e.g. the min ISR a 4.x
+    controller with ELR on writes at bootstrap."""
+    return {str(r["name"]): r.get("value") for r in records
+            if r.get("type") == "ConfigRecord" and r.get("resourceType") == 4
+            and r.get("resourceName") == ""}
 
 
 class Shrinker(CampaignState):
@@ -39,6 +54,15 @@ class Shrinker(CampaignState):
                     # events too: ended (a snapshot with no shadow).
                     end = p.snapshot(0)
                     s.comparator.step(end, s.send([end])[0])
+                touched = sorted({k for e in events if _cluster_wide(e) for k in e["configs"]})
+                if touched:
+                    # The cluster's configs are the whole controller's (an unclean election
+                    # allowed, the min ISR): back to the session's before the next
+                    # candidate, else it runs with what an earlier one left (e.g. a cancel
+                    # that needs an unclean election, allowed only by that).
+                    start = _cluster_configs(s.ready.records)
+                    back = p.alter_config({k: start.get(k, self._static(k)) for k in touched})
+                    s.comparator.step(back, s.send([back])[0])
                 if any(e["op"] == "updateFeature" for e in events):
                     # The level is the whole controller's: the next candidate starts at
                     # the session's, as it would alone.
@@ -47,6 +71,12 @@ class Shrinker(CampaignState):
         finally:
             s.close()
         return out
+
+    def _static(self, name: str) -> str | None:
+        """A cluster config's value beneath the dynamic ones: the session's min ISR (set
+        again, not deleted: the model knows no static value beneath a deleted one), else
+        none (deleted: the driver's static config, the session's settings)."""
+        return str(self.cfg.min_isr) if name == "min.insync.replicas" else None
 
     def _shrink(self, found: Found) -> None:
         cfg = self.cfg
