@@ -418,14 +418,17 @@ class Comparator:
             setattr(report, axis, verdict)
             self.states[axis] = self._resync(obs, chosen, event, ok)
         after = self.states["release"]
+        reported: set[str] = set()
         for key, rule, detail in invariants(after, before):
             if self._stale_elr(key, rule, report, before, event):
                 continue
+            if rule == "ElrEmptyAtMinIsr":
+                reported.add(key)
             report.findings.append(Finding("invariant", rule, op, self.release.name,
                                            f"{detail} ({_RULES} {rule})",
                                            build={key: view(after.partitions[key])}, where=key,
                                            records=_records(answer, key)))
-        self.stale.update(event, ok, before, after)
+        self.stale.update(event, ok, before, after, frozenset(reported))
         return self._snapshot(report, op, answer)
 
     def _stale_elr(self, key: str, rule: str, report: StepReport, before: Cluster,

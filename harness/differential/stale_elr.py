@@ -37,6 +37,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from reference.model.controller_events import Cluster, Prediction
+from reference.model.controller_events.changes import min_isr_of
 from reference.model.state import evolve
 
 MIN_ISR = "min.insync.replicas"
@@ -68,13 +69,23 @@ class StaleElr:
         self.members: dict[str, frozenset[int]] = {}
 
     def update(self, event: Mapping[str, Any], accepted: bool, before: Cluster,
-               after: Cluster) -> None:
-        """After an event: the members it kept, and those still in the ELR."""
+               after: Cluster, reported: frozenset[str] = frozenset()) -> None:
+        """After an event: the members it kept, and those still in the ELR. A tracked
+        partition the event left with an ELR beside an ISR at min ISR (whether the event
+        made that or kept it) has every ELR member stale: ELR on throughout empties the ELR
+        whenever the ISR reaches min ISR (maybePopulateTargetElr), so that state and each
+        member in it follow from the kept ones (an election of a stale member leaves the
+        other members so: the second and third ``unfence`` of the campaign's lane). One
+        ``reported`` (a finding at this event, not the deviation's) is no longer tracked."""
         if self.members:
             kept: dict[str, frozenset[int]] = {}
             for key, stale in self.members.items():
                 q = after.partitions.get(key)
-                left = stale & q.elr if q is not None else frozenset()
+                if q is None or key in reported:
+                    continue
+                left = stale & q.elr
+                if q.elr and len(q.isr) >= min_isr_of(after, key):
+                    left = q.elr
                 if left:
                     kept[key] = left
             self.members = kept
