@@ -428,7 +428,7 @@ class Comparator:
                                            f"{detail} ({_RULES} {rule})",
                                            build={key: view(after.partitions[key])}, where=key,
                                            records=_records(answer, key)))
-        self.stale.update(event, ok, before, after, frozenset(reported))
+        self.stale.update(event, ok, before, after, reported)
         return self._snapshot(report, op, answer)
 
     def _stale_elr(self, key: str, rule: str, report: StepReport, before: Cluster,

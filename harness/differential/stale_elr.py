@@ -34,6 +34,7 @@ without the stale members and stays a finding.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from reference.model.controller_events import Cluster, Prediction
@@ -69,7 +70,7 @@ class StaleElr:
         self.members: dict[str, frozenset[int]] = {}
 
     def update(self, event: Mapping[str, Any], accepted: bool, before: Cluster,
-               after: Cluster, reported: frozenset[str] = frozenset()) -> None:
+               after: Cluster, reported: AbstractSet[str] = frozenset()) -> None:
         """After an event: the members it kept, and those still in the ELR. A tracked
         partition the event left with an ELR beside an ISR at min ISR (whether the event
         made that or kept it) has every ELR member stale: ELR on throughout empties the ELR
