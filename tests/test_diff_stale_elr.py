@@ -180,6 +180,26 @@ def test_only_a_min_isr_change_elr_on_would_clear_for_is_tracked() -> None:
     assert s.members == {}
 
 
+def test_the_kips_own_text_reaches_the_state_and_4x_with_elr_on_does_not() -> None:
+    """Why this is no Kafka defect of its own: KIP-966 removes the ELR at a min ISR change
+    only "if the new min ISR <= current ISR" and removes only the elected member at an ELR
+    election ('Controller behaviors' 3), so from ISR [], ELR [2, 3, 4] at min ISR 3 the KIP
+    (``kip966``) keeps the ELR at min ISR 1 and unfencing 2 leaves ELR [3, 4] beside ISR
+    [2]: the KIP's rules break its own invariant with ELR on throughout. 4.x clears the ELR
+    at every min ISR change while ELR is on (min-isr-change-always-clears-elr), so only a
+    change made with ELR off keeps one."""
+    for name, after_change, elected in [("kip966", [2, 3, 4], (2, [2], [3, 4])),
+                                        ("kafka-4.3", [], (None, [], []))]:
+        profile = get_profile(name)
+        c = initial({}, _regs((2, 3, 4)), min_isr=3, unclean=False, elr=True)
+        c = observed(c, {"t-0": part(-1, 1, 3, R, [], [2, 3, 4])}, None)
+        (out,) = apply(c, profile, p.alter_config({"min.insync.replicas": "1"})).outcomes
+        assert sorted(out.cluster.partitions["t-0"].elr) == after_change, name
+        (end,) = apply(out.cluster, profile, p.unfence(2)).outcomes
+        q = end.cluster.partitions["t-0"]
+        assert (q.leader, sorted(q.isr), sorted(q.elr)) == elected, name
+
+
 # ---- the real driver ----
 
 def _doc(events: list[dict[str, Any]]) -> dict[str, Any]:
