@@ -47,6 +47,7 @@ from typing import Any
 from harness.differential.model import FIELDS, observed, view
 from harness.differential.oracles import reports_of
 from harness.differential.protocol import Answer
+from harness.differential.stale_elr import StaleElr
 from reference.model.controller_events import (
     Cluster,
     Outcome,
@@ -340,6 +341,8 @@ class Comparator:
         #: CPU seconds in the model (``apply``) and in the rest of ``step`` (bench.py):
         #: this thread's CPU time, which the machine's other load does not stretch.
         self.timing = {"model": 0.0, "compare": 0.0}
+        #: ELR members a min ISR change with ELR off kept (stale_elr.py).
+        self.stale = StaleElr()
 
     def _apply(self, prior: Cluster, profile: Profile, event: Mapping[str, Any]) -> Prediction:
         if not self.timed:
@@ -415,12 +418,33 @@ class Comparator:
             setattr(report, axis, verdict)
             self.states[axis] = self._resync(obs, chosen, event, ok)
         after = self.states["release"]
+        reported: set[str] = set()
         for key, rule, detail in invariants(after, before):
+            if self._stale_elr(key, rule, report, before, event):
+                continue
+            if rule == "ElrEmptyAtMinIsr":
+                reported.add(key)
             report.findings.append(Finding("invariant", rule, op, self.release.name,
                                            f"{detail} ({_RULES} {rule})",
                                            build={key: view(after.partitions[key])}, where=key,
                                            records=_records(answer, key)))
+        self.stale.update(event, ok, before, after, reported)
         return self._snapshot(report, op, answer)
+
+    def _stale_elr(self, key: str, rule: str, report: StepReport, before: Cluster,
+                   event: Mapping[str, Any]) -> bool:
+        """An ``ElrEmptyAtMinIsr`` the ELR members kept across a min ISR change made with
+        ELR off alone explain (stale_elr.py: exact, by the release model from the prior
+        without them): the cited deviation elr-disable-keeps-fields, named, no finding."""
+        if (rule != "ElrEmptyAtMinIsr" or report.release != AGREES
+                or not self.release.elr_disable_keeps_fields
+                or not self.stale.explains(
+                    key, before, event, lambda c: self._apply(c, self.release, event),
+                    lambda c, k: any(r == rule for r, _ in violations(c, k)))):
+            return False
+        if "elr-disable-keeps-fields" not in report.deviations:
+            report.deviations = (*report.deviations, "elr-disable-keeps-fields")
+        return True
 
     def _snapshot(self, report: StepReport, op: str, answer: Answer) -> StepReport:
         """The snapshot class (``_with_snapshot``), but for a difference the build's cited
