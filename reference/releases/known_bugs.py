@@ -38,6 +38,20 @@ class KnownBug:
     #: of [-1], or a removed replica kept in the ELR or in LastKnownELR). Entries with
     #: them are looked at first, in catalog order.
     diff_details: tuple[str, ...] = ()
+    #: Differential signatures (``axis:name:op``) that name it only when the finding's
+    #: detail matches the regular expression paired with them, whatever ``diff_details``
+    #: says: a signature that has other causes, where the bug's other signatures have
+    #: none (e.g. a refused reassignment, named only with the state the bug left).
+    diff_signatures_by_detail: tuple[tuple[str, str], ...] = ()
+
+    def names(self, key: str, detail: str | None) -> bool:
+        """Whether a differential finding of signature ``key`` (``axis:name:op``) and
+        ``detail`` (None: not known) names this bug."""
+        if key in self.diff_signatures and (not self.diff_details or (
+                detail is not None and any(re.search(d, detail) for d in self.diff_details))):
+            return True
+        return detail is not None and any(
+            s == key and re.search(d, detail) for s, d in self.diff_signatures_by_detail)
 
     def affects(self, version: Version) -> bool:
         return self.first_affected <= version and (
@@ -101,7 +115,24 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         frozenset({f"invariant:{rule}:{op}"
                    for rule in ("IsrElrWithinReplicas", "ElrEmptyAtMinIsr")
                    for op in ("completeReassignment", "cancelReassignment", "alterPartition",
-                              "reassign")})),
+                              "reassign")}),
+        # A reassignment naming the removed replica again, while the ISR is empty: the
+        # builder finds it in the ELR (PartitionChangeBuilder.isValidNewLeader) and asks
+        # LeaderAcceptor, built on the partition before the change, for its directory:
+        # PartitionRegistration.directory throws IllegalArgumentException, which
+        # alterPartitionReassignments answers as UNKNOWN_SERVER_ERROR for the partition
+        # (4.0.2, 4.3.1 sources; 4.4.0's PartitionChangeBuilder is 4.3.1's), where the model
+        # elects it from the ELR. Named by the state before the event (the finding's note,
+        # harness/differential/compare.py _broken_before): a member outside the replicas in
+        # the ELR. Triaged 2026-11-28 (bench/RESULTS-diff.md "Triage, sixth session"):
+        # certify's 4.4.0 findings (Spark #60/#61, one machine #53/#54) reproduce on 4.4.0
+        # and not on 4.4.0 with fix/elr-within-target-replicas.patch.
+        diff_signatures_by_detail=tuple(
+            (f"{axis}:accepted:reassign",
+             r"\(build: UNKNOWN_SERVER_ERROR[^)]*\)(?: \(model: [^)]*\))?; before the event "
+             r"\S+ already broke IsrElrWithinReplicas \(\S+ \[(?:\d+, )*(\d+)(?:, \d+)*\] "
+             r"in ISR \[[^\]]*\] / ELR \[(?:\d+, )*\1[,\]]")
+            for axis in ("release", "kip"))),
     KnownBug(
         "KAFKA-19522",
         "the controller elects a fenced last known leader in the batch that re-registers it "
@@ -276,7 +307,6 @@ def naming_diff_finding(version: Version, signature: str, detail: str | None = N
     finding's ``detail`` contains one of them (None: the detail is not known, those bugs
     are left out)."""
     key = ":".join(signature.split(":")[:3])
-    bugs = sorted(affecting(version), key=lambda b: not b.diff_details)
-    return next((b for b in bugs if key in b.diff_signatures and (
-        not b.diff_details or (detail is not None and any(
-            re.search(d, detail) for d in b.diff_details)))), None)
+    bugs = sorted(affecting(version),
+                  key=lambda b: not (b.diff_details or b.diff_signatures_by_detail))
+    return next((b for b in bugs if b.names(key, detail)), None)
