@@ -5,7 +5,8 @@ its directory; PartitionRegistration.directory throws and alterPartitionReassign
 answers UNKNOWN_SERVER_ERROR for the partition, where the model elects the ELR member
 (`release:accepted:reassign`, `kip:accepted:reassign`; bench/RESULTS-diff.md "Triage,
 sixth session"). The finding's detail says what the partition broke before the event, and
-the catalog names the class by it: only with that state and that answer."""
+the catalog names the class by it: only with that state and that answer. And KAFKA-19522
+met by a reassignment on 4.0.2 (a fenced last known leader elected)."""
 
 from __future__ import annotations
 
@@ -95,3 +96,36 @@ def test_the_reassignment_back_is_refused_by_the_newest_build() -> None:
     for sig in ("release:accepted:reassign:kafka-4.3", "kip:accepted:reassign:kip966"):
         bug = naming_diff_finding((4, 4, 0), sig, found[sig])
         assert bug is not None and bug.id == BUG, found[sig]
+
+
+#: KAFKA-19522 met at a reassignment (4.0.2): t [1, 2, 3] leaderless with ISR [], ELR
+#: [1, 2], LastKnownELR [1] (every replica fenced); ELR off, a reassignment writes the ELR
+#: empty and keeps LastKnownELR (elr-disable-keeps-fields); ELR on; a reassignment runs the
+#: builder: 4.0.2's canElectLastKnownLeader elects the fenced broker 1.
+FENCED_LAST_LEADER = [
+    p.create_topic("k0t0", [[1, 2, 3]]), p.fence(3), p.fence(2), p.fence(1),
+    p.update_feature(p.ELR_FEATURE, 0), p.reassign("k0t0", [2, 1, 3]),
+    p.update_feature(p.ELR_FEATURE, 1), p.reassign("k0t0", [1, 2, 3])]
+
+
+def test_kafka_19522_names_a_fenced_last_leader_elected_by_a_reassignment() -> None:
+    for sig in ("release:leader:reassign:kafka-4.0-elr",
+                "invariant:LeaderIsLive:reassign:kafka-4.0-elr",
+                "invariant:LeaderIsLive:unregister:kafka-4.0-noelr",
+                "invariant:LeaderIsLive:heartbeat:kafka-4.0-elr"):
+        bug = naming_diff_finding((4, 0, 2), sig)
+        assert bug is not None and bug.id == "KAFKA-19522", sig
+        assert naming_diff_finding((4, 1, 2), sig.replace("4.0-elr", "4.1")) is None
+    from harness.differential.campaign import Config
+    from harness.differential.campaign.session import Session, settings_for
+    s = Session(_cached("4.0.2"), settings_for(1, Config(seed=0, budget_s=0, min_isr=2),
+                                               elr=True))
+    try:
+        answers = s.send(FENCED_LAST_LEADER)
+        found = {f.signature for e, a in zip(FENCED_LAST_LEADER, answers, strict=True)
+                 for f in s.comparator.step(e, a).findings}
+    finally:
+        s.close()
+    assert answers[-1].partition("k0t0")["leader"] == 1
+    assert {"release:leader:reassign:kafka-4.0-elr",
+            "invariant:LeaderIsLive:reassign:kafka-4.0-elr"} <= found, found
