@@ -129,3 +129,34 @@ def test_kafka_19522_names_a_fenced_last_leader_elected_by_a_reassignment() -> N
     assert answers[-1].partition("k0t0")["leader"] == 1
     assert {"release:leader:reassign:kafka-4.0-elr",
             "invariant:LeaderIsLive:reassign:kafka-4.0-elr"} <= found, found
+
+
+def test_an_elr_election_at_a_lowered_effective_min_isr_keeps_the_other_members() -> None:
+    """docs/findings/elr-survives-effective-min-isr-drop/events.json on 4.4.0: partition 0
+    reassigned to one replica lowers the topic's effective min ISR to 1; partition 1 then
+    elects from its ELR [1, 3] and keeps ISR [1], ELR [3] (the KIP's invariant broken,
+    named by the draft), and later elects 3 from the ELR; without the reassignment
+    (control.json) the same states are the KIP's and nothing is reported."""
+    import json
+    from pathlib import Path
+
+    from harness.differential.campaign import Config
+    from harness.differential.campaign.session import Session, settings_for
+    here = Path(__file__).resolve().parents[1] / "docs/findings/elr-survives-effective-min-isr-drop"
+    build = _cached("4.4.0")
+    for name, reported in (("events.json", True), ("control.json", False)):
+        events = json.loads((here / name).read_text())["events"]
+        s = Session(build, settings_for(1, Config(seed=0, budget_s=0, min_isr=2), elr=True))
+        try:
+            answers = s.send(events)
+            found = {f.signature for e, a in zip(events, answers, strict=True)
+                     for f in s.comparator.step(e, a).findings
+                     if f.where == "k0t0-1"}
+        finally:
+            s.close()
+        assert answers[-1].partition("k0t0", 1)["leader"] == 3
+        sig = "invariant:ElrEmptyAtMinIsr:unfence:kafka-4.3"
+        assert (sig in found) is reported, found
+        if reported:
+            bug = naming_diff_finding((4, 4, 0), sig)
+            assert bug is not None and bug.id == "elr-survives-effective-min-isr-drop"
