@@ -160,3 +160,30 @@ def test_an_elr_election_at_a_lowered_effective_min_isr_keeps_the_other_members(
         if reported:
             bug = naming_diff_finding((4, 4, 0), sig)
             assert bug is not None and bug.id == "elr-survives-effective-min-isr-drop"
+
+
+def test_a_cancelled_reassignment_leaves_a_last_known_leader_that_faults_on_4_0() -> None:
+    """docs/findings/last-known-leader-not-a-replica/events-cancel.json on 4.0.2 (ELR on, no
+    toggle): the cancel keeps the removed adding replica 4 in LastKnownELR; an unclean
+    registration empties the ISR and the election asks LeaderAcceptor about 4: the
+    controller faults, named by last-known-leader-not-a-replica (4.0.0+)."""
+    import json
+    from pathlib import Path
+
+    from harness.differential.campaign import Config
+    from harness.differential.campaign.session import Session, settings_for
+    doc = Path(__file__).resolve().parents[1] / (
+        "docs/findings/last-known-leader-not-a-replica/events-cancel.json")
+    events = json.loads(doc.read_text())["events"]
+    s = Session(_cached("4.0.2"), settings_for(1, Config(seed=0, budget_s=0, min_isr=2),
+                                               elr=True))
+    try:
+        answers = s.send(events)
+        found = {f.signature: f.detail for e, a in zip(events, answers, strict=True)
+                 for f in s.comparator.step(e, a).findings}
+    finally:
+        s.close()
+    assert answers[-1].exception is not None and "Replica 4" in answers[-1].exception
+    sig = "fault:IllegalArgumentException:register:kafka-4.0-elr"
+    bug = naming_diff_finding((4, 0, 2), sig, found[sig])
+    assert bug is not None and bug.id == "last-known-leader-not-a-replica"
