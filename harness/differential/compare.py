@@ -285,6 +285,20 @@ def invariants(obs: Cluster, prior: Cluster) -> list[tuple[str, str, str]]:
     return out
 
 
+def _broken_before(prior: Cluster, key: str) -> str:
+    """For a finding on whether the event is accepted: the invariants partition ``key``
+    already broke before the event, as a note of the detail. The model carries on from the
+    build's state, a known bug's broken one too (a removed replica kept in the ELR), and
+    predicts what the KIP does from it, where the build may refuse the event because of
+    that state (ReplicationControlManager.alterPartitionReassignments answers a throw of
+    LeaderAcceptor for a broker outside the replicas as UNKNOWN_SERVER_ERROR): the note
+    is what names the bug (reference/releases/known_bugs.py)."""
+    if key not in prior.partitions:
+        return ""
+    return "".join(f"; before the event {key} already broke {rule} ({detail})"
+                   for rule, detail in violations(prior, key))
+
+
 def findings_of(op: str, answer: Answer, profile: str) -> list[Finding]:
     """The driver's own oracles' reports in the answer (oracles.py), as findings of their
     own classes: ``index:<index>:<op>:<profile>``, ``image:<field>:<op>:<profile>``."""
@@ -409,7 +423,8 @@ class Comparator:
             if ds and verdict == AGREES:
                 verdict = DIVERGES if axis == "release" else KIP_DIVERGES
                 said = (f" (build: {answer.error})" if answer.error else "") + (
-                    f" (model: {chosen.error})" if chosen.error else "")
+                    f" (model: {chosen.error})" if chosen.error else "") + (
+                    _broken_before(prior, where) if ds[0].field == "accepted" else "")
                 report.findings.append(Finding(
                     axis, ds[0].field, op, profile.name,
                     "; ".join(d.text() for d in ds[:6]) + said,

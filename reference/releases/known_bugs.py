@@ -38,6 +38,20 @@ class KnownBug:
     #: of [-1], or a removed replica kept in the ELR or in LastKnownELR). Entries with
     #: them are looked at first, in catalog order.
     diff_details: tuple[str, ...] = ()
+    #: Differential signatures (``axis:name:op``) that name it only when the finding's
+    #: detail matches the regular expression paired with them, whatever ``diff_details``
+    #: says: a signature that has other causes, where the bug's other signatures have
+    #: none (e.g. a refused reassignment, named only with the state the bug left).
+    diff_signatures_by_detail: tuple[tuple[str, str], ...] = ()
+
+    def names(self, key: str, detail: str | None) -> bool:
+        """Whether a differential finding of signature ``key`` (``axis:name:op``) and
+        ``detail`` (None: not known) names this bug."""
+        if key in self.diff_signatures and (not self.diff_details or (
+                detail is not None and any(re.search(d, detail) for d in self.diff_details))):
+            return True
+        return detail is not None and any(
+            s == key and re.search(d, detail) for s, d in self.diff_signatures_by_detail)
 
     def affects(self, version: Version) -> bool:
         return self.first_affected <= version and (
@@ -81,8 +95,17 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         "controller faults (renounces) at every attempt, e.g. that broker's unfencing",
         "docs/findings/last-known-leader-not-a-replica.md",
         # Measured with the builds' own controller classes on 4.1.2, 4.2.2, 4.3.1, 4.4.0;
-        # 4.0.2 clears LastKnownELR at the first change with ELR on (its own rule).
-        (4, 1, 0), None, frozenset(),
+        # 4.0.2 clears LastKnownELR at the first change with ELR on (its own rule), so the
+        # toggles' route does not reach it there. Another route does, 4.0.2 (ELR on)
+        # included: a cancelled reassignment of a leaderless partition keeps its last
+        # leader, an adding replica, in LastKnownELR (docs/findings/
+        # last-known-leader-not-a-replica/events-cancel.json, 12 events, no toggle: the fault
+        # on 4.0.2, on 4.0.2 with KAFKA-19522's fix, 4.1.2, 4.2.2); 4.0.2's
+        # canElectLastKnownLeader calls isAcceptableLeader.test too. Triaged 2026-11-28
+        # (bench/RESULTS-diff.md "Triage, sixth session"): the 4.0.2 seed-1 sweep's
+        # fault:IllegalArgumentException:register (a cancel at lane event 875, the fault at
+        # 896, read event by event).
+        (4, 0, 0), None, frozenset(),
         frozenset({f"fault:IllegalArgumentException:{op}" for op in _CHANGE_OPS}
                   | {f"invariant:IsrElrWithinReplicas:{op}" for op in _CHANGE_OPS}),
         # the fault's message, or the invariant with the LastKnownELR member (one: the
@@ -101,7 +124,24 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         frozenset({f"invariant:{rule}:{op}"
                    for rule in ("IsrElrWithinReplicas", "ElrEmptyAtMinIsr")
                    for op in ("completeReassignment", "cancelReassignment", "alterPartition",
-                              "reassign")})),
+                              "reassign")}),
+        # A reassignment naming the removed replica again, while the ISR is empty: the
+        # builder finds it in the ELR (PartitionChangeBuilder.isValidNewLeader) and asks
+        # LeaderAcceptor, built on the partition before the change, for its directory:
+        # PartitionRegistration.directory throws IllegalArgumentException, which
+        # alterPartitionReassignments answers as UNKNOWN_SERVER_ERROR for the partition
+        # (4.0.2, 4.3.1 sources; 4.4.0's PartitionChangeBuilder is 4.3.1's), where the model
+        # elects it from the ELR. Named by the state before the event (the finding's note,
+        # harness/differential/compare.py _broken_before): a member outside the replicas in
+        # the ELR. Triaged 2026-11-28 (bench/RESULTS-diff.md "Triage, sixth session"):
+        # certify's 4.4.0 findings (Spark #60/#61, one machine #53/#54) reproduce on 4.4.0
+        # and not on 4.4.0 with fix/elr-within-target-replicas.patch.
+        diff_signatures_by_detail=tuple(
+            (f"{axis}:accepted:reassign",
+             r"\(build: UNKNOWN_SERVER_ERROR[^)]*\)(?: \(model: [^)]*\))?; before the event "
+             r"\S+ already broke IsrElrWithinReplicas \(\S+ \[(?:\d+, )*(\d+)(?:, \d+)*\] "
+             r"in ISR \[[^\]]*\] / ELR \[(?:\d+, )*\1[,\]]")
+            for axis in ("release", "kip"))),
     KnownBug(
         "KAFKA-19522",
         "the controller elects a fenced last known leader in the batch that re-registers it "
@@ -120,7 +160,21 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         frozenset({f"{check}:{op}" for check in ("invariant:LeaderIsLive", "release:leader")
                    for op in ("register", "unfence", "electLeaders", "tick")}
                   | {"release:lastKnownElr:register", "invariant:IsrElrWithinReplicas:register",
-                     "release:accepted:electLeaders"})),
+                     "release:accepted:electLeaders"}
+                  # Every builder run of a leaderless partition with ISR and ELR empty and
+                  # one LastKnownELR member reaches 4.0.2's canElectLastKnownLeader, which
+                  # tests the member's acceptability only to log it and returns true (PR
+                  # 20200 returns false): a reassignment (changePartitionReassignment's
+                  # builder), an unregistration (handleBrokerUnregistered) and a heartbeat
+                  # that unfences a broker (handleBrokerUnfenced re-runs every leaderless
+                  # partition; the heartbeat itself is unmodelled, so only the invariant
+                  # speaks). Triaged 2026-11-28 (bench/RESULTS-diff.md "Triage, sixth
+                  # session"): 4.0.2 seed 1 (300 s) findings replayed reproduce on 4.0.2 and
+                  # not on 4.0.2 with PR 20200's rule (the heartbeat ones with a heartbeat
+                  # unfencing the lane's clock broker appended: the campaign's was another
+                  # lane's); 8 events by hand (tests/test_diff_reassign_back.py).
+                  | {"release:leader:reassign", "invariant:LeaderIsLive:reassign",
+                     "invariant:LeaderIsLive:unregister", "invariant:LeaderIsLive:heartbeat"})),
     KnownBug(
         "elr-index-stale-after-min-isr-change",
         "replaying a ClearElrRecord leaves the broker-to-ELR index stale, so an unclean "
@@ -277,6 +331,24 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
         # a draft finding: measured on clusters and without the harness (exit 1 on
         # 4.0.2-4.4.0); no trace rule or differential signature is known to name it alone.
         (4, 0, 0), None, frozenset()),
+    KnownBug(
+        "elr-survives-effective-min-isr-drop",
+        "a reassignment that makes a topic's partition 0 smaller lowers the topic's effective "
+        "min ISR (ReplicationControlManager.getTopicEffectiveMinIsr) without clearing the other "
+        "partitions' ELRs, and an election from the ELR keeps the other members "
+        "(PartitionChangeBuilder.build runs maybePopulateTargetElr before tryElection): ISR "
+        "[1], ELR [3] at min ISR 1, and a later ELR election can elect a replica that missed "
+        "records committed at min ISR",
+        "docs/findings/elr-survives-effective-min-isr-drop.md",
+        # a draft: measured with the builds' own controller classes (the diff driver) on
+        # 4.0.2 (ELR on), 4.1.2, 4.2.2, 4.3.1, 4.4.0, 8 events, and a control without the
+        # reassignment; no cluster run. The campaign's finding (4.0.2 seed 1, 300 s, finding
+        # 123, replayed alone also on 4.1.2 and 4.3.1) came by the other route to a lower
+        # effective min ISR: the cluster min ISR lowered while ELR was off (no ClearElrRecord
+        # then), ELR on again, the same election. Triaged 2026-11-28 (bench/RESULTS-diff.md
+        # "Triage, sixth session").
+        (4, 0, 0), None, frozenset(),
+        frozenset({"invariant:ElrEmptyAtMinIsr:unfence"})),
 )
 
 
@@ -292,7 +364,6 @@ def naming_diff_finding(version: Version, signature: str, detail: str | None = N
     finding's ``detail`` contains one of them (None: the detail is not known, those bugs
     are left out)."""
     key = ":".join(signature.split(":")[:3])
-    bugs = sorted(affecting(version), key=lambda b: not b.diff_details)
-    return next((b for b in bugs if key in b.diff_signatures and (
-        not b.diff_details or (detail is not None and any(
-            re.search(d, detail) for d in b.diff_details)))), None)
+    bugs = sorted(affecting(version),
+                  key=lambda b: not (b.diff_details or b.diff_signatures_by_detail))
+    return next((b for b in bugs if b.names(key, detail)), None)
