@@ -18,6 +18,23 @@ from test_differential_model import answer, brokers, comparator, part
 from harness.differential import protocol as p
 from reference.releases.known_bugs import naming_diff_finding
 
+
+def _session(version: str, events: list[dict[str, Any]], where: str | None = None
+             ) -> tuple[list[Any], dict[str, str]]:
+    """``events`` in one fresh driver session of ``version`` (ELR on, min ISR 2): the answers
+    and each finding's signature with its detail (only those at ``where`` when given)."""
+    from harness.differential.campaign import Config
+    from harness.differential.campaign.session import Session, settings_for
+    s = Session(_cached(version), settings_for(1, Config(seed=0, budget_s=0, min_isr=2),
+                                               elr=True))
+    try:
+        answers = s.send(events)
+        found = {f.signature: f.detail for e, a in zip(events, answers, strict=True)
+                 for f in s.comparator.step(e, a).findings if where in (None, f.where)}
+    finally:
+        s.close()
+    return answers, found
+
 BUG = "elr-keeps-removed-replica"
 
 #: 7 events by hand: t [1, 2, 3] at min ISR 2; 3 then 2 fenced (ISR [1], ELR [2]); a
@@ -82,16 +99,7 @@ def test_the_class_is_named_only_with_the_removed_replica_in_the_elr_and_that_an
 def test_the_reassignment_back_is_refused_by_the_newest_build() -> None:
     """The 7 events on 4.4.0's own controller classes (ELR on): the reassignment back is
     refused with UNKNOWN_SERVER_ERROR, and both findings are named by the known bug."""
-    from harness.differential.campaign import Config
-    from harness.differential.campaign.session import Session, settings_for
-    s = Session(_cached("4.4.0"), settings_for(1, Config(seed=0, budget_s=0, min_isr=2),
-                                               elr=True))
-    try:
-        answers = s.send(EVENTS)
-        found = {f.signature: f.detail for e, a in zip(EVENTS, answers, strict=True)
-                 for f in s.comparator.step(e, a).findings}
-    finally:
-        s.close()
+    answers, found = _session("4.4.0", EVENTS)
     assert answers[-1].error_name == "UNKNOWN_SERVER_ERROR"
     for sig in ("release:accepted:reassign:kafka-4.3", "kip:accepted:reassign:kip966"):
         bug = naming_diff_finding((4, 4, 0), sig, found[sig])
@@ -116,19 +124,10 @@ def test_kafka_19522_names_a_fenced_last_leader_elected_by_a_reassignment() -> N
         bug = naming_diff_finding((4, 0, 2), sig)
         assert bug is not None and bug.id == "KAFKA-19522", sig
         assert naming_diff_finding((4, 1, 2), sig.replace("4.0-elr", "4.1")) is None
-    from harness.differential.campaign import Config
-    from harness.differential.campaign.session import Session, settings_for
-    s = Session(_cached("4.0.2"), settings_for(1, Config(seed=0, budget_s=0, min_isr=2),
-                                               elr=True))
-    try:
-        answers = s.send(FENCED_LAST_LEADER)
-        found = {f.signature for e, a in zip(FENCED_LAST_LEADER, answers, strict=True)
-                 for f in s.comparator.step(e, a).findings}
-    finally:
-        s.close()
+    answers, found = _session("4.0.2", FENCED_LAST_LEADER)
     assert answers[-1].partition("k0t0")["leader"] == 1
     assert {"release:leader:reassign:kafka-4.0-elr",
-            "invariant:LeaderIsLive:reassign:kafka-4.0-elr"} <= found, found
+            "invariant:LeaderIsLive:reassign:kafka-4.0-elr"} <= found.keys(), found
 
 
 def test_an_elr_election_at_a_lowered_effective_min_isr_keeps_the_other_members() -> None:
@@ -140,20 +139,10 @@ def test_an_elr_election_at_a_lowered_effective_min_isr_keeps_the_other_members(
     import json
     from pathlib import Path
 
-    from harness.differential.campaign import Config
-    from harness.differential.campaign.session import Session, settings_for
     here = Path(__file__).resolve().parents[1] / "docs/findings/elr-survives-effective-min-isr-drop"
-    build = _cached("4.4.0")
     for name, reported in (("events.json", True), ("control.json", False)):
         events = json.loads((here / name).read_text())["events"]
-        s = Session(build, settings_for(1, Config(seed=0, budget_s=0, min_isr=2), elr=True))
-        try:
-            answers = s.send(events)
-            found = {f.signature: f.detail for e, a in zip(events, answers, strict=True)
-                     for f in s.comparator.step(e, a).findings
-                     if f.where == "k0t0-1"}
-        finally:
-            s.close()
+        answers, found = _session("4.4.0", events, where="k0t0-1")
         assert answers[-1].partition("k0t0", 1)["leader"] == 3
         sig = "invariant:ElrEmptyAtMinIsr:unfence:kafka-4.3"
         assert (sig in found) is reported, found
@@ -171,19 +160,10 @@ def test_a_cancelled_reassignment_leaves_a_last_known_leader_that_faults_on_4_0(
     import json
     from pathlib import Path
 
-    from harness.differential.campaign import Config
-    from harness.differential.campaign.session import Session, settings_for
     doc = Path(__file__).resolve().parents[1] / (
         "docs/findings/last-known-leader-not-a-replica/events-cancel.json")
     events = json.loads(doc.read_text())["events"]
-    s = Session(_cached("4.0.2"), settings_for(1, Config(seed=0, budget_s=0, min_isr=2),
-                                               elr=True))
-    try:
-        answers = s.send(events)
-        found = {f.signature: f.detail for e, a in zip(events, answers, strict=True)
-                 for f in s.comparator.step(e, a).findings}
-    finally:
-        s.close()
+    answers, found = _session("4.0.2", events)
     assert answers[-1].exception is not None and "Replica 4" in answers[-1].exception
     sig = "fault:IllegalArgumentException:register:kafka-4.0-elr"
     bug = naming_diff_finding((4, 0, 2), sig, found[sig])
