@@ -12,51 +12,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_differential_model import answer, brokers, comparator
+from test_diff_snapshot import _Ready, sent_by_replay
 
 from harness.cluster import builds
 from harness.differential import protocol as p
 from harness.differential.campaign import Campaign, Config
-from harness.differential.protocol import Answer
 from harness.infra.cache import cache_root
 
 UNCLEAN = "unclean.leader.election.enable"
 MIN_ISR = "min.insync.replicas"
 
 
-class _Ready:
-    records = ({"type": "ConfigRecord", "resourceType": 4, "resourceName": "",
-                "name": MIN_ISR, "value": "2"},)
-
-
 def _sent_by_replay(tmp_path: Path, candidates: list[list[dict[str, Any]]]
                     ) -> list[list[dict[str, Any]]]:
-    sent: list[list[dict[str, Any]]] = []
-
-    class FakeSession:
-        elr = True
-        ready = _Ready()
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            self.comparator = comparator([1, 2, 3], min_isr=2)
-
-        def send(self, events: list[dict[str, Any]]) -> list[Answer]:
-            sent.append(list(events))
-            return [answer(str(e["op"]), {}, brokers([1, 2, 3])) for e in events]
-
-        def close(self) -> None:
-            pass
-
-    import harness.differential.campaign.shrink as shrink_mod
-    mp = pytest.MonkeyPatch()
-    mp.setattr(shrink_mod, "Session", FakeSession)
-    try:
-        campaign = Campaign(build=None, cfg=Config(seed=1, budget_s=1, min_isr=3),  # type: ignore[arg-type]
-                            out_dir=tmp_path, say=lambda s: None)
-        campaign.replay(candidates)
-    finally:
-        mp.undo()
-    return sent
+    """The session starts at min ISR 2 (its first answer); the campaign's setting is 3."""
+    return sent_by_replay(tmp_path, candidates, min_isr=3)
 
 
 def test_a_candidates_cluster_configs_are_put_back_before_the_next(tmp_path: Path) -> None:

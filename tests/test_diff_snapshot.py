@@ -111,13 +111,21 @@ def test_bad_snapshot_flags_fail_before_any_jvm(flags: list[str], message: str, 
     assert message in capsys.readouterr().err
 
 
-def test_a_shrink_replay_ends_a_candidates_shadow(tmp_path: Path) -> None:
-    """The fresh managers of one candidate's snapshot must not answer the next candidate's
-    events: after a candidate with a snapshot the replay sends a snapshot with no shadow."""
+class _Ready:
+    """A session's first answer: the cluster's min ISR the session started with."""
+    records = ({"type": "ConfigRecord", "resourceType": 4, "resourceName": "",
+                "name": "min.insync.replicas", "value": "2"},)
+
+
+def sent_by_replay(tmp_path: Path, candidates: list[list[dict[str, Any]]], min_isr: int = 2
+                   ) -> list[list[dict[str, Any]]]:
+    """What a shrink's replay of ``candidates`` sends (shrink.py ``replay``), each batch, on
+    a stand-in session that answers every event."""
     sent: list[list[dict[str, Any]]] = []
 
     class FakeSession:
         elr = True
+        ready = _Ready()
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             self.comparator = comparator([1, 2, 3], min_isr=2)
@@ -133,11 +141,19 @@ def test_a_shrink_replay_ends_a_candidates_shadow(tmp_path: Path) -> None:
     mp = pytest.MonkeyPatch()
     mp.setattr(shrink_mod, "Session", FakeSession)
     try:
-        campaign = Campaign(build=None, cfg=Config(seed=1, budget_s=1),  # type: ignore[arg-type]
+        campaign = Campaign(build=None,  # type: ignore[arg-type]
+                            cfg=Config(seed=1, budget_s=1, min_isr=min_isr),
                             out_dir=tmp_path, say=lambda s: None)
-        campaign.replay([[p.fence(1), p.snapshot(5), p.register(1)], [p.fence(2)]])
+        campaign.replay(candidates)
     finally:
         mp.undo()
+    return sent
+
+
+def test_a_shrink_replay_ends_a_candidates_shadow(tmp_path: Path) -> None:
+    """The fresh managers of one candidate's snapshot must not answer the next candidate's
+    events: after a candidate with a snapshot the replay sends a snapshot with no shadow."""
+    sent = sent_by_replay(tmp_path, [[p.fence(1), p.snapshot(5), p.register(1)], [p.fence(2)]])
     assert sent[1] == [p.snapshot(0)]
 
 
